@@ -1,0 +1,122 @@
+# gw - one non-recursive Makefile. `make help` lists the targets.
+# Objects go to $(O) (default build/$(MODE)); helpers building side by side pass O=.
+
+MODE ?= release
+O ?= build/$(MODE)
+
+PKGS := libevent libevent_pthreads libevent_openssl libnghttp2 openssl jansson libcyaml lmdb ck
+CC ?= cc
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wcast-qual \
+        -Wwrite-strings -Wpointer-arith -Wformat=2 -Wundef -Wvla
+CFLAGS_MODE_release := -O2 -g
+CFLAGS_MODE_debug := -O0 -g3
+CFLAGS_MODE_asan := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+CFLAGS_MODE_ubsan := -O1 -g -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+CFLAGS_MODE_tsan := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -DCK_USE_CC_BUILTINS=1
+LDFLAGS_MODE_asan := -fsanitize=address,undefined
+LDFLAGS_MODE_ubsan := -fsanitize=undefined
+LDFLAGS_MODE_tsan := -fsanitize=thread
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -I. -MMD -MP $(CFLAGS_MODE_$(MODE)) $(PKG_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(LDFLAGS_MODE_$(MODE)) $(LDFLAGS)
+
+include core/module.mk dialects/module.mk store/module.mk net/module.mk cli/module.mk \
+        bench/module.mk tests/module.mk
+
+.DEFAULT_GOAL := all
+.PHONY: all deps run test unit e2e fuzz fuzz-replay bench asan ubsan tsan clean help check-deps \
+        fmt check-fmt test-oom
+
+all: $(O)/bin/gwd $(O)/bin/gwctl $(O)/bin/gwbench bin-links
+
+# bin/ always points at the last build, so docs can say bin/gwd.
+bin-links: $(O)/bin/gwd $(O)/bin/gwctl $(O)/bin/gwbench
+	@mkdir -p bin
+	@for b in gwd gwctl gwbench; do ln -sfn ../$(O)/bin/$$b bin/$$b; done
+.PHONY: bin-links
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(O)/libgwcore.a: $(CORE_OBJ) $(DIALECTS_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(O)/libgwstore.a: $(STORE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(O)/libgwnet.a: $(filter-out $(O)/net/main.o,$(NET_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(O)/bin/gwd: $(O)/net/main.o $(O)/libgwnet.a $(O)/libgwstore.a $(O)/libgwcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(O)/bin/gwctl: $(CLI_OBJ) $(O)/libgwcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(O)/bin/gwbench: $(BENCH_OBJ) $(O)/libgwcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+# ---- packages ----
+deps:
+	@sh tools/deps.sh
+
+# ---- run the demo ----
+run: deps all
+	@sh tools/run-demo.sh
+
+# ---- tests ----
+test: deps
+	@$(MAKE) --no-print-directory all unit-bins fuzz-bins
+	@sh tools/test.sh $(O)
+
+unit: deps
+	@$(MAKE) --no-print-directory all unit-bins
+	@sh tools/test.sh $(O) unit
+
+e2e: deps
+	@$(MAKE) --no-print-directory all
+	@sh tools/test.sh $(O) e2e
+
+fuzz-replay: fuzz-bins
+	@sh tools/test.sh $(O) fuzz
+
+asan:
+	@$(MAKE) --no-print-directory MODE=asan test
+ubsan:
+	@$(MAKE) --no-print-directory MODE=ubsan test
+tsan:
+	@$(MAKE) --no-print-directory MODE=tsan test
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@/usr/bin/python3 bench/run.py --bin $(O)/bin
+
+check-deps:
+	@sh tools/check-deps.sh
+
+fmt:
+	clang-format -i $(shell git ls-files '*.c' '*.h')
+check-fmt:
+	@clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build bin
+
+help:
+	@echo "make            build bin/gwd, bin/gwctl, bin/gwbench (MODE=release|debug|asan|ubsan|tsan)"
+	@echo "make deps       install missing Debian packages (apt-get)"
+	@echo "make run        build, start gwbench upstream on :9100 and gwd on :8080 (demo config)"
+	@echo "make test       deps, build, unit tests, fuzz corpus replay, end-to-end tests"
+	@echo "make unit       unit tests only;  make e2e  end-to-end tests only"
+	@echo "make asan|ubsan|tsan   make test with sanitizers, into build/<mode>/"
+	@echo "make fuzz       build libFuzzer targets with clang (build/fuzz/)"
+	@echo "make bench      benchmark table: direct vs gwd vs nginx"
+	@echo "make check-deps module boundary check;  make fmt / check-fmt"
+	@echo "make clean"
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -1,0 +1,3 @@
+# cli sources: every .c in cli/.
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(patsubst %.c,$(O)/%.o,$(CLI_SRC))

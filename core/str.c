@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT
+ * core/str.c - slices, growable buffers, hex and constant-time compare.
+ * Owns:    the data of each gw_buf.
+ * Threads: any.
+ * See:     core/str.h, tests/unit/core/test_str.c
+ */
+#include "core/str.h"
+
+#include <stdio.h>
+
+#include "core/alloc.h"
+
+bool
+gw_str_eq_nocase(struct gw_str a, struct gw_str b)
+{
+    size_t i;
+
+    if (a.len != b.len)
+        return false;
+    for (i = 0; i < a.len; i++) {
+        unsigned char x = (unsigned char)a.ptr[i], y = (unsigned char)b.ptr[i];
+
+        if (x >= 'A' && x <= 'Z')
+            x = (unsigned char)(x + 32);
+        if (y >= 'A' && y <= 'Z')
+            y = (unsigned char)(y + 32);
+        if (x != y)
+            return false;
+    }
+    return true;
+}
+
+enum gw_code
+gw_buf_reserve(struct gw_buf *b, size_t extra)
+{
+    size_t need = b->len + extra + 1, cap;
+    char *d;
+
+    if (need <= b->cap)
+        return GW_OK;
+    cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    d = gw_realloc(b->data, cap);
+    if (!d)
+        return GW_E_NOMEM;
+    b->data = d;
+    b->cap = cap;
+    b->data[b->len] = '\0';
+    return GW_OK;
+}
+
+enum gw_code
+gw_buf_append(struct gw_buf *b, const void *p, size_t n)
+{
+    if (gw_buf_reserve(b, n) != GW_OK)
+        return GW_E_NOMEM;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return GW_OK;
+}
+
+enum gw_code
+gw_buf_append_str(struct gw_buf *b, struct gw_str s)
+{
+    return gw_buf_append(b, s.ptr, s.len);
+}
+
+enum gw_code
+gw_buf_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    int n;
+
+    va_copy(ap2, ap);
+    n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || gw_buf_reserve(b, (size_t)n) != GW_OK)
+        return GW_E_NOMEM;
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+    return GW_OK;
+}
+
+enum gw_code
+gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    enum gw_code rc;
+
+    va_start(ap, fmt);
+    rc = gw_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+enum gw_code
+gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i;
+
+    if (gw_buf_reserve(b, s.len + 2) != GW_OK)
+        return GW_E_NOMEM;
+    b->data[b->len++] = '"';
+    for (i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        char esc[6];
+        size_t n = 0;
+
+        switch (c) {
+        case '"': esc[0] = '\\'; esc[1] = '"'; n = 2; break;
+        case '\\': esc[0] = '\\'; esc[1] = '\\'; n = 2; break;
+        case '\n': esc[0] = '\\'; esc[1] = 'n'; n = 2; break;
+        case '\r': esc[0] = '\\'; esc[1] = 'r'; n = 2; break;
+        case '\t': esc[0] = '\\'; esc[1] = 't'; n = 2; break;
+        default:
+            if (c < 0x20) {
+                esc[0] = '\\'; esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
+                esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
+                n = 6;
+            } else {
+                esc[0] = (char)c;
+                n = 1;
+            }
+        }
+        if (gw_buf_append(b, esc, n) != GW_OK)
+            return GW_E_NOMEM;
+    }
+    return gw_buf_append(b, "\"", 1);
+}
+
+void
+gw_buf_consume(struct gw_buf *b, size_t n)
+{
+    if (n >= b->len) {
+        gw_buf_reset(b);
+        return;
+    }
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+    b->data[b->len] = '\0';
+}
+
+void
+gw_buf_fini(struct gw_buf *b)
+{
+    gw_free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+bool
+gw_ct_equal(const void *a, const void *b, size_t n)
+{
+    const volatile unsigned char *x = a, *y = b;
+    unsigned char d = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        d |= (unsigned char)(x[i] ^ y[i]);
+    return d == 0;
+}
+
+static int
+hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+bool
+gw_hex_decode32(struct gw_str hex, unsigned char out[32])
+{
+    size_t i;
+
+    if (hex.len != 64)
+        return false;
+    for (i = 0; i < 32; i++) {
+        int hi = hexval(hex.ptr[2 * i]), lo = hexval(hex.ptr[2 * i + 1]);
+
+        if (hi < 0 || lo < 0)
+            return false;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return true;
+}
+
+void
+gw_hex_encode(const unsigned char *in, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        out[2 * i] = hex[in[i] >> 4];
+        out[2 * i + 1] = hex[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT
+ * core/str.h - string slices (gw_str) and growable byte buffers (gw_buf).
+ * Strings that cross a module boundary are slices, not NUL-terminated.
+ * Owns:    a gw_buf owns its data; a gw_str owns nothing.
+ * Threads: any; a buffer belongs to one thread at a time.
+ * See:     core/str.c, tests/unit/core/test_str.c
+ */
+#ifndef GW_CORE_STR_H
+#define GW_CORE_STR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "core/codes.h"
+
+struct gw_str {
+    const char *ptr;
+    size_t len;
+};
+
+#define GW_STR_LIT(s) ((struct gw_str){ (s), sizeof(s) - 1 })
+
+static inline struct gw_str
+gw_str_c(const char *s)
+{
+    return (struct gw_str){ s, s ? strlen(s) : 0 };
+}
+
+static inline bool
+gw_str_eq(struct gw_str a, struct gw_str b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
+
+/* Case-insensitive ASCII comparison (header names). */
+bool gw_str_eq_nocase(struct gw_str a, struct gw_str b);
+
+/* A growable buffer; zero-initialised is an empty buffer. data is NUL-terminated
+ * whenever len > 0 or after gw_buf_reserve, so it can be handed to C APIs. */
+struct gw_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+/* Makes room for <extra> more bytes. GW_E_NOMEM on failure (buffer unchanged). */
+enum gw_code gw_buf_reserve(struct gw_buf *b, size_t extra);
+enum gw_code gw_buf_append(struct gw_buf *b, const void *p, size_t n);
+enum gw_code gw_buf_append_str(struct gw_buf *b, struct gw_str s);
+enum gw_code gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+enum gw_code gw_buf_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+/* Appends <s> as a JSON string literal, quotes included. */
+enum gw_code gw_buf_append_json_str(struct gw_buf *b, struct gw_str s);
+/* Removes the first <n> bytes. */
+void gw_buf_consume(struct gw_buf *b, size_t n);
+static inline void
+gw_buf_reset(struct gw_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+/* Frees the data; the buffer is empty and reusable afterwards. */
+void gw_buf_fini(struct gw_buf *b);
+
+/* Constant-time comparison of <n> bytes; true when equal. */
+bool gw_ct_equal(const void *a, const void *b, size_t n);
+
+/* Decodes 64 hex characters into 32 bytes; false when <hex> is not exactly that. */
+bool gw_hex_decode32(struct gw_str hex, unsigned char out[32]);
+/* Writes 2*n lowercase hex characters and a NUL into <out>. */
+void gw_hex_encode(const unsigned char *in, size_t n, char *out);
+
+#endif

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT
+ * dialects/openai.h - OpenAI Chat Completions: read a client request, render the
+ * body sent upstream, inspect streamed chunks and answers for content and usage,
+ * and build error bodies and error chunks in the OpenAI shape.
+ * Pure converter over jansson: no I/O, no clock. Callers never see json_t.
+ * Owns:    a dl_openai_req owns its parsed document.
+ * Threads: any; one request on one thread.
+ * See:     dialects/openai.c, tests/unit/dialects/test_openai.c, tests/fuzz/fuzz_openai.c
+ */
+#ifndef GW_DIALECTS_OPENAI_H
+#define GW_DIALECTS_OPENAI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/codes.h"
+#include "core/row-t.h"
+#include "core/str.h"
+
+struct dl_openai_req;
+
+/* Parses a Chat Completions request body. Requires a JSON object with a non-empty
+ * string "model" and an array "messages"; "stream" must be a boolean when present.
+ * GW_OK and <*out> (free with dl_openai_req_free); GW_E_BAD_REQUEST with a reason
+ * for the client in <why> (never echoes the body); GW_E_NOMEM. */
+enum gw_code dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out,
+                                 struct gw_buf *why);
+void dl_openai_req_free(struct dl_openai_req *r);
+
+/* The model the client asked for (valid while <r> lives). */
+struct gw_str dl_openai_req_model(const struct dl_openai_req *r);
+bool dl_openai_req_is_stream(const struct dl_openai_req *r);
+/* True when the client itself set stream_options.include_usage to true. */
+bool dl_openai_req_wants_usage(const struct dl_openai_req *r);
+/* Estimated input tokens: bytes of message text, tool arguments and tool schemas / 4. */
+uint64_t dl_openai_req_input_estimate(const struct dl_openai_req *r);
+
+/* Writes the body to send upstream into <out>: the client's bytes with "model" set to
+ * <model> and, for a stream, stream_options.include_usage forced to true. When nothing
+ * changes the original bytes <body>/<len> are copied unchanged. GW_OK or GW_E_NOMEM. */
+enum gw_code dl_openai_req_render(const struct dl_openai_req *r, const char *body, size_t len,
+                                  struct gw_str model, struct gw_buf *out);
+
+/* What one streamed chunk (the data of one SSE event) carries. */
+struct dl_openai_chunk {
+    bool done;            /* data is "[DONE]" */
+    bool is_error;        /* an {"error": ...} object */
+    bool has_content;     /* a non-empty text, reasoning, refusal or tool-call delta */
+    size_t content_bytes; /* bytes of those deltas (the 4-bytes-a-token estimate) */
+    bool has_usage;       /* a "usage" object (not null) */
+    bool usage_only;      /* usage present and "choices" empty: the include_usage chunk */
+    struct gw_usage usage;
+};
+
+/* Inspects one chunk's data. Unparseable data is not an error here: all fields false,
+ * GW_OK (the relay forwards it as it came). GW_E_NOMEM only. */
+enum gw_code dl_openai_chunk_inspect(struct gw_str data, struct dl_openai_chunk *out);
+
+/* Reads a non-streamed answer body: usage when present (returns true), and the bytes
+ * of its content for an estimate when not. */
+bool dl_openai_answer_usage(struct gw_str body, struct gw_usage *usage, size_t *content_bytes);
+
+/* Appends the error body {"error":{"message","type","code","status"}} for <code> with
+ * <message> (gw's own text, never upstream text). type follows OpenAI's vocabulary
+ * (invalid_request_error, authentication_error, permission_error, not_found_error,
+ * rate_limit_error, insufficient_quota, api_error, ...). */
+enum gw_code dl_openai_error_body(enum gw_code code, struct gw_str message, struct gw_buf *out);
+/* Appends "data: <error body>\n\n": the chunk that ends a broken Chat stream (no
+ * [DONE] follows it). */
+enum gw_code dl_openai_error_chunk(enum gw_code code, struct gw_str message, struct gw_buf *out);
+
+#endif

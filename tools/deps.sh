@@ -1,0 +1,21 @@
+#!/bin/sh
+# Installs the Debian packages gw needs to build, test and benchmark, when missing.
+# Checks with dpkg first, so a machine that has everything runs no apt-get at all.
+set -e
+PKGS="build-essential pkg-config libevent-dev libnghttp2-dev libssl-dev libjansson-dev
+libcyaml-dev liblmdb-dev libck-dev libcmocka-dev libhttp-parser-dev libwslay-dev
+python3 python3-pytest nginx-light nodejs npm clang curl"
+missing=""
+for p in $PKGS; do
+    # nodejs/npm may come from outside Debian (a preinstalled node); take a working npm as enough.
+    case $p in nodejs|npm) command -v "$p" >/dev/null 2>&1 && continue;; esac
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing$missing"
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+# Debian starts nginx on :80 when it installs it; the benchmark starts its own.
+if command -v service >/dev/null 2>&1; then $SUDO service nginx stop >/dev/null 2>&1 || true; fi
