@@ -26,6 +26,38 @@ enum gw_dialect {
     GW_DIALECT_GEMINI,
 };
 
+enum gw_billing {
+    GW_BILLING_METERED = 0,  /* usage costs what prices.yaml / model_specs say */
+    GW_BILLING_FREE,         /* counted at $0 */
+};
+
+enum gw_quota_pool {
+    GW_QUOTA_POOL_MODEL = 0, /* one quota per (provider, model, credential) */
+    GW_QUOTA_POOL_ACCOUNT,   /* one quota across all models of a credential */
+};
+
+enum gw_group_type {
+    GW_GROUP_FALLBACK = 0,
+    GW_GROUP_LOAD_BALANCE,
+    GW_GROUP_URL_TEST,
+    GW_GROUP_CHEAPEST,
+};
+
+enum gw_balance_by {
+    GW_BALANCE_WEIGHTS = 0,  /* the default */
+    GW_BALANCE_LATENCY,
+    GW_BALANCE_HEALTH,
+    GW_BALANCE_LATENCY_HEALTH,
+};
+
+enum gw_limit_per {
+    GW_LIMIT_MINUTE = 0,     /* rolling */
+    GW_LIMIT_HOUR,           /* rolling */
+    GW_LIMIT_DAY,            /* local calendar */
+    GW_LIMIT_WEEK,           /* local calendar, from Monday */
+    GW_LIMIT_MONTH,          /* local calendar */
+};
+
 /* "host:port"; host may be an IPv4 literal, "[v6]" or a name. */
 struct gw_conf_addr {
     char *host;              /* without brackets */
@@ -35,6 +67,28 @@ struct gw_conf_addr {
 struct gw_conf_cred {
     char *env;               /* the variable named in the file, or NULL */
     char *secret;            /* resolved value (from env or value); never logged */
+};
+
+/* providers[].model_specs.<model>: wins over prices.yaml field by field (DESIGN.md 9).
+ * Stored now, used later. A field not written is 0 / negative as noted. */
+struct gw_conf_model_spec {
+    char *model;
+    uint64_t context_window;    /* tokens; 0 = not written */
+    uint64_t max_output_tokens; /* tokens; 0 = not written */
+    double input;               /* USD per 1M tokens; < 0 = not written */
+    double output;
+    double cache_read;
+    double cache_write;
+};
+
+/* One quota window set (DESIGN.md 10); 0 = no limit on that axis. Stored, used later. */
+struct gw_conf_quota_win {
+    uint64_t rpm, tpm, rpd, tpd;
+};
+
+struct gw_conf_quota_model {
+    char *model;
+    struct gw_conf_quota_win win;
 };
 
 struct gw_conf_provider {
@@ -53,6 +107,47 @@ struct gw_conf_provider {
     bool enabled;            /* default true */
     unsigned max_concurrent; /* 0 = unlimited */
     unsigned index;          /* position in the file */
+    /* Accepted and stored, not yet used (later issues): */
+    unsigned min_speed_tps;         /* min_speed.tokens_per_sec; 0 = no minimum speed */
+    unsigned min_speed_window_secs; /* min_speed.window_secs */
+    struct gw_conf_model_spec *model_specs; /* in file order */
+    size_t n_model_specs;
+    enum gw_billing billing;        /* default metered */
+    bool has_quota;                 /* a quota section was written */
+    struct gw_conf_quota_win quota_default;
+    struct gw_conf_quota_model *quota_models;
+    size_t n_quota_models;
+    enum gw_quota_pool quota_pool;  /* default model */
+};
+
+/* A group member: written as a plain provider name, or as {name, weight, model}. */
+struct gw_conf_member {
+    char *provider;
+    unsigned weight;         /* default 1 */
+    char *model;             /* NULL = the group's model */
+    bool plain;              /* written as a plain name (so it is written back as one) */
+};
+
+/* groups[] (DESIGN.md 3): stored; validated beyond spelling by a later issue. */
+struct gw_conf_group {
+    char *name;
+    enum gw_group_type type;
+    char *model;             /* NULL = the requested name */
+    struct gw_conf_member *members;
+    size_t n_members;
+    enum gw_balance_by balance_by;
+    bool balance_by_set;     /* written in the file (written back only then) */
+    unsigned index;
+};
+
+/* clients[].limits[] (DESIGN.md 8): stored; validated and enforced by a later issue. */
+struct gw_conf_limit {
+    enum gw_limit_per per;
+    bool has_requests, has_tokens, has_cost;
+    uint64_t requests;
+    uint64_t tokens;
+    uint64_t cost_micros;    /* USD * 1e6 */
+    bool cache_reads;        /* tokens also count cache reads */
 };
 
 struct gw_conf_client {
@@ -62,6 +157,9 @@ struct gw_conf_client {
     char **models;           /* scope; n_models == 0 means every model */
     size_t n_models;
     unsigned max_concurrent; /* 0 = unlimited */
+    struct gw_conf_limit *limits;
+    size_t n_limits;
+    unsigned index;          /* position in the file */
 };
 
 struct gw_conf {
@@ -105,6 +203,9 @@ struct gw_conf {
     size_t n_providers;
     struct gw_conf_client *clients;
     size_t n_clients;
+    struct gw_conf_group *groups;
+    size_t n_groups;
+    char *prices_path;              /* `prices`, resolved against dir; NULL when absent */
     char *dir;                      /* the config file's folder */
     uint64_t generation;            /* set by the publisher */
     unsigned ref;                   /* core/snap.c: references (live pointer holds one) */
@@ -132,15 +233,24 @@ struct gw_conf_env {
 };
 
 /* Parses and validates <len> bytes of YAML. <dir> is the file's folder (relative
- * paths resolve against it). On success returns GW_OK and a new config in <*out>
- * (caller frees with gw_conf_free). On refusal returns the first problem's code, sets
- * <*out> to NULL and fills <probs> with every problem found (caller frees with
- * gw_conf_problems_fini). GW_E_NOMEM when out of memory. Any thread; never blocks. */
+ * paths resolve against it; NULL or "" leaves them as written). <env> may be NULL
+ * (every variable then counts as unset). <probs> must be zeroed or fresh from
+ * gw_conf_problems_fini; problems are appended to it.
+ * On success returns GW_OK and a new config in <*out> (caller frees with
+ * gw_conf_free). On refusal returns the first problem's code, sets <*out> to NULL and
+ * fills <probs> with every problem found (caller frees with gw_conf_problems_fini).
+ * A YAML or schema error (syntax, unknown key, wrong type) stops the load there and is
+ * the only problem reported; once the YAML has loaded, every semantic problem is
+ * reported. Secret values ({value: ...} keys, resolved environment values) never
+ * appear in a problem. GW_E_NOMEM when out of memory (<probs> then holds nothing).
+ * Any thread; never blocks; reads no file and no environment itself. */
 enum gw_code gw_conf_parse(const char *yaml, size_t len, const char *dir,
                            const struct gw_conf_env *env, struct gw_conf **out,
                            struct gw_conf_problems *probs);
 
+/* Frees <c> and everything it owns; NULL is a no-op. */
 void gw_conf_free(struct gw_conf *c);
+/* Frees every problem of <p>; <p> is empty and reusable afterwards. */
 void gw_conf_problems_fini(struct gw_conf_problems *p);
 
 /* Formats one problem as "<path>: <value> (<code>) <msg>" into <buf> (NUL-terminated,
@@ -159,6 +269,12 @@ const struct gw_conf_client *gw_conf_client_by_digest(const struct gw_conf *c,
 /* True when <cl> may use <model> (no scope, or listed). */
 bool gw_conf_client_allows(const struct gw_conf_client *cl, const char *model, size_t len);
 
+/* The spelling used in the file ("openai", "load-balance", "minute", ...); "unknown"
+ * out of range. Static strings; any thread. */
 const char *gw_dialect_str(enum gw_dialect d);
+const char *gw_billing_str(enum gw_billing b);
+const char *gw_group_type_str(enum gw_group_type t);
+const char *gw_balance_by_str(enum gw_balance_by b);
+const char *gw_limit_per_str(enum gw_limit_per p);
 
 #endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT
+ * core/log.h - structured log lines (STYLE.md 8). GW_LOG formats one key=value line
+ *   ts=... lvl=info code=<code or event> wrk=<n|-> conn=<n|-> req=<id|-> msg="..."
+ * and queues it on a process-wide MPSC ring that net/logger.c drains. Workers never
+ * block on logging: a full ring drops the line and counts it. Before a drain is
+ * attached (startup) lines are written to stderr directly by the caller.
+ * Never log credentials, gateway keys, Authorization headers, prompts or completions.
+ * Owns:    the ring and the lines queued on it.
+ * Threads: any; gw_log_attach/gw_log_take on the logger thread.
+ * See:     core/log.c, net/logger.c
+ */
+#ifndef GW_CORE_LOG_H
+#define GW_CORE_LOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum gw_log_level {
+    GW_LOG_ERROR = 0,
+    GW_LOG_WARN,
+    GW_LOG_INFO,
+    GW_LOG_DEBUG,
+};
+
+struct gw_log_ctx {
+    int wrk;            /* worker id, -1 = none */
+    uint64_t conn;      /* connection id, 0 = none */
+    const char *req;    /* x-request-id, NULL = none */
+};
+
+/* The clock (wall time in ms since the epoch) that stamps lines; set by net at start,
+ * since core reads no clock itself. Unset: ts=0. */
+void gw_log_set_clock(uint64_t (*now_ms)(void));
+/* Lines at or below <level> are produced (default info). Any thread. */
+void gw_log_set_level(enum gw_log_level level);
+bool gw_log_enabled(enum gw_log_level level);
+
+void gw_log_write(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *code,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#define GW_LOG(level, ctx, code, ...)                                                              \
+    do {                                                                                           \
+        if (gw_log_enabled(level))                                                                 \
+            gw_log_write((level), (ctx), (code), __VA_ARGS__);                                     \
+    } while (0)
+
+/* Logger side. After gw_log_attach lines are queued, not written by the caller. */
+void gw_log_attach(void);
+/* Detaches (callers write directly again); the caller drains what is left after. */
+void gw_log_detach(void);
+/* Takes the next queued line (NUL-terminated, ends in '\n'; free with gw_free) or NULL. */
+char *gw_log_take(void);
+/* Lines dropped because the ring was full. */
+uint64_t gw_log_dropped(void);
+
+#endif

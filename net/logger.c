@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT
+ * net/logger.c - drains queued log lines to stderr on its own thread, so that workers
+ * never block on output. Wakes every LOGGER_TICK_MS; a line waits at most that long.
+ * Owns:    the logger thread.
+ * Threads: start/stop on main; the drain loop on the logger thread.
+ * See:     net/logger.h, core/log.c
+ */
+#include "net/logger.h"
+
+#include <ck_pr.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+
+#define LOGGER_TICK_MS 5
+
+static pthread_t logger_thread;
+static unsigned logger_stop_flag;
+static int logger_running;
+
+uint64_t
+net_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t
+net_mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void
+drain(void)
+{
+    char *line;
+    int n = 0;
+
+    while ((line = gw_log_take()) != NULL) {
+        fputs(line, stderr);
+        gw_free(line);
+        n++;
+    }
+    if (n)
+        fflush(stderr);
+}
+
+static void *
+logger_main(void *arg)
+{
+    struct timespec tick = { 0, LOGGER_TICK_MS * 1000000L };
+
+    (void)arg;
+    /* Acquire load: pairs with the release store in net_logger_stop. */
+    while (!ck_pr_load_uint(&logger_stop_flag)) {
+        drain();
+        nanosleep(&tick, NULL);
+    }
+    drain();
+    return NULL;
+}
+
+void
+net_logger_start(void)
+{
+    gw_log_set_clock(net_now_ms);
+    setvbuf(stderr, NULL, _IOLBF, 0);
+    gw_log_attach();
+    if (pthread_create(&logger_thread, NULL, logger_main, NULL) != 0) {
+        gw_log_detach();
+        return;
+    }
+    logger_running = 1;
+}
+
+void
+net_logger_stop(void)
+{
+    if (!logger_running)
+        return;
+    ck_pr_fence_store();
+    ck_pr_store_uint(&logger_stop_flag, 1);
+    pthread_join(logger_thread, NULL);
+    gw_log_detach();
+    drain(); /* lines queued between the last drain and the detach */
+    logger_running = 0;
+}

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT
+ * net/main.c - gwd's main(): load and validate the config, open the store, start the
+ * logger, store writer, control and worker threads, then serve signals on the main
+ * thread: SIGHUP reloads, SIGTERM/SIGINT drain (server.drain_secs), flush, exit 0.
+ * `gwd --check FILE` validates a config and prints one line per problem.
+ * Owns:    the process: every thread and the live snapshot.
+ * Threads: main.
+ * See:     net/worker.h, net/control.h, store/store.h, core/snap.h
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <openssl/sha.h>
+
+#include "core/alloc.h"
+#include "core/conf.h"
+#include "core/log.h"
+#include "core/snap.h"
+#include "net/control.h"
+#include "net/logger.h"
+#include "net/worker.h"
+#include "store/store.h"
+
+#define GWD_VERSION "0.1.0"
+#define GWD_STORE_BATCH_MS 50
+
+struct gwd {
+    const char *conf_path;
+    struct gw_thread gt;
+    struct event_base *base;
+    struct store *store;
+    struct net_control *control;
+    struct net_workers *workers;
+    unsigned drain_secs;
+};
+
+static const char *
+env_get(void *arg, const char *name)
+{
+    (void)arg;
+    return getenv(name);
+}
+
+static void
+sha256(const void *data, size_t len, unsigned char out[32])
+{
+    SHA256(data, len, out);
+}
+
+static const struct gw_conf_env gwd_env = { env_get, sha256, NULL };
+
+/* Reads and validates <path>. Prints every problem to <out>, one a line. */
+static struct gw_conf *
+load_conf(const char *path, FILE *out)
+{
+    struct gw_conf_problems probs = { 0 };
+    struct gw_conf *conf = NULL;
+    char *data = NULL, *dircopy, dir[PATH_MAX];
+    size_t len = 0, cap = 0;
+    FILE *f = fopen(path, "rb");
+    enum gw_code rc;
+    size_t i;
+
+    if (!f) {
+        fprintf(out, "%s: %s (config.io) cannot read the config file\n", path, strerror(errno));
+        return NULL;
+    }
+    for (;;) {
+        size_t n;
+
+        if (len == cap) {
+            char *d = realloc(data, cap ? cap * 2 : 65536);
+
+            if (!d) {
+                fclose(f);
+                free(data);
+                fprintf(out, "%s: out of memory\n", path);
+                return NULL;
+            }
+            data = d;
+            cap = cap ? cap * 2 : 65536;
+        }
+        n = fread(data + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    fclose(f);
+    dircopy = strdup(path);
+    if (!dircopy || !realpath(dirname(dircopy), dir))
+        snprintf(dir, sizeof(dir), ".");
+    free(dircopy);
+    rc = gw_conf_parse(data, len, dir, &gwd_env, &conf, &probs);
+    free(data);
+    if (rc != GW_OK) {
+        for (i = 0; i < probs.n; i++) {
+            char line[1024];
+
+            gw_conf_problem_format(&probs.v[i], line, sizeof(line));
+            fprintf(out, "%s\n", line);
+        }
+        if (probs.n == 0)
+            fprintf(out, "%s: (%s) the config was refused\n", path, gw_code_str(rc));
+        gw_conf_problems_fini(&probs);
+        return NULL;
+    }
+    gw_conf_problems_fini(&probs);
+    return conf;
+}
+
+/* ---- signals ---- */
+
+static void
+on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+    struct gwd *g = arg;
+    struct gw_conf *conf;
+
+    (void)sig;
+    (void)what;
+    conf = load_conf(g->conf_path, stderr);
+    if (!conf) {
+        GW_LOG(GW_LOG_ERROR, NULL, "reload_failed",
+               "the new config was refused; the running one stays (problems above)");
+        return;
+    }
+    g->drain_secs = conf->server.drain_secs;
+    gw_conf_publish(&g->gt, conf);
+    GW_LOG(GW_LOG_INFO, NULL, "reloaded", "config %s reloaded (listen and store changes need a "
+           "restart)", g->conf_path);
+}
+
+static void
+on_sigterm(evutil_socket_t sig, short what, void *arg)
+{
+    struct gwd *g = arg;
+
+    (void)what;
+    GW_LOG(GW_LOG_INFO, NULL, "stopping", "signal %d: draining for at most %u s", (int)sig,
+           g->drain_secs);
+    event_base_loopbreak(g->base);
+}
+
+static void
+on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct gwd *g = arg;
+
+    (void)fd;
+    (void)what;
+    gw_snap_poll(&g->gt); /* free snapshots retired by reloads */
+}
+
+static unsigned
+worker_count(const struct gw_conf *conf)
+{
+    long n;
+
+    if (conf->server.workers)
+        return conf->server.workers;
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+static int
+usage(FILE *f, int rc)
+{
+    fprintf(f, "usage: gwd -c FILE      run the gateway\n"
+               "       gwd --check FILE validate a config, print one line per problem\n"
+               "       gwd --version\n");
+    return rc;
+}
+
+static int
+run(struct gwd *g)
+{
+    struct gw_conf *conf;
+    char err[512], bound[512] = "";
+    struct event *ev_hup, *ev_term, *ev_int, *ev_tick;
+    struct timeval second = { 1, 0 };
+    unsigned n_workers;
+    int rc = 1;
+
+    conf = load_conf(g->conf_path, stderr);
+    if (!conf)
+        return 1;
+    if (evthread_use_pthreads() != 0) {
+        fprintf(stderr, "gwd: evthread_use_pthreads failed\n");
+        gw_conf_free(conf);
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    gw_snap_init();
+    gw_thread_register(&g->gt);
+    g->drain_secs = conf->server.drain_secs;
+    n_workers = worker_count(conf);
+    gw_conf_publish(&g->gt, conf);
+    conf = gw_conf_acquire(&g->gt); /* main's own reference for startup */
+
+    if (store_open(conf->store.path, conf->store.map_size_mb, &g->store, err, sizeof(err)) !=
+        GW_OK) {
+        fprintf(stderr, "store.path: %s (gw.store.io) %s\n", conf->store.path, err);
+        goto out;
+    }
+    if (store_writer_start(g->store, GWD_STORE_BATCH_MS, conf->retention.row_days) != GW_OK) {
+        fprintf(stderr, "gwd: cannot start the store writer\n");
+        goto out;
+    }
+    net_logger_start();
+    if (net_control_start(&conf->control.listen, g->store, &g->control, err, sizeof(err)) !=
+        GW_OK) {
+        fprintf(stderr, "control.listen: %s:%u: %s\n", conf->control.listen.host,
+                conf->control.listen.port, err);
+        goto out;
+    }
+    if (net_workers_start(conf->server.listen, conf->server.n_listen, n_workers, g->store,
+                          &g->workers, bound, sizeof(bound), err, sizeof(err)) != GW_OK) {
+        fprintf(stderr, "%s\n", err);
+        goto out;
+    }
+    g->base = event_base_new();
+    ev_hup = evsignal_new(g->base, SIGHUP, on_sighup, g);
+    ev_term = evsignal_new(g->base, SIGTERM, on_sigterm, g);
+    ev_int = evsignal_new(g->base, SIGINT, on_sigterm, g);
+    ev_tick = event_new(g->base, -1, EV_PERSIST, on_tick, g);
+    if (!ev_hup || !ev_term || !ev_int || !ev_tick) {
+        fprintf(stderr, "gwd: cannot set up signal handling\n");
+        goto out;
+    }
+    event_add(ev_hup, NULL);
+    event_add(ev_term, NULL);
+    event_add(ev_int, NULL);
+    event_add(ev_tick, &second);
+    GW_LOG(GW_LOG_INFO, NULL, "ready", "gwd %s data=%s control=%s:%u workers=%u", GWD_VERSION,
+           bound, conf->control.listen.host, net_control_port(g->control), n_workers);
+    gw_conf_release(conf);
+    conf = NULL;
+
+    event_base_dispatch(g->base);
+
+    net_workers_stop(g->workers, g->drain_secs);
+    g->workers = NULL;
+    event_free(ev_hup);
+    event_free(ev_term);
+    event_free(ev_int);
+    event_free(ev_tick);
+    rc = 0;
+out:
+    gw_conf_release(conf);
+    net_workers_stop(g->workers, 0);
+    net_control_stop(g->control);
+    if (g->store) {
+        struct store_stats st;
+
+        store_writer_stop(g->store); /* commits every row queued so far */
+        store_stats_get(g->store, &st);
+        if (rc == 0)
+            GW_LOG(GW_LOG_INFO, NULL, "stopped", "rows committed %llu, dropped %llu",
+                   (unsigned long long)st.rows_committed, (unsigned long long)st.rows_dropped);
+        store_close(g->store);
+    }
+    net_logger_stop();
+    gw_snap_shutdown(&g->gt);
+    if (g->base)
+        event_base_free(g->base);
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    struct gwd g;
+
+    memset(&g, 0, sizeof(g));
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("gwd %s\n", GWD_VERSION);
+        return 0;
+    }
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+        return usage(stdout, 0);
+    if (argc == 3 && strcmp(argv[1], "--check") == 0) {
+        struct gw_conf *conf = load_conf(argv[2], stdout);
+
+        if (!conf)
+            return 1;
+        gw_conf_free(conf);
+        printf("%s: ok\n", argv[2]);
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "-c") == 0) {
+        g.conf_path = argv[2];
+        return run(&g);
+    }
+    return usage(stderr, 2);
+}

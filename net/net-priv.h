@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT
+ * net/net-priv.h - the data plane's objects, shared by net/ files and net unit tests.
+ *
+ *   net_worker -> net_conn (client connection, HTTP/1.1)
+ *                  -> net_stream (one exchange: the request pipeline's state)
+ *                       -> net_upx (one try at an upstream, net/upstream.h)
+ *              -> net_uppool (upstream connections of this worker)
+ *
+ * Owns:    a worker owns its conns; a conn owns its stream; a stream owns its upx.
+ *          When a conn dies first it clears stream->conn (the stream may finish its
+ *          upstream bookkeeping and then frees itself).
+ * Threads: everything here lives on one worker's event_base.
+ */
+#ifndef GW_NET_NET_PRIV_H
+#define GW_NET_NET_PRIV_H
+
+#include <http_parser.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "core/conf.h"
+#include "core/snap.h"
+#include "core/str.h"
+
+#define NET_MAX_LISTEN 8
+#define NET_MAX_HEADERS_HARD 256
+#define NET_CONN_MAGIC 0x636f6e6eu
+#define NET_STREAM_MAGIC 0x7374726du
+
+struct store;
+struct net_stream;
+
+struct net_worker {
+    unsigned id;
+    pthread_t thread;
+    struct event_base *base;
+    struct evdns_base *dns;
+    struct net_uppool *pool;
+    struct gw_thread gt;          /* epoch record of this thread */
+    struct store *store;
+    int fds[NET_MAX_LISTEN];      /* listening sockets handed over by main */
+    size_t n_fds;
+    struct evconnlistener *listeners[NET_MAX_LISTEN];
+    struct event *wake;           /* made active by main: start draining */
+    struct event *drain_timer;    /* drain deadline */
+    struct event *drain_tick;     /* while draining: leave once no connection is left */
+    unsigned drain_requested;     /* set by main (ck_pr), read on the worker */
+    bool draining;
+    struct net_conn *conns;       /* every client connection of this worker */
+    unsigned n_conns;
+    uint64_t next_conn_id;
+    uint64_t rng[2];              /* xorshift128+ for request ids */
+};
+
+/* One parsed request head, valid until the response is done. */
+struct net_req_hdr {
+    uint32_t name_off, name_len, val_off, val_len;
+};
+
+enum net_conn_state {
+    NET_CONN_IDLE = 0,   /* waiting for the first byte of a request */
+    NET_CONN_HEAD,       /* reading a request head */
+    NET_CONN_BODY,       /* reading a request body */
+    NET_CONN_BUSY,       /* the request is being answered */
+};
+
+#define NET_CONN_F_CLOSE_AFTER 0x1u /* close once the current response is written */
+#define NET_CONN_F_CLOSING 0x2u     /* flushing, then free */
+
+struct net_conn {
+    uint32_t magic_;
+    struct net_worker *w;
+    struct net_conn *prev, *next;   /* in w->conns */
+    uint64_t id;
+    struct bufferevent *bev;
+    http_parser parser;
+    enum net_conn_state state;
+    unsigned flags;
+    struct event *timer;            /* header/idle timeout */
+    const struct gw_conf *conf;     /* limits for this conn, borrowed from stream or worker */
+    unsigned max_header_bytes, max_headers, header_timeout_secs, idle_timeout_secs;
+    size_t max_body;
+    /* the request being read */
+    enum http_method method;
+    struct gw_buf url;
+    struct gw_buf hbuf;             /* header names and values, NUL-separated */
+    struct net_req_hdr *hdrs;
+    unsigned n_hdrs, cap_hdrs;
+    bool last_was_value;
+    size_t head_bytes;
+    struct gw_buf body;
+    enum gw_code refuse;            /* set while reading: answer this once complete */
+    bool keep_alive;
+    struct net_stream *stream;      /* the exchange being answered, or NULL */
+};
+
+/* ---- http1.c: the server side of HTTP/1.1 ---- */
+
+/* Accept callback body: wraps <fd> in a connection owned by <w>. */
+void net_conn_accept(struct net_worker *w, int fd);
+/* Writes bytes of the response (already framed by the caller). */
+void net_conn_write(struct net_conn *c, const void *data, size_t len);
+/* Bytes waiting in the output buffer (backpressure). */
+size_t net_conn_output_len(const struct net_conn *c);
+/* The current exchange is answered completely: parse the next request or close. */
+void net_conn_response_done(struct net_conn *c);
+/* A header value of the current request by (case-insensitive) name; false when absent. */
+bool net_conn_header(const struct net_conn *c, struct gw_str name, struct gw_str *value);
+/* The i-th header of the current request. */
+void net_conn_header_at(const struct net_conn *c, unsigned i, struct gw_str *name,
+                        struct gw_str *value);
+/* Closes every idle connection and marks busy ones to close after their answer. */
+void net_conns_drain(struct net_worker *w);
+/* Frees every connection now (end of the worker). */
+void net_conns_free_all(struct net_worker *w);
+
+/* Output above this pauses the upstream read; the write callback resumes it. */
+#define NET_OUT_HIGH (256 * 1024)
+#define NET_OUT_LOW (64 * 1024)
+
+/* ---- pipeline.c: one exchange ---- */
+
+/* A complete request is in <c> (method, url, headers, body): answer it. */
+void net_pipeline_start(struct net_conn *c);
+/* The client connection is gone (or being freed): cancel upstream work, record, free. */
+void net_stream_client_gone(struct net_stream *s);
+/* The client's output buffer drained below NET_OUT_LOW. */
+void net_stream_on_drain(struct net_stream *s);
+/* Writes a complete gateway refusal for <code> in the OpenAI shape on <c>. */
+void net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code,
+                       const char *message, const char *extra_headers);
+/* A fresh x-request-id (32 hex) into <out>. */
+void net_worker_request_id(struct net_worker *w, char out[33]);
+
+#endif

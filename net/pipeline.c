@@ -1,0 +1,758 @@
+/* SPDX-License-Identifier: MIT
+ * net/pipeline.c - the request pipeline: one exchange from a complete client request
+ * to its answer and its row. auth -> parse (dialect) -> candidates -> hops to
+ * upstreams with failover -> relay (held until first content) -> row to the store.
+ * Owns:    each net_stream: its config reference, parsed request, bodies, the
+ *          current upstream exchange (net_upx) and the row until it is submitted.
+ * Threads: the owning worker only; never blocks.
+ * See:     net/net-priv.h, net/http1.c, net/upstream.h, dialects/openai.h
+ */
+#include "net/net-priv.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <openssl/sha.h>
+
+#include "core/alloc.h"
+#include "core/assert.h"
+#include "core/log.h"
+#include "core/row.h"
+#include "core/sse.h"
+#include "dialects/openai.h"
+#include "net/logger.h"
+#include "net/upstream.h"
+#include "store/store.h"
+
+#define NET_MAX_CANDIDATES 16
+#define NET_MAX_FWD_HEADERS 64
+#define NET_MAX_ERRBODY (64 * 1024)
+#define NET_MAX_ANSWER (64u * 1024 * 1024)
+
+struct net_stream {
+    uint32_t magic_;
+    struct net_worker *w;
+    struct net_conn *conn;          /* NULL once the client is gone */
+    struct gw_conf *conf;           /* reference held for the whole exchange */
+    char id[GW_ROW_ID_LEN + 1];
+    uint64_t t0_us;
+    const struct gw_conf_client *client;
+    struct dl_openai_req *req;
+    struct gw_buf body;             /* the client's body (taken from the conn) */
+    struct gw_buf upbody;           /* what is sent upstream */
+    const struct gw_conf_provider *cands[NET_MAX_CANDIDATES];
+    size_t n_cands, cur;
+    struct net_upx *upx;
+    int up_status;
+    bool up_ok, up_sse, stream, wants_usage, headers_sent, chunked, paused;
+    bool stream_error;              /* the upstream sent an error event before content */
+    struct gw_sse sse;
+    struct gw_buf out;              /* held events, or the non-streamed answer */
+    struct gw_buf errbody;          /* a non-2xx upstream body (bounded, logged only) */
+    uint64_t t_hop_us, t_first_us;
+    size_t content_bytes;
+    struct gw_usage usage;
+    bool usage_seen;
+    enum gw_code fail_code;         /* the last real failure */
+    int fail_status;
+    struct gw_row *row;
+};
+
+static const char *
+reason(int status)
+{
+    const char *r = http_status_str((enum http_status)status);
+
+    return r && *r ? r : "Status";
+}
+
+static bool
+conn_closes(const struct net_conn *c)
+{
+    return (c->flags & NET_CONN_F_CLOSE_AFTER) || c->w->draining;
+}
+
+/* ---- request ids ---- */
+
+void
+net_worker_request_id(struct net_worker *w, char out[33])
+{
+    unsigned char b[16];
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        /* xorshift128+: ids need to be unique, not secret. */
+        uint64_t s1 = w->rng[0], s0 = w->rng[1], r;
+
+        w->rng[0] = s0;
+        s1 ^= s1 << 23;
+        w->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+        r = w->rng[1] + s0;
+        memcpy(b + 8 * i, &r, 8);
+    }
+    gw_hex_encode(b, sizeof(b), out);
+}
+
+/* ---- plain answers ---- */
+
+static void
+respond(struct net_conn *c, int status, const char *req_id, const char *ctype,
+        const char *extra_headers, const char *body, size_t len)
+{
+    struct gw_buf h = { 0 };
+
+    gw_buf_printf(&h,
+                  "HTTP/1.1 %d %s\r\ncontent-type: %s\r\nx-request-id: %s\r\n"
+                  "content-length: %zu\r\n%s%s\r\n",
+                  status, reason(status), ctype, req_id, len, extra_headers ? extra_headers : "",
+                  conn_closes(c) ? "connection: close\r\n" : "");
+    if (h.data)
+        net_conn_write(c, h.data, h.len);
+    if (len)
+        net_conn_write(c, body, len);
+    gw_buf_fini(&h);
+}
+
+void
+net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, const char *message,
+                  const char *extra_headers)
+{
+    struct gw_buf body = { 0 }, hdrs = { 0 };
+    char id[GW_ROW_ID_LEN + 1];
+
+    if (!req_id) {
+        net_worker_request_id(c->w, id);
+        req_id = id;
+    }
+    gw_code_count(code);
+    dl_openai_error_body(code, gw_str_c(message), &body);
+    gw_buf_printf(&hdrs, "x-gw-code: %s\r\n%s", gw_code_str(code),
+                  extra_headers ? extra_headers : "");
+    respond(c, gw_code_http_status(code), req_id, "application/json", hdrs.data, body.data,
+            body.len);
+    gw_buf_fini(&body);
+    gw_buf_fini(&hdrs);
+}
+
+/* ---- the stream's life ---- */
+
+static void
+stream_free(struct net_stream *s)
+{
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (s->upx)
+        net_upx_cancel(s->upx);
+    dl_openai_req_free(s->req);
+    gw_buf_fini(&s->body);
+    gw_buf_fini(&s->upbody);
+    gw_buf_fini(&s->out);
+    gw_buf_fini(&s->errbody);
+    gw_sse_fini(&s->sse);
+    gw_free(s->row);
+    gw_conf_release(s->conf);
+    s->magic_ = 0;
+    gw_free(s);
+}
+
+static uint32_t
+ms_since(uint64_t from_us, uint64_t now_us)
+{
+    return now_us > from_us ? (uint32_t)((now_us - from_us) / 1000) : 0;
+}
+
+/* Fills the row's totals, hands it to the store, frees the stream and lets the
+ * connection go on. <status>/<code>/<outcome> describe what the client got. */
+static void
+stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outcome outcome)
+{
+    struct gw_row *r = s->row;
+    struct net_conn *c = s->conn;
+    uint64_t now = net_mono_us();
+
+    if (r) {
+        r->status = (uint16_t)status;
+        r->code = (uint16_t)code;
+        r->outcome = (uint8_t)outcome;
+        r->duration_ms = ms_since(s->t0_us, now);
+        r->ttfb_ms = s->t_first_us ? (int32_t)ms_since(s->t0_us, s->t_first_us) : -1;
+        if (s->usage_seen) {
+            r->usage = s->usage;
+        } else if (r->n_attempts > 0 && s->req) {
+            /* No usage reported: the gateway's estimate, marked so. */
+            r->usage.input_tokens = dl_openai_req_input_estimate(s->req);
+            r->usage.output_tokens = (s->content_bytes + 3) / 4;
+            r->usage.estimated = true;
+        }
+        if (s->t_first_us && now > s->t_first_us + 1000 && r->usage.output_tokens)
+            r->tokens_per_sec = (double)r->usage.output_tokens * 1e6 / (double)(now - s->t_first_us);
+        s->row = NULL;
+        if (s->w->store)
+            store_row_submit(s->w->store, &r);
+        else
+            gw_free(r);
+    }
+    if (c) {
+        c->stream = NULL;
+        s->conn = NULL;
+    }
+    stream_free(s);
+    if (c)
+        net_conn_response_done(c);
+}
+
+/* A refusal by the gateway: error body in the client's shape, row with no attempts. */
+static void
+stream_refuse(struct net_stream *s, enum gw_code code, const char *message, bool record)
+{
+    net_respond_error(s->conn, s->id, code, message, NULL);
+    if (!record)
+        GW_FREE(s->row);
+    stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
+}
+
+/* ---- attempts ---- */
+
+static struct gw_attempt *
+attempt_cur(struct net_stream *s)
+{
+    return s->row && s->row->n_attempts ? &s->row->attempts[s->row->n_attempts - 1] : NULL;
+}
+
+static void
+attempt_end(struct net_stream *s, enum gw_outcome outcome, int status, enum gw_code code)
+{
+    struct gw_attempt *a = attempt_cur(s);
+
+    if (!a)
+        return;
+    a->outcome = (uint8_t)outcome;
+    a->status = (uint16_t)status;
+    a->code = (uint16_t)code;
+}
+
+static void hop_next(struct net_stream *s);
+
+/* The current hop failed before anything reached the client: try the next one. */
+static void
+hop_failed(struct net_stream *s, int status, enum gw_code code)
+{
+    const struct gw_conf_provider *p = s->cands[s->cur];
+    struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
+
+    attempt_end(s, GW_OUT_FAILED, status, code);
+    GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(code), "upstream %s failed (status %d, %zu body bytes)",
+           p->name, status, s->errbody.len);
+    s->fail_code = code;
+    s->fail_status = status;
+    s->cur++;
+    hop_next(s);
+}
+
+/* ---- writing the relayed answer ---- */
+
+static void
+write_stream_head(struct net_stream *s)
+{
+    struct gw_buf h = { 0 };
+
+    s->chunked = !(s->conn->parser.http_major == 1 && s->conn->parser.http_minor == 0);
+    if (!s->chunked)
+        s->conn->flags |= NET_CONN_F_CLOSE_AFTER;
+    gw_buf_printf(&h,
+                  "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+                  "x-request-id: %s\r\n%s%s\r\n",
+                  s->id, s->chunked ? "transfer-encoding: chunked\r\n" : "",
+                  conn_closes(s->conn) ? "connection: close\r\n" : "");
+    if (h.data)
+        net_conn_write(s->conn, h.data, h.len);
+    gw_buf_fini(&h);
+    s->headers_sent = true;
+}
+
+static void
+write_chunk(struct net_stream *s, const char *data, size_t len)
+{
+    char size[24];
+    int n;
+
+    if (!len)
+        return;
+    if (s->chunked) {
+        n = snprintf(size, sizeof(size), "%zx\r\n", len);
+        net_conn_write(s->conn, size, (size_t)n);
+    }
+    net_conn_write(s->conn, data, len);
+    if (s->chunked)
+        net_conn_write(s->conn, "\r\n", 2);
+}
+
+static void
+flush_out(struct net_stream *s)
+{
+    if (!s->headers_sent || !s->out.len)
+        return;
+    write_chunk(s, s->out.data, s->out.len);
+    gw_buf_reset(&s->out);
+    if (s->upx && !s->paused && net_conn_output_len(s->conn) > NET_OUT_HIGH) {
+        net_upx_pause(s->upx); /* a slow client slows the upstream read */
+        s->paused = true;
+    }
+}
+
+static void
+write_stream_end(struct net_stream *s)
+{
+    if (s->chunked)
+        net_conn_write(s->conn, "0\r\n\r\n", 5);
+}
+
+/* ---- upstream callbacks ---- */
+
+static bool
+is_failover_status(int status)
+{
+    return status == 401 || status == 403 || status == 404 || status == 408 || status == 429 ||
+           status >= 500;
+}
+
+static void
+on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
+{
+    struct net_stream *s = arg;
+    struct gw_attempt *a = attempt_cur(s);
+    size_t i;
+
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    s->up_status = status;
+    s->up_ok = status >= 200 && status < 300;
+    s->up_sse = false;
+    if (a)
+        a->ttfb_ms = (int32_t)ms_since(s->t_hop_us, net_mono_us());
+    if (!s->up_ok || !s->stream)
+        return;
+    for (i = 0; i < n_hdrs; i++) {
+        if (gw_str_eq_nocase(hdrs[i].name, GW_STR_LIT("content-type")) &&
+            hdrs[i].value.len >= 17 && strncasecmp(hdrs[i].value.ptr, "text/event-stream", 17) == 0)
+            s->up_sse = true;
+    }
+}
+
+static int
+on_sse_event(void *arg, const struct gw_sse_event *ev)
+{
+    struct net_stream *s = arg;
+    struct dl_openai_chunk ch;
+
+    if (dl_openai_chunk_inspect(ev->data, &ch) != GW_OK)
+        memset(&ch, 0, sizeof(ch));
+    if (ch.is_error && !s->headers_sent) {
+        s->stream_error = true; /* fail over: nothing has reached the client */
+        return 1;
+    }
+    if (ch.has_usage) {
+        s->usage = ch.usage;
+        s->usage_seen = true;
+    }
+    s->content_bytes += ch.content_bytes;
+    if (!(ch.usage_only && !s->wants_usage))
+        gw_buf_append_str(&s->out, ev->raw);
+    if (ch.has_content && !s->headers_sent) {
+        s->t_first_us = net_mono_us();
+        write_stream_head(s);
+    }
+    return 0;
+}
+
+static void
+on_up_body(void *arg, const char *data, size_t len)
+{
+    struct net_stream *s = arg;
+
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (!s->up_ok) {
+        size_t room = NET_MAX_ERRBODY - s->errbody.len;
+
+        gw_buf_append(&s->errbody, data, len < room ? len : room);
+        return;
+    }
+    if (!s->up_sse) {
+        if (s->out.len + len > NET_MAX_ANSWER || gw_buf_append(&s->out, data, len) != GW_OK) {
+            net_upx_cancel(s->upx);
+            s->upx = NULL;
+            gw_buf_reset(&s->out);
+            hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+        }
+        return;
+    }
+    if (gw_sse_feed(&s->sse, data, len, on_sse_event, s) != GW_OK || s->stream_error) {
+        net_upx_cancel(s->upx);
+        s->upx = NULL;
+        if (s->headers_sent) {
+            /* Oversized event after content: end the stream with an error. */
+            gw_buf_reset(&s->out);
+            dl_openai_error_chunk(GW_E_UPSTREAM_PROTOCOL,
+                                  GW_STR_LIT("the upstream sent an invalid stream"), &s->out);
+            flush_out(s);
+            write_stream_end(s);
+            attempt_end(s, GW_OUT_FAILED, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+            stream_finish(s, 200, GW_E_UPSTREAM_PROTOCOL, GW_OUT_FAILED);
+            return;
+        }
+        gw_buf_reset(&s->out);
+        hop_failed(s, s->up_status, s->stream_error ? GW_E_UPSTREAM_STATUS : GW_E_UPSTREAM_PROTOCOL);
+        return;
+    }
+    flush_out(s);
+}
+
+static void
+finish_ok(struct net_stream *s)
+{
+    const struct gw_conf_provider *p = s->cands[s->cur];
+
+    memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
+    attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
+    if (s->stream && s->up_sse) {
+        if (!s->headers_sent)
+            write_stream_head(s); /* an answer without content: relay it as it is */
+        flush_out(s);
+        write_stream_end(s);
+        stream_finish(s, 200, GW_OK, GW_OUT_OK);
+        return;
+    }
+    {
+        size_t content = 0;
+
+        if (dl_openai_answer_usage((struct gw_str){ s->out.data, s->out.len }, &s->usage,
+                                   &content))
+            s->usage_seen = true;
+        s->content_bytes = content;
+    }
+    s->t_first_us = net_mono_us();
+    respond(s->conn, s->up_status, s->id, "application/json", NULL, s->out.data, s->out.len);
+    stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
+}
+
+static void
+on_up_end(void *arg, enum gw_code rc)
+{
+    struct net_stream *s = arg;
+
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    s->upx = NULL; /* freed by the pool after this returns */
+    if (rc != GW_OK) {
+        if (s->headers_sent) {
+            /* Content was relayed: end the answer with an error chunk, no [DONE]. */
+            struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
+            enum gw_code code = rc == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT
+                                                             : GW_E_UPSTREAM_DROPPED;
+
+            GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(rc), "upstream %s broke mid-stream",
+                   s->cands[s->cur]->name);
+            gw_buf_reset(&s->out);
+            dl_openai_error_chunk(code, GW_STR_LIT("the upstream connection broke mid-stream"),
+                                  &s->out);
+            flush_out(s);
+            write_stream_end(s);
+            memcpy(s->row->upstream, s->cands[s->cur]->name,
+                   strnlen(s->cands[s->cur]->name, GW_NAME_MAX));
+            attempt_end(s, GW_OUT_FAILED, s->up_status, code);
+            gw_code_count(code);
+            stream_finish(s, 200, code, GW_OUT_FAILED);
+            return;
+        }
+        gw_buf_reset(&s->out);
+        hop_failed(s, s->up_status, rc);
+        return;
+    }
+    if (!s->up_ok) {
+        if (is_failover_status(s->up_status)) {
+            hop_failed(s, s->up_status, GW_E_UPSTREAM_STATUS);
+            return;
+        }
+        /* A request error (400, 413, 422, ...): the upstream's answer goes back as is. */
+        memcpy(s->row->upstream, s->cands[s->cur]->name,
+               strnlen(s->cands[s->cur]->name, GW_NAME_MAX));
+        attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
+        respond(s->conn, s->up_status, s->id, "application/json", NULL, s->errbody.data,
+                s->errbody.len);
+        stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
+        return;
+    }
+    finish_ok(s);
+}
+
+static const struct net_up_cbs up_cbs = {
+    .on_head = on_up_head,
+    .on_body = on_up_body,
+    .on_end = on_up_end,
+};
+
+/* ---- hops ---- */
+
+static bool
+is_forwarded(struct gw_str name)
+{
+    static const struct gw_str drop[] = {
+        GW_STR_LIT("host"),          GW_STR_LIT("content-length"),    GW_STR_LIT("connection"),
+        GW_STR_LIT("keep-alive"),    GW_STR_LIT("proxy-connection"),  GW_STR_LIT("te"),
+        GW_STR_LIT("trailer"),       GW_STR_LIT("transfer-encoding"), GW_STR_LIT("upgrade"),
+        GW_STR_LIT("authorization"), GW_STR_LIT("x-api-key"),         GW_STR_LIT("x-goog-api-key"),
+        GW_STR_LIT("accept-encoding"), GW_STR_LIT("expect"),          GW_STR_LIT("content-type"),
+        GW_STR_LIT("accept"),        GW_STR_LIT("cookie"),            GW_STR_LIT("proxy-authorization"),
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+        if (gw_str_eq_nocase(name, drop[i]))
+            return false;
+    return true;
+}
+
+static void
+hop_send(struct net_stream *s, const struct gw_conf_provider *p)
+{
+    struct net_hdr hdrs[NET_MAX_FWD_HEADERS + 3];
+    struct gw_buf auth = { 0 }, path = { 0 };
+    struct net_up_req rq;
+    struct gw_attempt *a;
+    struct gw_str model = dl_openai_req_model(s->req);
+    size_t n = 0;
+    unsigned i;
+
+    a = &s->row->attempts[s->row->n_attempts++];
+    memset(a, 0, sizeof(*a));
+    memcpy(a->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
+    memcpy(a->model, model.ptr, model.len < GW_MODEL_MAX ? model.len : GW_MODEL_MAX);
+    a->ttfb_ms = -1;
+
+    gw_buf_reset(&s->upbody);
+    gw_buf_reset(&s->errbody);
+    gw_buf_reset(&s->out);
+    gw_sse_fini(&s->sse);
+    gw_sse_init(&s->sse, 0);
+    s->up_status = 0;
+    s->up_ok = s->up_sse = s->stream_error = false;
+    s->usage_seen = false;
+    s->content_bytes = 0;
+    if (dl_openai_req_render(s->req, s->body.data, s->body.len, model, &s->upbody) != GW_OK ||
+        gw_buf_printf(&auth, "Bearer %s", p->keys[0].secret) != GW_OK ||
+        gw_buf_printf(&path, "%s/v1/chat/completions", p->path_prefix) != GW_OK) {
+        gw_buf_fini(&auth);
+        gw_buf_fini(&path);
+        hop_failed(s, 0, GW_E_NOMEM);
+        return;
+    }
+    hdrs[n++] = (struct net_hdr){ GW_STR_LIT("authorization"), { auth.data, auth.len } };
+    hdrs[n++] = (struct net_hdr){ GW_STR_LIT("content-type"), GW_STR_LIT("application/json") };
+    hdrs[n++] = (struct net_hdr){ GW_STR_LIT("accept"), s->stream ? GW_STR_LIT("text/event-stream")
+                                                                  : GW_STR_LIT("application/json") };
+    for (i = 0; i < s->conn->n_hdrs && n < NET_MAX_FWD_HEADERS + 3; i++) {
+        struct gw_str name, value;
+
+        net_conn_header_at(s->conn, i, &name, &value);
+        if (is_forwarded(name))
+            hdrs[n++] = (struct net_hdr){ name, value };
+    }
+    memset(&rq, 0, sizeof(rq));
+    rq.prov = p;
+    rq.method = "POST";
+    rq.path = (struct gw_str){ path.data, path.len };
+    rq.hdrs = hdrs;
+    rq.n_hdrs = n;
+    rq.body = (struct gw_str){ s->upbody.data, s->upbody.len };
+    rq.connect_timeout_ms = s->conf->failover.connect_timeout_ms;
+    rq.head_timeout_ms = s->conf->failover.first_byte_timeout_secs * 1000u;
+    rq.idle_timeout_ms = s->conf->failover.read_idle_timeout_secs * 1000u;
+    s->t_hop_us = net_mono_us();
+    s->upx = net_up_send(s->w->pool, &rq, &up_cbs, s);
+    gw_buf_fini(&auth);
+    gw_buf_fini(&path);
+    if (!s->upx)
+        hop_failed(s, 0, GW_E_NOMEM);
+}
+
+static void
+hop_next(struct net_stream *s)
+{
+    enum gw_code code;
+
+    if (s->cur < s->n_cands && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+        hop_send(s, s->cands[s->cur]);
+        return;
+    }
+    /* Every candidate failed, none with an answer of its own to pass back. */
+    code = s->fail_code == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT : GW_E_UPSTREAM_FAILED;
+    net_respond_error(s->conn, s->id, code, "every upstream for this model failed", NULL);
+    stream_finish(s, gw_code_http_status(code), code, GW_OUT_FAILED);
+}
+
+/* ---- entry points ---- */
+
+static bool
+path_is(const struct net_conn *c, const char *p)
+{
+    size_t n = strlen(p), len = c->url.len;
+    const char *q = c->url.data ? memchr(c->url.data, '?', len) : NULL;
+
+    if (q)
+        len = (size_t)(q - c->url.data);
+    return len == n && memcmp(c->url.data, p, n) == 0;
+}
+
+static bool
+gateway_key(const struct net_conn *c, struct gw_str *key)
+{
+    struct gw_str v;
+
+    if (net_conn_header(c, GW_STR_LIT("authorization"), &v)) {
+        if (v.len > 7 && strncasecmp(v.ptr, "bearer ", 7) == 0) {
+            key->ptr = v.ptr + 7;
+            key->len = v.len - 7;
+            while (key->len && *key->ptr == ' ') {
+                key->ptr++;
+                key->len--;
+            }
+            return key->len > 0;
+        }
+    }
+    if (net_conn_header(c, GW_STR_LIT("x-api-key"), &v) && v.len) {
+        *key = v;
+        return true;
+    }
+    return false;
+}
+
+static void
+chat_completions(struct net_stream *s)
+{
+    struct net_conn *c = s->conn;
+    struct gw_buf why = { 0 };
+    struct gw_str key, model;
+    unsigned char digest[32];
+    enum gw_code rc;
+
+    if (!gateway_key(c, &key)) {
+        stream_refuse(s, GW_E_AUTH_MISSING_KEY,
+                      "no gateway key: send Authorization: Bearer <key> or x-api-key", false);
+        return;
+    }
+    SHA256((const unsigned char *)key.ptr, key.len, digest);
+    s->client = gw_conf_client_by_digest(s->conf, digest);
+    if (!s->client) {
+        stream_refuse(s, GW_E_AUTH_INVALID_KEY, "the gateway key is not valid", false);
+        return;
+    }
+    memcpy(s->row->client, s->client->name, strnlen(s->client->name, GW_NAME_MAX));
+    /* The body now belongs to the stream: the conn may read the next request. */
+    s->body = c->body;
+    memset(&c->body, 0, sizeof(c->body));
+    rc = dl_openai_req_parse(s->body.data, s->body.len, &s->req, &why);
+    if (rc != GW_OK) {
+        stream_refuse(s, rc, why.data ? why.data : "invalid request", true);
+        gw_buf_fini(&why);
+        return;
+    }
+    gw_buf_fini(&why);
+    model = dl_openai_req_model(s->req);
+    memcpy(s->row->model, model.ptr, model.len < GW_MODEL_MAX ? model.len : GW_MODEL_MAX);
+    s->stream = dl_openai_req_is_stream(s->req);
+    s->row->stream = s->stream;
+    s->wants_usage = dl_openai_req_wants_usage(s->req);
+    if (!gw_conf_client_allows(s->client, model.ptr, model.len)) {
+        stream_refuse(s, GW_E_MODEL_NOT_ALLOWED, "this key may not use that model", true);
+        return;
+    }
+    s->n_cands = gw_conf_candidates(s->conf, model.ptr, model.len, s->cands, NET_MAX_CANDIDATES);
+    if (s->n_cands == 0) {
+        stream_refuse(s, GW_E_MODEL_NOT_FOUND, "no upstream offers that model", true);
+        return;
+    }
+    s->fail_code = GW_E_UPSTREAM_FAILED;
+    hop_next(s);
+}
+
+void
+net_pipeline_start(struct net_conn *c)
+{
+    struct net_worker *w = c->w;
+    struct net_stream *s;
+
+    s = gw_calloc(1, sizeof(*s));
+    if (s)
+        s->row = gw_calloc(1, sizeof(*s->row));
+    if (!s || !s->row) {
+        if (s)
+            gw_free(s);
+        c->flags |= NET_CONN_F_CLOSE_AFTER;
+        net_respond_error(c, NULL, GW_E_NOMEM, "out of memory", NULL);
+        net_conn_response_done(c);
+        return;
+    }
+    s->magic_ = NET_STREAM_MAGIC;
+    s->w = w;
+    s->conn = c;
+    c->stream = s;
+    s->t0_us = net_mono_us();
+    gw_sse_init(&s->sse, 0);
+    net_worker_request_id(w, s->id);
+    memcpy(s->row->id, s->id, sizeof(s->row->id));
+    s->row->ts_ms = net_now_ms();
+    s->row->ttfb_ms = -1;
+    s->conf = gw_conf_acquire(&w->gt);
+    if (!s->conf) {
+        stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is shutting down", false);
+        return;
+    }
+    if (c->method == HTTP_POST && path_is(c, "/v1/chat/completions")) {
+        chat_completions(s);
+        return;
+    }
+    GW_FREE(s->row); /* not an API call: no row */
+    if (c->method == HTTP_GET && path_is(c, "/healthz")) {
+        respond(c, 200, s->id, "application/json", NULL, "{\"status\":\"ok\"}", 15);
+        stream_finish(s, 200, GW_OK, GW_OUT_OK);
+    } else if (c->method == HTTP_GET && path_is(c, "/readyz")) {
+        if (w->draining) {
+            stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is draining", false);
+        } else {
+            respond(c, 200, s->id, "application/json", NULL, "{\"status\":\"ready\"}", 18);
+            stream_finish(s, 200, GW_OK, GW_OUT_OK);
+        }
+    } else if (path_is(c, "/v1/chat/completions")) {
+        stream_refuse(s, GW_E_METHOD_NOT_ALLOWED, "use POST", false);
+    } else {
+        stream_refuse(s, GW_E_NOT_FOUND, "no such endpoint", false);
+    }
+}
+
+void
+net_stream_client_gone(struct net_stream *s)
+{
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    s->conn = NULL;
+    if (s->upx) {
+        net_upx_cancel(s->upx); /* closes the upstream connection: it stops generating */
+        s->upx = NULL;
+    }
+    if (s->row && s->row->n_attempts) {
+        const struct gw_conf_provider *p = s->cands[s->cur < s->n_cands ? s->cur : 0];
+
+        attempt_end(s, GW_OUT_CANCELLED, s->up_status, GW_E_CLIENT_CANCELLED);
+        if (s->headers_sent)
+            memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
+    }
+    gw_code_count(GW_E_CLIENT_CANCELLED);
+    stream_finish(s, 499, GW_E_CLIENT_CANCELLED, GW_OUT_CANCELLED);
+}
+
+void
+net_stream_on_drain(struct net_stream *s)
+{
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (s->paused && s->upx) {
+        s->paused = false;
+        net_upx_resume(s->upx);
+    }
+}

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT
+ * net/worker.c - worker threads and their listeners. Main binds every socket before
+ * the threads start (so startup errors are reported at once and a port 0 is chosen
+ * once); each worker wraps its sockets in evconnlisteners on its own event_base.
+ * Draining: main sets drain_requested and activates the worker's wake event (both
+ * thread-safe); the worker closes its listeners, closes idle connections, lets busy
+ * ones finish, and leaves its loop when none is left or the drain deadline passes.
+ * Owns:    struct net_workers, each worker's thread, base, dns base, pool, listeners.
+ * Threads: start/stop on main; worker_main and callbacks on each worker.
+ * See:     net/worker.h, net/http1.c
+ */
+#include "net/worker.h"
+
+#include <arpa/inet.h>
+#include <ck_pr.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "net/net-priv.h"
+#include "net/upstream.h"
+
+struct net_workers {
+    struct net_worker *v;
+    unsigned n;
+    SSL_CTX *ssl_ctx;
+    unsigned drain_secs;
+};
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+    (void)l;
+    (void)sa;
+    (void)salen;
+    net_conn_accept(arg, fd);
+}
+
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+    struct net_worker *w = arg;
+    struct gw_log_ctx ctx = { (int)w->id, 0, NULL };
+
+    (void)l;
+    /* EMFILE and friends: log and keep listening; libevent retries on the next event. */
+    GW_LOG(GW_LOG_WARN, &ctx, "accept_error", "accept failed: %s", strerror(errno));
+}
+
+static void
+on_drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_worker *w = arg;
+
+    (void)fd;
+    (void)what;
+    if (w->n_conns == 0)
+        event_base_loopbreak(w->base);
+}
+
+static void
+on_drain_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_worker *w = arg;
+
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(w->base);
+}
+
+static void
+on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_worker *w = arg;
+    struct timeval tick = { 0, 20000 };
+    struct timeval deadline;
+    unsigned secs;
+    size_t i;
+
+    (void)fd;
+    (void)what;
+    /* Acquire load: pairs with the release store in net_workers_stop. */
+    secs = ck_pr_load_uint(&w->drain_requested);
+    if (!secs || w->draining)
+        return;
+    w->draining = true;
+    for (i = 0; i < w->n_fds; i++) {
+        if (w->listeners[i])
+            evconnlistener_free(w->listeners[i]); /* closes the socket: no more accepts */
+        w->listeners[i] = NULL;
+    }
+    net_conns_drain(w);
+    deadline.tv_sec = (time_t)(secs - 1);
+    deadline.tv_usec = 0;
+    event_add(w->drain_timer, &deadline);
+    /* A persistent tick notices when the last connection has gone. */
+    event_add(w->drain_tick, &tick);
+}
+
+static void *
+worker_main(void *arg)
+{
+    struct net_worker *w = arg;
+    size_t i;
+
+    gw_thread_register(&w->gt);
+    event_base_dispatch(w->base);
+    for (i = 0; i < w->n_fds; i++) {
+        if (w->listeners[i])
+            evconnlistener_free(w->listeners[i]);
+        w->listeners[i] = NULL;
+    }
+    net_conns_free_all(w);
+    net_uppool_free(w->pool);
+    w->pool = NULL;
+    gw_thread_unregister(&w->gt);
+    return NULL;
+}
+
+/* ---- sockets ---- */
+
+static int
+bind_one(const struct gw_conf_addr *a, uint16_t port, uint16_t *bound_port, char *err,
+         size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    char portstr[8];
+    int fd = -1, one = 1, rc;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    snprintf(portstr, sizeof(portstr), "%u", port);
+    rc = getaddrinfo(a->host, portstr, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "server.listen %s:%u: %s", a->host, a->port, gai_strerror(rc));
+        return -1;
+    }
+    fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        snprintf(err, errlen, "server.listen %s:%u: %s", a->host, a->port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    if (bound_port) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+
+        getsockname(fd, (struct sockaddr *)&ss, &sl);
+        *bound_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                     : ((struct sockaddr_in *)&ss)->sin_port);
+    }
+    return fd;
+}
+
+static void
+workers_free(struct net_workers *ws)
+{
+    unsigned i;
+    size_t j;
+
+    for (i = 0; i < ws->n; i++) {
+        struct net_worker *w = &ws->v[i];
+
+        for (j = 0; j < w->n_fds; j++) {
+            if (w->listeners[j])
+                evconnlistener_free(w->listeners[j]); /* closes the socket */
+            else if (w->fds[j] >= 0 && !w->draining)
+                close(w->fds[j]);
+        }
+        if (w->pool)
+            net_uppool_free(w->pool);
+        if (w->wake)
+            event_free(w->wake);
+        if (w->drain_timer)
+            event_free(w->drain_timer);
+        if (w->drain_tick)
+            event_free(w->drain_tick);
+        if (w->dns)
+            evdns_base_free(w->dns, 0);
+        if (w->base)
+            event_base_free(w->base);
+    }
+    if (ws->ssl_ctx)
+        SSL_CTX_free(ws->ssl_ctx);
+    gw_free(ws->v);
+    gw_free(ws);
+}
+
+enum gw_code
+net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n_workers,
+                  struct store *st, struct net_workers **out, char *bound, size_t bound_len,
+                  char *err, size_t errlen)
+{
+    struct net_workers *ws;
+    unsigned i;
+    size_t j, off = 0;
+
+    *out = NULL;
+    if (n_listen > NET_MAX_LISTEN) {
+        snprintf(err, errlen, "server.listen: at most %d addresses", NET_MAX_LISTEN);
+        return GW_E_INTERNAL;
+    }
+    ws = gw_calloc(1, sizeof(*ws));
+    if (!ws || !(ws->v = gw_calloc(n_workers, sizeof(*ws->v)))) {
+        gw_free(ws);
+        return GW_E_NOMEM;
+    }
+    ws->n = n_workers;
+    ws->ssl_ctx = net_upstream_ssl_ctx_new();
+    for (i = 0; i < n_workers; i++) {
+        struct net_worker *w = &ws->v[i];
+
+        w->id = i;
+        w->store = st;
+        for (j = 0; j < NET_MAX_LISTEN; j++)
+            w->fds[j] = -1;
+        if (getrandom(w->rng, sizeof(w->rng), 0) != sizeof(w->rng) || (!w->rng[0] && !w->rng[1]))
+            w->rng[0] = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() ^ i, w->rng[1] = 42 + i;
+    }
+    /* Bind: the first socket of an address fixes its port, the others share it. */
+    for (j = 0; j < n_listen; j++) {
+        uint16_t port = listen[j].port;
+
+        for (i = 0; i < n_workers; i++) {
+            int fd = bind_one(&listen[j], port, i == 0 ? &port : NULL, err, errlen);
+
+            if (fd < 0) {
+                workers_free(ws);
+                return GW_E_INTERNAL;
+            }
+            ws->v[i].fds[j] = fd;
+            ws->v[i].n_fds = j + 1;
+        }
+        if (bound && off < bound_len) {
+            int n = snprintf(bound + off, bound_len - off, "%s%s:%u", off ? " " : "",
+                             listen[j].host, port);
+
+            if (n > 0)
+                off += (size_t)n;
+        }
+    }
+    for (i = 0; i < n_workers; i++) {
+        struct net_worker *w = &ws->v[i];
+
+        w->base = event_base_new();
+        if (!w->base) {
+            snprintf(err, errlen, "event_base_new failed");
+            workers_free(ws);
+            return GW_E_INTERNAL;
+        }
+        w->dns = evdns_base_new(w->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                             EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+        w->pool = net_uppool_new(w->base, w->dns, ws->ssl_ctx);
+        w->wake = event_new(w->base, -1, 0, on_wake, w);
+        w->drain_timer = evtimer_new(w->base, on_drain_deadline, w);
+        w->drain_tick = event_new(w->base, -1, EV_PERSIST, on_drain_tick, w);
+        if (!w->pool || !w->wake || !w->drain_timer || !w->drain_tick) {
+            snprintf(err, errlen, "worker %u: out of memory", i);
+            workers_free(ws);
+            return GW_E_NOMEM;
+        }
+        for (j = 0; j < w->n_fds; j++) {
+            w->listeners[j] = evconnlistener_new(w->base, on_accept, w, LEV_OPT_CLOSE_ON_FREE, 0,
+                                                 w->fds[j]);
+            if (!w->listeners[j]) {
+                snprintf(err, errlen, "worker %u: evconnlistener_new failed", i);
+                workers_free(ws);
+                return GW_E_INTERNAL;
+            }
+            evconnlistener_set_error_cb(w->listeners[j], on_accept_error);
+        }
+    }
+    for (i = 0; i < n_workers; i++) {
+        if (pthread_create(&ws->v[i].thread, NULL, worker_main, &ws->v[i]) != 0) {
+            snprintf(err, errlen, "cannot start worker thread %u", i);
+            /* Threads already started are stopped the normal way. */
+            ws->n = i;
+            net_workers_stop(ws, 0);
+            return GW_E_INTERNAL;
+        }
+    }
+    *out = ws;
+    return GW_OK;
+}
+
+void
+net_workers_stop(struct net_workers *ws, unsigned drain_secs)
+{
+    unsigned i;
+
+    if (!ws)
+        return;
+    for (i = 0; i < ws->n; i++) {
+        /* Release store: the worker's acquire load in on_wake sees the deadline. */
+        ck_pr_fence_store();
+        ck_pr_store_uint(&ws->v[i].drain_requested, drain_secs + 1);
+        event_active(ws->v[i].wake, EV_READ, 0); /* thread-safe: evthread is on */
+    }
+    for (i = 0; i < ws->n; i++) {
+        pthread_join(ws->v[i].thread, NULL);
+        ws->v[i].draining = true; /* its listeners are freed */
+    }
+    workers_free(ws);
+}

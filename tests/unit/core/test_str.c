@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT
+ * tests/unit/core/test_str.c - slices, buffers, JSON escaping, hex, constant-time compare,
+ * and the allocation failure hook.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "core/alloc.h"
+#include "core/str.h"
+
+static void
+test_str_eq_nocase_matches_header_names(void **state)
+{
+    (void)state;
+    assert_true(gw_str_eq_nocase(GW_STR_LIT("Content-Type"), GW_STR_LIT("content-type")));
+    assert_false(gw_str_eq_nocase(GW_STR_LIT("content-typ"), GW_STR_LIT("content-type")));
+    assert_false(gw_str_eq_nocase(GW_STR_LIT("x-api-kez"), GW_STR_LIT("x-api-key")));
+}
+
+static void
+test_buf_append_printf_and_consume(void **state)
+{
+    struct gw_buf b = { 0 };
+    int i;
+
+    (void)state;
+    for (i = 0; i < 1000; i++)
+        assert_int_equal(gw_buf_printf(&b, "%d,", i), GW_OK);
+    assert_int_equal(strncmp(b.data, "0,1,2,", 6), 0);
+    assert_int_equal(b.data[b.len], '\0');
+    gw_buf_consume(&b, 2);
+    assert_int_equal(strncmp(b.data, "1,2,", 4), 0);
+    gw_buf_consume(&b, b.len + 5);
+    assert_int_equal(b.len, 0);
+    gw_buf_fini(&b);
+    assert_null(b.data);
+}
+
+static void
+test_buf_json_string_escapes_controls_and_quotes(void **state)
+{
+    struct gw_buf b = { 0 };
+
+    (void)state;
+    gw_buf_append_json_str(&b, (struct gw_str){ "a\"b\\c\n\x01\xc3\xa9", 9 });
+    assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\"");
+    gw_buf_fini(&b);
+}
+
+static void
+test_hex_round_trip_and_refusals(void **state)
+{
+    unsigned char bin[32], back[32];
+    char hex[65];
+    int i;
+
+    (void)state;
+    for (i = 0; i < 32; i++)
+        bin[i] = (unsigned char)(i * 7 + 3);
+    gw_hex_encode(bin, 32, hex);
+    assert_int_equal(strlen(hex), 64);
+    assert_true(gw_hex_decode32(gw_str_c(hex), back));
+    assert_memory_equal(bin, back, 32);
+    hex[10] = 'g';
+    assert_false(gw_hex_decode32(gw_str_c(hex), back));
+    assert_false(gw_hex_decode32(GW_STR_LIT("abcd"), back));
+}
+
+static void
+test_ct_equal_detects_any_difference(void **state)
+{
+    unsigned char a[32] = { 0 }, b[32] = { 0 };
+
+    (void)state;
+    assert_true(gw_ct_equal(a, b, 32));
+    b[31] = 1;
+    assert_false(gw_ct_equal(a, b, 32));
+    b[31] = 0;
+    b[0] = 0x80;
+    assert_false(gw_ct_equal(a, b, 32));
+}
+
+static void
+test_alloc_fail_at_fails_exactly_the_nth(void **state)
+{
+    struct gw_buf b = { 0 };
+    void *p1, *p2;
+
+    (void)state;
+    gw_alloc_fail_at(2);
+    p1 = gw_malloc(8);
+    p2 = gw_malloc(8);
+    assert_non_null(p1);
+    assert_null(p2);
+    gw_free(p1);
+    p1 = gw_malloc(8); /* the hook is spent */
+    assert_non_null(p1);
+    gw_free(p1);
+    gw_alloc_fail_at(1);
+    assert_int_equal(gw_buf_append(&b, "x", 1), GW_E_NOMEM);
+    assert_int_equal(b.len, 0);
+    gw_alloc_fail_at(0);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_str_eq_nocase_matches_header_names),
+        cmocka_unit_test(test_buf_append_printf_and_consume),
+        cmocka_unit_test(test_buf_json_string_escapes_controls_and_quotes),
+        cmocka_unit_test(test_hex_round_trip_and_refusals),
+        cmocka_unit_test(test_ct_equal_detects_any_difference),
+        cmocka_unit_test(test_alloc_fail_at_fails_exactly_the_nth),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
