@@ -43,6 +43,22 @@ void gw_sse_fini(struct gw_sse *p);
  * slices are valid only during the callback. */
 enum gw_code gw_sse_feed(struct gw_sse *p, const char *buf, size_t len, gw_sse_event_fn fn,
                          void *arg);
+/* Details of gw_sse_feed:
+ * - Every byte fed belongs to exactly one event's raw, in order, or is still pending:
+ *   concatenating the raws gives back the stream byte for byte (a BOM included, in the
+ *   first event's raw). When a CRLF that ends an event is split between two feeds, the
+ *   event is dispatched at its CR and the LF opens the next event's raw.
+ * - Every blank line dispatches, even when the event has no data field (a comment-only
+ *   keep-alive, or a stray blank line): data is then empty and callers decide.
+ * - max_event counts an event's bytes but not a leading BOM, nor the LF of a CRLF left
+ *   over from the previous event, nor the LF of its own final CRLF (so the limit does
+ *   not depend on how the stream was split).
+ * - <id> is the event's own "id" field (not carried over from earlier events).
+ * - A callback that returns non-zero stops the feed: GW_OK is returned and the bytes
+ *   after that event stay pending; feed again (<len> 0 is fine) to go on.
+ * - After GW_E_UPSTREAM_PROTOCOL every later feed returns it too. After GW_E_NOMEM the
+ *   stream should be given up: an event that could not be dispatched stays pending,
+ *   but a partial event that could not be stored is lost. */
 
 /* Bytes of a partial event still held (not yet delivered). */
 static inline size_t

@@ -15,6 +15,7 @@
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <event2/buffer.h>
 
@@ -23,6 +24,7 @@
 #include "core/log.h"
 
 #define NET_MAX_PENDING_INPUT (1024 * 1024) /* pipelined bytes held while busy */
+#define NET_LINGER_SECS 2
 
 static int on_msg_begin(http_parser *p);
 static int on_url(http_parser *p, const char *at, size_t len);
@@ -121,7 +123,21 @@ conn_free(struct net_conn *c)
     gw_free(c);
 }
 
-/* Flush what is queued, then free: used after the last answer on a connection. */
+/* Lingering close: after the last answer is flushed, half-close and discard what the
+ * client still sends (say, the rest of a refused body) for a short while, so the
+ * kernel does not reset the connection and destroy the answer before it is read. */
+static void
+conn_linger(struct net_conn *c)
+{
+    c->flags |= NET_CONN_F_LINGER;
+    shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+    evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
+    bufferevent_enable(c->bev, EV_READ);
+    c->state = NET_CONN_IDLE; /* the timer frees it */
+    timer_arm(c, NET_LINGER_SECS);
+}
+
+/* Flush what is queued, then linger and free: after the last answer on a connection. */
 static void
 conn_close_after_flush(struct net_conn *c)
 {
@@ -129,7 +145,7 @@ conn_close_after_flush(struct net_conn *c)
     evtimer_del(c->timer);
     bufferevent_disable(c->bev, EV_READ);
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
-        conn_free(c);
+        conn_linger(c);
         return;
     }
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
@@ -145,8 +161,11 @@ on_read(struct bufferevent *bev, void *arg)
 {
     struct net_conn *c = arg;
 
-    (void)bev;
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    if (c->flags & NET_CONN_F_LINGER) {
+        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        return;
+    }
     if (c->flags & NET_CONN_F_CLOSING)
         return;
     if (c->state == NET_CONN_BUSY) {
@@ -165,8 +184,8 @@ on_write(struct bufferevent *bev, void *arg)
 
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
     if (c->flags & NET_CONN_F_CLOSING) {
-        if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-            conn_free(c);
+        if (!(c->flags & NET_CONN_F_LINGER) && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+            conn_linger(c);
         return;
     }
     if (c->stream)
@@ -443,10 +462,42 @@ conn_parse(struct net_conn *c)
 /* ---- the pipeline's side ---- */
 
 void
+net_conn_writev(struct net_conn *c, const struct iovec *iov, int n)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    ssize_t sent = 0;
+    int i;
+
+    GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    /* Fast path: with nothing queued, write straight to the socket. The bufferevent
+     * would instead arm EV_WRITE and write on the next loop turn, which costs two
+     * epoll_ctl calls and a wake-up per answer. What the socket does not take is
+     * queued and flushed by the bufferevent as usual. */
+    if (evbuffer_get_length(out) == 0 && !(c->flags & NET_CONN_F_CLOSING)) {
+        struct msghdr mh;
+
+        memset(&mh, 0, sizeof(mh));
+        mh.msg_iov = (struct iovec *)(uintptr_t)iov;
+        mh.msg_iovlen = (size_t)n;
+        sent = sendmsg(bufferevent_getfd(c->bev), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent < 0)
+            sent = 0; /* EAGAIN or an error: the bufferevent sees the error itself */
+    }
+    for (i = 0; i < n; i++) {
+        size_t skip = (size_t)sent < iov[i].iov_len ? (size_t)sent : iov[i].iov_len;
+
+        sent -= (ssize_t)skip;
+        if (iov[i].iov_len > skip)
+            bufferevent_write(c->bev, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+    }
+}
+
+void
 net_conn_write(struct net_conn *c, const void *data, size_t len)
 {
-    GW_CHECK_OBJ(c, NET_CONN_MAGIC);
-    bufferevent_write(c->bev, data, len);
+    struct iovec v = { (void *)(uintptr_t)data, len };
+
+    net_conn_writev(c, &v, 1);
 }
 
 size_t

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -70,7 +71,8 @@ enum net_conn_state {
 };
 
 #define NET_CONN_F_CLOSE_AFTER 0x1u /* close once the current response is written */
-#define NET_CONN_F_CLOSING 0x2u     /* flushing, then free */
+#define NET_CONN_F_CLOSING 0x2u     /* flushing, then linger, then free */
+#define NET_CONN_F_LINGER 0x4u      /* half-closed, discarding input until EOF or timeout */
 
 struct net_conn {
     uint32_t magic_;
@@ -103,8 +105,10 @@ struct net_conn {
 
 /* Accept callback body: wraps <fd> in a connection owned by <w>. */
 void net_conn_accept(struct net_worker *w, int fd);
-/* Writes bytes of the response (already framed by the caller). */
+/* Writes bytes of the response (already framed by the caller): straight to the socket
+ * when nothing is queued, the rest through the bufferevent. */
 void net_conn_write(struct net_conn *c, const void *data, size_t len);
+void net_conn_writev(struct net_conn *c, const struct iovec *iov, int n);
 /* Bytes waiting in the output buffer (backpressure). */
 size_t net_conn_output_len(const struct net_conn *c);
 /* The current exchange is answered completely: parse the next request or close. */

@@ -9,6 +9,7 @@
  */
 #include "net/net-priv.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,10 +108,11 @@ respond(struct net_conn *c, int status, const char *req_id, const char *ctype,
                   "content-length: %zu\r\n%s%s\r\n",
                   status, reason(status), ctype, req_id, len, extra_headers ? extra_headers : "",
                   conn_closes(c) ? "connection: close\r\n" : "");
-    if (h.data)
-        net_conn_write(c, h.data, h.len);
-    if (len)
-        net_conn_write(c, body, len);
+    if (h.data) {
+        struct iovec v[2] = { { h.data, h.len }, { (void *)(uintptr_t)body, len } };
+
+        net_conn_writev(c, v, len ? 2 : 1);
+    }
     gw_buf_fini(&h);
 }
 
@@ -274,17 +276,20 @@ static void
 write_chunk(struct net_stream *s, const char *data, size_t len)
 {
     char size[24];
+    struct iovec v[3];
     int n;
 
     if (!len)
         return;
-    if (s->chunked) {
-        n = snprintf(size, sizeof(size), "%zx\r\n", len);
-        net_conn_write(s->conn, size, (size_t)n);
+    if (!s->chunked) {
+        net_conn_write(s->conn, data, len);
+        return;
     }
-    net_conn_write(s->conn, data, len);
-    if (s->chunked)
-        net_conn_write(s->conn, "\r\n", 2);
+    n = snprintf(size, sizeof(size), "%zx\r\n", len);
+    v[0] = (struct iovec){ size, (size_t)n };
+    v[1] = (struct iovec){ (void *)(uintptr_t)data, len };
+    v[2] = (struct iovec){ (void *)(uintptr_t)"\r\n", 2 };
+    net_conn_writev(s->conn, v, 3);
 }
 
 static void

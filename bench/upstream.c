@@ -1,0 +1,1290 @@
+/* SPDX-License-Identifier: MIT
+ * bench/upstream.c - `gwbench upstream`: a fake OpenAI Chat Completions server.
+ * Each worker thread runs its own event_base and its own SO_REUSEPORT listener
+ * on the same port. A connection reads into its input buffer, http_parser
+ * frames one request at a time (the parser is paused at the end of each
+ * message so pipelined bytes wait their turn), and the answer is rendered
+ * from the templates below, never through dialects/. Streams are paced by one
+ * timer per connection; every SSE event is its own write(2).
+ * Owns:    listeners, connections (freed when closed), the /_bench/last record.
+ * Threads: main parses flags, binds, starts the workers and waits for a
+ *          signal; a connection lives on one worker; the counters are atomics
+ *          and the last-request record is behind a mutex.
+ * See:     bench/upstream.h, docs/gwbench.md
+ */
+#include "bench/upstream.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <http_parser.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include "bench/util.h"
+#include "core/alloc.h"
+#include "core/str.h"
+
+#define UP_MAX_THREADS 64
+#define UP_MAX_INPUT (64u << 20) /* bytes buffered per connection before we give up */
+#define UP_MAX_CHUNKS 100000u
+#define UP_READ_SIZE 16384u
+
+enum up_fault {
+    UP_FAULT_NONE,
+    UP_FAULT_STATUS,
+    UP_FAULT_HANG_HEADERS,
+    UP_FAULT_HANG_CONTENT,
+    UP_FAULT_DROP_BEFORE,
+    UP_FAULT_DROP_MID,
+};
+
+static const char *const fault_names[] = {
+    "none", "status", "hang-headers", "hang-content", "drop-before", "drop-mid",
+};
+
+/* The knobs of one answer: the flags' values, overridden per request by x-bench-*. */
+struct up_params {
+    uint64_t ttft_ms;
+    uint64_t chunks;
+    uint64_t interval_ms;
+    uint64_t status;
+    uint64_t retry_after; /* meaningful when has_retry_after */
+    uint64_t drop_after;
+    uint64_t cached;
+    enum up_fault fault;
+    bool has_retry_after;
+};
+
+/* Process-wide settings, written by main before the workers start, then read-only. */
+static struct {
+    struct sockaddr_in addr;
+    unsigned threads;
+    struct up_params def;
+    struct gw_buf text;       /* --text, JSON-escaped, without quotes */
+    struct gw_buf error_body; /* --error-body, raw */
+    bool no_usage;
+    bool quiet;
+} g;
+
+/* Counters of /_bench/stats; relaxed atomics: they are independent tallies
+ * read only by the stats endpoint, which needs no ordering between them. */
+static struct {
+    atomic_uint_fast64_t requests;
+    atomic_uint_fast64_t active;
+    atomic_uint_fast64_t conns_total;
+    atomic_uint_fast64_t closed_by_peer;
+    atomic_uint_fast64_t streams_started;
+    atomic_uint_fast64_t streams_completed;
+    atomic_uint_fast64_t streams_aborted;
+} st;
+
+/* The last chat request, rendered as JSON; swapped in under the mutex. */
+static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gw_buf last_json;
+
+static inline void
+count(atomic_uint_fast64_t *c)
+{
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+static inline uint64_t
+load_count(atomic_uint_fast64_t *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+struct up_thread {
+    struct event_base *base;
+    int lfd;
+    struct event accept_ev;
+    pthread_t tid;
+    struct gw_buf body;  /* scratch: an answer body or one SSE event */
+    struct gw_buf frame; /* scratch: headers or a chunk frame */
+    struct gw_buf last;  /* scratch: the next /_bench/last record */
+};
+
+enum up_route { UP_ROUTE_NONE, UP_ROUTE_CHAT, UP_ROUTE_STATS, UP_ROUTE_LAST };
+
+enum up_state {
+    UP_ST_IDLE,    /* reading a request */
+    UP_ST_WAIT,    /* a non-streamed answer waits for its timer */
+    UP_ST_STREAM,  /* streaming: the timer sends the next event */
+    UP_ST_HANG,    /* never answers; waits for the peer to go */
+    UP_ST_DRAINING /* the answer is queued; close or go idle once written */
+};
+
+/* One client connection. Owned by its worker; freed by conn_free() at the end
+ * of the callback that set closing. */
+struct up_conn {
+    struct up_thread *t;
+    int fd;
+    struct event rev, wev, tev;
+    struct evbuffer *out; /* bytes the socket did not take yet */
+    http_parser parser;
+    struct gw_buf in; /* unparsed input */
+    struct gw_buf url, hname, hval;
+    struct gw_buf hjson; /* the request's headers as JSON members */
+    struct gw_buf body;
+    struct gw_buf model; /* request model, JSON-escaped, without quotes */
+    struct up_params p;
+    enum up_state state;
+    bool in_value;
+    bool msg_done;
+    bool busy; /* a request is being answered; parsing waits */
+    bool keep_alive;
+    bool stream;
+    bool include_usage;
+    bool stream_active; /* stream headers sent, [DONE] not yet */
+    bool close_after_write;
+    bool closing;
+    bool by_peer;
+    bool wev_added;
+    uint64_t id;
+    uint64_t created;
+    uint64_t sent;  /* content chunks sent */
+    uint64_t t0_us; /* when the answer started; chunks are due at fixed offsets */
+    uint64_t prompt_tokens;
+};
+
+/* ---- small renderers ---- */
+
+static const char *
+reason(unsigned s)
+{
+    switch (s) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 408: return "Request Timeout";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 529: return "Overloaded";
+    default: return "Status";
+    }
+}
+
+static bool
+parse_fault(const char *s, size_t n, enum up_fault *f)
+{
+    for (unsigned i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++) {
+        if (strlen(fault_names[i]) == n && memcmp(fault_names[i], s, n) == 0) {
+            *f = (enum up_fault)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Appends <s> JSON-escaped without the quotes. */
+static enum gw_code
+append_json_inner(struct gw_buf *b, const char *s, size_t n)
+{
+    size_t before = b->len;
+    enum gw_code rc = gw_buf_append_json_str(b, (struct gw_str){s, n});
+
+    if (rc != GW_OK)
+        return rc;
+    /* drop the opening and closing quotes gw_buf_append_json_str wrote */
+    memmove(b->data + before, b->data + before + 1, b->len - before - 2);
+    b->len -= 2;
+    b->data[b->len] = '\0';
+    return GW_OK;
+}
+
+/* ---- a tiny JSON scanner for the request body ----
+ * Reads only model, stream and stream_options.include_usage at the top level;
+ * any malformed input simply leaves the defaults. */
+
+static const char *
+skip_ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* <p> at '"'; returns past the closing quote, or NULL. */
+static const char *
+skip_string(const char *p, const char *e)
+{
+    for (p++; p < e; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+static const char *
+skip_value(const char *p, const char *e, int depth)
+{
+    if (depth > 64)
+        return NULL;
+    p = skip_ws(p, e);
+    if (p >= e)
+        return NULL;
+    if (*p == '"')
+        return skip_string(p, e);
+    if (*p == '{' || *p == '[') {
+        char close = *p == '{' ? '}' : ']';
+
+        p = skip_ws(p + 1, e);
+        if (p < e && *p == close)
+            return p + 1;
+        for (;;) {
+            if (close == '}') {
+                if (p >= e || *p != '"' || (p = skip_string(p, e)) == NULL)
+                    return NULL;
+                p = skip_ws(p, e);
+                if (p >= e || *p != ':')
+                    return NULL;
+                p++;
+            }
+            if ((p = skip_value(p, e, depth + 1)) == NULL)
+                return NULL;
+            p = skip_ws(p, e);
+            if (p >= e)
+                return NULL;
+            if (*p == close)
+                return p + 1;
+            if (*p != ',')
+                return NULL;
+            p = skip_ws(p + 1, e);
+        }
+    }
+    while (p < e && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' && *p != '\r' &&
+           *p != '\t')
+        p++;
+    return p;
+}
+
+static bool
+key_is(const char *k, const char *kend, const char *want)
+{
+    size_t n = strlen(want);
+
+    return (size_t)(kend - k) == n + 2 && memcmp(k + 1, want, n) == 0;
+}
+
+static bool
+is_true(const char *p, const char *e)
+{
+    return e - p >= 4 && memcmp(p, "true", 4) == 0;
+}
+
+/* Walks the top-level object of <body>; fills <c>'s model, stream, include_usage. */
+static void
+scan_request(struct up_conn *c, const char *p, size_t n)
+{
+    const char *e = p + n, *k, *kend, *v;
+
+    c->stream = false;
+    c->include_usage = false;
+    gw_buf_reset(&c->model);
+    p = skip_ws(p, e);
+    if (p >= e || *p != '{')
+        return;
+    p = skip_ws(p + 1, e);
+    while (p < e && *p == '"') {
+        k = p;
+        if ((kend = skip_string(p, e)) == NULL)
+            return;
+        p = skip_ws(kend, e);
+        if (p >= e || *p != ':')
+            return;
+        v = skip_ws(p + 1, e);
+        if ((p = skip_value(v, e, 0)) == NULL)
+            return;
+        if (key_is(k, kend, "model") && *v == '"') {
+            (void)gw_buf_append(&c->model, v + 1, (size_t)(p - v - 2));
+        } else if (key_is(k, kend, "stream")) {
+            c->stream = is_true(v, e);
+        } else if (key_is(k, kend, "stream_options") && *v == '{') {
+            const char *q = skip_ws(v + 1, p);
+
+            while (q < p && *q == '"') {
+                const char *qk = q, *qkend = skip_string(q, p), *qv;
+
+                if (qkend == NULL)
+                    break;
+                q = skip_ws(qkend, p);
+                if (q >= p || *q != ':')
+                    break;
+                qv = skip_ws(q + 1, p);
+                if ((q = skip_value(qv, p, 1)) == NULL)
+                    break;
+                if (key_is(qk, qkend, "include_usage"))
+                    c->include_usage = is_true(qv, p);
+                q = skip_ws(q, p);
+                if (q < p && *q == ',')
+                    q = skip_ws(q + 1, p);
+            }
+        }
+        p = skip_ws(p, e);
+        if (p < e && *p == ',')
+            p = skip_ws(p + 1, e);
+    }
+}
+
+/* ---- connection output ---- */
+
+static void
+mark_peer_gone(struct up_conn *c)
+{
+    c->by_peer = true;
+    c->closing = true;
+}
+
+static void
+want_write(struct up_conn *c)
+{
+    if (!c->wev_added) {
+        event_add(&c->wev, NULL);
+        c->wev_added = true;
+    }
+}
+
+/* Writes <iov> now if nothing is queued, queueing what the socket does not take. */
+static void
+conn_writev(struct up_conn *c, struct iovec *iov, int n)
+{
+    size_t total = 0, done = 0;
+    ssize_t w = 0;
+
+    if (c->closing)
+        return;
+    for (int i = 0; i < n; i++)
+        total += iov[i].iov_len;
+    if (evbuffer_get_length(c->out) == 0) {
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+
+        w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                mark_peer_gone(c);
+                return;
+            }
+            w = 0;
+        }
+        done = (size_t)w;
+        if (done == total)
+            return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (done >= iov[i].iov_len) {
+            done -= iov[i].iov_len;
+            continue;
+        }
+        evbuffer_add(c->out, (const char *)iov[i].iov_base + done, iov[i].iov_len - done);
+        done = 0;
+    }
+    want_write(c);
+}
+
+static void
+conn_write(struct up_conn *c, const void *p, size_t n)
+{
+    struct iovec iov = {(void *)(uintptr_t)p, n};
+
+    conn_writev(c, &iov, 1);
+}
+
+static void conn_answer_done(struct up_conn *c);
+
+/* Called when everything of the current answer is queued. */
+static void
+conn_drain_then(struct up_conn *c, bool close_after)
+{
+    if (close_after || !c->keep_alive)
+        c->close_after_write = true;
+    if (c->close_after_write) {
+        c->state = UP_ST_DRAINING;
+        if (evbuffer_get_length(c->out) == 0)
+            c->closing = true;
+        return;
+    }
+    conn_answer_done(c);
+}
+
+static void
+send_simple(struct up_conn *c, unsigned status, const char *ctype, const char *extra,
+            const char *body, size_t blen)
+{
+    struct up_thread *t = c->t;
+    struct iovec iov[2];
+
+    gw_buf_reset(&t->frame);
+    (void)gw_buf_printf(&t->frame,
+                        "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
+                        status, reason(status), ctype, blen, extra ? extra : "",
+                        c->keep_alive ? "" : "Connection: close\r\n");
+    iov[0] = (struct iovec){t->frame.data, t->frame.len};
+    iov[1] = (struct iovec){(void *)(uintptr_t)body, blen};
+    conn_writev(c, iov, 2);
+    conn_drain_then(c, false);
+}
+
+/* ---- chat answers ---- */
+
+static void
+render_usage(struct gw_buf *b, const struct up_conn *c, uint64_t completion)
+{
+    (void)gw_buf_printf(b,
+                        "\"usage\":{\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
+                        "\"total_tokens\":%llu,\"prompt_tokens_details\":{\"cached_tokens\":%llu}}",
+                        (unsigned long long)c->prompt_tokens, (unsigned long long)completion,
+                        (unsigned long long)(c->prompt_tokens + completion),
+                        (unsigned long long)c->p.cached);
+}
+
+static void
+render_completion(struct up_conn *c, struct gw_buf *b)
+{
+    gw_buf_reset(b);
+    (void)gw_buf_printf(b,
+                        "{\"id\":\"chatcmpl-bench-%llu\",\"object\":\"chat.completion\","
+                        "\"created\":%llu,\"model\":\"%.*s\",\"choices\":[{\"index\":0,"
+                        "\"message\":{\"role\":\"assistant\",\"content\":\"",
+                        (unsigned long long)c->id, (unsigned long long)c->created,
+                        (int)c->model.len, c->model.data ? c->model.data : "");
+    for (uint64_t i = 0; i < c->p.chunks; i++)
+        (void)gw_buf_append(b, g.text.data, g.text.len);
+    (void)gw_buf_append_str(b, GW_STR_LIT("\"},\"finish_reason\":\"stop\"}]"));
+    if (!g.no_usage) {
+        (void)gw_buf_append(b, ",", 1);
+        render_usage(b, c, c->p.chunks);
+    }
+    (void)gw_buf_append(b, "}", 1);
+}
+
+static void
+send_completion(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    struct iovec iov[2];
+    bool half = c->p.fault == UP_FAULT_DROP_MID;
+
+    render_completion(c, &t->body);
+    gw_buf_reset(&t->frame);
+    (void)gw_buf_printf(&t->frame,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        "Content-Length: %zu\r\n%s\r\n",
+                        t->body.len, c->keep_alive ? "" : "Connection: close\r\n");
+    iov[0] = (struct iovec){t->frame.data, t->frame.len};
+    iov[1] = (struct iovec){t->body.data, half ? t->body.len / 2 : t->body.len};
+    conn_writev(c, iov, 2);
+    conn_drain_then(c, half);
+}
+
+/* Sends one SSE event <ev> as its own HTTP chunk; <last> appends the
+ * terminating zero-size chunk. */
+static void
+send_event(struct up_conn *c, const struct gw_buf *ev, bool last)
+{
+    struct up_thread *t = c->t;
+
+    gw_buf_reset(&t->frame);
+    (void)gw_buf_printf(&t->frame, "%zx\r\ndata: ", ev->len + 8);
+    (void)gw_buf_append(&t->frame, ev->data, ev->len);
+    (void)gw_buf_append_str(&t->frame, GW_STR_LIT("\n\n\r\n"));
+    if (last)
+        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("0\r\n\r\n"));
+    conn_write(c, t->frame.data, t->frame.len);
+}
+
+static void
+chunk_head(struct up_conn *c, struct gw_buf *b)
+{
+    gw_buf_reset(b);
+    (void)gw_buf_printf(b,
+                        "{\"id\":\"chatcmpl-bench-%llu\",\"object\":\"chat.completion.chunk\","
+                        "\"created\":%llu,\"model\":\"%.*s\",",
+                        (unsigned long long)c->id, (unsigned long long)c->created,
+                        (int)c->model.len, c->model.data ? c->model.data : "");
+}
+
+static void
+send_stream_start(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    static const char hdr[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                              "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
+
+    gw_buf_reset(&t->frame);
+    (void)gw_buf_append(&t->frame, hdr, sizeof(hdr) - 1);
+    if (!c->keep_alive)
+        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("Connection: close\r\n"));
+    (void)gw_buf_append(&t->frame, "\r\n", 2);
+    conn_write(c, t->frame.data, t->frame.len);
+    c->stream_active = true;
+    count(&st.streams_started);
+    chunk_head(c, &t->body);
+    (void)gw_buf_append_str(
+        &t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                             "\"content\":\"\"},\"finish_reason\":null}]}"));
+    send_event(c, &t->body, false);
+}
+
+static void
+send_stream_content(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+
+    chunk_head(c, &t->body);
+    (void)gw_buf_append_str(&t->body,
+                            GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"content\":\""));
+    (void)gw_buf_append(&t->body, g.text.data, g.text.len);
+    (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"},\"finish_reason\":null}]}"));
+    send_event(c, &t->body, false);
+    c->sent++;
+}
+
+static void
+send_stream_end(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    static const struct gw_buf done = {(char *)(uintptr_t) "[DONE]", 6, 0};
+
+    chunk_head(c, &t->body);
+    (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{},"
+                                                 "\"finish_reason\":\"stop\"}]}"));
+    send_event(c, &t->body, false);
+    if (c->include_usage && !g.no_usage) {
+        chunk_head(c, &t->body);
+        (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"choices\":[],"));
+        render_usage(&t->body, c, c->sent);
+        (void)gw_buf_append(&t->body, "}", 1);
+        send_event(c, &t->body, false);
+    }
+    send_event(c, &done, true);
+    if (c->closing)
+        return;
+    c->stream_active = false;
+    count(&st.streams_completed);
+    conn_drain_then(c, false);
+}
+
+static void
+arm_timer_us(struct up_conn *c, uint64_t us)
+{
+    struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
+
+    evtimer_add(&c->tev, &tv);
+}
+
+/* Content chunk <k> (0-based) is due ttft + k * interval after the start, so
+ * the pace does not drift with timer lateness. */
+static uint64_t
+chunk_due_us(const struct up_conn *c, uint64_t k)
+{
+    return c->t0_us + (c->p.ttft_ms + k * c->p.interval_ms) * 1000u;
+}
+
+/* Sends content chunks that are due; arms the timer for the next one. */
+static void
+stream_step(struct up_conn *c)
+{
+    for (;;) {
+        uint64_t now, due;
+
+        if (c->p.fault == UP_FAULT_DROP_MID && c->sent >= c->p.drop_after) {
+            c->stream_active = false; /* we end it, not the peer */
+            conn_drain_then(c, true);
+            return;
+        }
+        if (c->sent >= c->p.chunks) {
+            send_stream_end(c);
+            return;
+        }
+        due = chunk_due_us(c, c->sent);
+        now = bench_now_us();
+        if (due > now) {
+            arm_timer_us(c, due - now);
+            return;
+        }
+        send_stream_content(c);
+        if (c->closing)
+            return;
+    }
+}
+
+static void
+record_last(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    struct gw_buf tmp;
+    const char *m = http_method_str((enum http_method)c->parser.method);
+
+    gw_buf_reset(&t->last);
+    (void)gw_buf_printf(&t->last, "{\"method\":\"%s\",\"path\":", m);
+    (void)gw_buf_append_json_str(&t->last, (struct gw_str){c->url.data, c->url.len});
+    (void)gw_buf_append_str(&t->last, GW_STR_LIT(",\"headers\":{"));
+    (void)gw_buf_append(&t->last, c->hjson.data, c->hjson.len);
+    (void)gw_buf_append_str(&t->last, GW_STR_LIT("},\"body\":"));
+    (void)gw_buf_append_json_str(&t->last, (struct gw_str){c->body.data, c->body.len});
+    (void)gw_buf_append(&t->last, "}", 1);
+    pthread_mutex_lock(&last_mu);
+    tmp = last_json;
+    last_json = t->last;
+    t->last = tmp;
+    pthread_mutex_unlock(&last_mu);
+}
+
+static void
+answer_chat(struct up_conn *c)
+{
+    uint64_t wait;
+
+    c->id = atomic_fetch_add_explicit(&st.requests, 1, memory_order_relaxed) + 1;
+    c->created = (uint64_t)time(NULL);
+    c->prompt_tokens = (c->body.len + 3) / 4;
+    c->sent = 0;
+    c->t0_us = bench_now_us();
+    scan_request(c, c->body.data ? c->body.data : "", c->body.len);
+    record_last(c);
+    if (c->p.chunks > UP_MAX_CHUNKS)
+        c->p.chunks = UP_MAX_CHUNKS;
+    switch (c->p.fault) {
+    case UP_FAULT_STATUS: {
+        char extra[64] = "";
+
+        if (c->p.has_retry_after)
+            snprintf(extra, sizeof(extra), "Retry-After: %llu\r\n",
+                     (unsigned long long)c->p.retry_after);
+        send_simple(c, (unsigned)c->p.status, "application/json", extra, g.error_body.data,
+                    g.error_body.len);
+        return;
+    }
+    case UP_FAULT_HANG_HEADERS: c->state = UP_ST_HANG; return;
+    case UP_FAULT_DROP_BEFORE: c->closing = true; return;
+    case UP_FAULT_HANG_CONTENT:
+        c->state = UP_ST_HANG;
+        if (c->stream)
+            send_stream_start(c);
+        return;
+    case UP_FAULT_NONE:
+    case UP_FAULT_DROP_MID: break;
+    }
+    if (c->stream) {
+        c->state = UP_ST_STREAM;
+        send_stream_start(c);
+        if (!c->closing)
+            stream_step(c);
+        return;
+    }
+    wait = c->p.ttft_ms + (c->p.chunks > 1 ? (c->p.chunks - 1) * c->p.interval_ms : 0);
+    if (wait > 0) {
+        c->state = UP_ST_WAIT;
+        arm_timer_us(c, wait * 1000u);
+        return;
+    }
+    send_completion(c);
+}
+
+static void
+answer_stats(struct up_conn *c)
+{
+    char b[512];
+    int n = snprintf(b, sizeof(b),
+                     "{\"requests\":%llu,\"active_connections\":%llu,\"connections_total\":%llu,"
+                     "\"connections_closed_by_peer\":%llu,\"streams_started\":%llu,"
+                     "\"streams_completed\":%llu,\"streams_aborted\":%llu}",
+                     (unsigned long long)load_count(&st.requests),
+                     (unsigned long long)load_count(&st.active),
+                     (unsigned long long)load_count(&st.conns_total),
+                     (unsigned long long)load_count(&st.closed_by_peer),
+                     (unsigned long long)load_count(&st.streams_started),
+                     (unsigned long long)load_count(&st.streams_completed),
+                     (unsigned long long)load_count(&st.streams_aborted));
+
+    send_simple(c, 200, "application/json", NULL, b, (size_t)n);
+}
+
+static void
+answer_last(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+
+    gw_buf_reset(&t->body);
+    pthread_mutex_lock(&last_mu);
+    if (last_json.len > 0)
+        (void)gw_buf_append(&t->body, last_json.data, last_json.len);
+    pthread_mutex_unlock(&last_mu);
+    if (t->body.len == 0)
+        (void)gw_buf_append_str(&t->body, GW_STR_LIT("{}"));
+    send_simple(c, 200, "application/json", NULL, t->body.data, t->body.len);
+}
+
+static void
+dispatch(struct up_conn *c)
+{
+    static const char nf[] = "{\"error\":{\"message\":\"not found\",\"type\":\"not_found\"}}";
+    const char *u = c->url.data ? c->url.data : "";
+    size_t n = strcspn(u, "?");
+    enum up_route r = UP_ROUTE_NONE;
+    unsigned m = c->parser.method;
+
+#define PATH_IS(s) (n == sizeof(s) - 1 && memcmp(u, s, n) == 0)
+    if (m == HTTP_POST && (PATH_IS("/v1/chat/completions") || PATH_IS("/chat/completions")))
+        r = UP_ROUTE_CHAT;
+    else if (m == HTTP_GET && PATH_IS("/_bench/stats"))
+        r = UP_ROUTE_STATS;
+    else if (m == HTTP_GET && PATH_IS("/_bench/last"))
+        r = UP_ROUTE_LAST;
+#undef PATH_IS
+    switch (r) {
+    case UP_ROUTE_CHAT: answer_chat(c); break;
+    case UP_ROUTE_STATS: answer_stats(c); break;
+    case UP_ROUTE_LAST: answer_last(c); break;
+    case UP_ROUTE_NONE: send_simple(c, 404, "application/json", NULL, nf, sizeof(nf) - 1); break;
+    }
+}
+
+/* ---- http_parser callbacks ---- */
+
+static int
+on_message_begin(http_parser *p)
+{
+    struct up_conn *c = p->data;
+
+    gw_buf_reset(&c->url);
+    gw_buf_reset(&c->hname);
+    gw_buf_reset(&c->hval);
+    gw_buf_reset(&c->hjson);
+    gw_buf_reset(&c->body);
+    c->in_value = false;
+    c->p = g.def;
+    return 0;
+}
+
+static int
+on_url(http_parser *p, const char *at, size_t n)
+{
+    struct up_conn *c = p->data;
+
+    return gw_buf_append(&c->url, at, n) == GW_OK ? 0 : -1;
+}
+
+static void
+apply_override(struct up_conn *c, const char *name, const char *v, size_t vl)
+{
+    struct up_params *q = &c->p;
+    uint64_t x;
+
+    if (strcmp(name, "fault") == 0) {
+        (void)parse_fault(v, vl, &q->fault);
+        return;
+    }
+    if (!bench_parse_u64n(v, vl, UINT32_MAX, &x))
+        return;
+    if (strcmp(name, "ttft-ms") == 0)
+        q->ttft_ms = x;
+    else if (strcmp(name, "chunks") == 0)
+        q->chunks = x;
+    else if (strcmp(name, "interval-ms") == 0)
+        q->interval_ms = x;
+    else if (strcmp(name, "status") == 0)
+        q->status = x;
+    else if (strcmp(name, "retry-after") == 0) {
+        q->retry_after = x;
+        q->has_retry_after = true;
+    } else if (strcmp(name, "drop-after") == 0)
+        q->drop_after = x;
+    else if (strcmp(name, "cached") == 0)
+        q->cached = x;
+}
+
+static void
+finish_header(struct up_conn *c)
+{
+    char *nm;
+
+    if (gw_buf_reserve(&c->hname, 1) != GW_OK)
+        return;
+    nm = c->hname.data;
+    for (size_t i = 0; i < c->hname.len; i++)
+        if (nm[i] >= 'A' && nm[i] <= 'Z')
+            nm[i] = (char)(nm[i] + 32);
+    nm[c->hname.len] = '\0';
+    if (c->hjson.len > 0)
+        (void)gw_buf_append(&c->hjson, ",", 1);
+    (void)gw_buf_append_json_str(&c->hjson, (struct gw_str){nm, c->hname.len});
+    (void)gw_buf_append(&c->hjson, ":", 1);
+    (void)gw_buf_append_json_str(&c->hjson, (struct gw_str){c->hval.data, c->hval.len});
+    if (c->hname.len > 8 && memcmp(nm, "x-bench-", 8) == 0)
+        apply_override(c, nm + 8, c->hval.data ? c->hval.data : "", c->hval.len);
+    gw_buf_reset(&c->hname);
+    gw_buf_reset(&c->hval);
+    c->in_value = false;
+}
+
+static int
+on_header_field(http_parser *p, const char *at, size_t n)
+{
+    struct up_conn *c = p->data;
+
+    if (c->in_value)
+        finish_header(c);
+    return gw_buf_append(&c->hname, at, n) == GW_OK ? 0 : -1;
+}
+
+static int
+on_header_value(http_parser *p, const char *at, size_t n)
+{
+    struct up_conn *c = p->data;
+
+    c->in_value = true;
+    return gw_buf_append(&c->hval, at, n) == GW_OK ? 0 : -1;
+}
+
+static int
+on_headers_complete(http_parser *p)
+{
+    struct up_conn *c = p->data;
+
+    if (c->in_value)
+        finish_header(c);
+    return 0;
+}
+
+static int
+on_body(http_parser *p, const char *at, size_t n)
+{
+    struct up_conn *c = p->data;
+
+    if (c->body.len + n > UP_MAX_INPUT)
+        return -1;
+    return gw_buf_append(&c->body, at, n) == GW_OK ? 0 : -1;
+}
+
+static int
+on_message_complete(http_parser *p)
+{
+    struct up_conn *c = p->data;
+
+    c->msg_done = true;
+    c->keep_alive = http_should_keep_alive(p) != 0;
+    http_parser_pause(p, 1); /* the next request waits until this one is answered */
+    return 0;
+}
+
+static const http_parser_settings parser_settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* ---- connection lifecycle ---- */
+
+static void
+conn_free(struct up_conn *c)
+{
+    if (c->by_peer) {
+        count(&st.closed_by_peer);
+        if (c->stream_active)
+            count(&st.streams_aborted);
+    }
+    event_del(&c->rev);
+    event_del(&c->wev);
+    event_del(&c->tev);
+    close(c->fd);
+    evbuffer_free(c->out);
+    gw_buf_fini(&c->in);
+    gw_buf_fini(&c->url);
+    gw_buf_fini(&c->hname);
+    gw_buf_fini(&c->hval);
+    gw_buf_fini(&c->hjson);
+    gw_buf_fini(&c->body);
+    gw_buf_fini(&c->model);
+    gw_free(c);
+    atomic_fetch_sub_explicit(&st.active, 1, memory_order_relaxed);
+}
+
+/* Parses buffered input while no answer is pending. */
+static void
+conn_parse(struct up_conn *c)
+{
+    while (!c->busy && !c->closing && c->in.len > 0) {
+        size_t used = http_parser_execute(&c->parser, &parser_settings, c->in.data, c->in.len);
+
+        if (c->msg_done) {
+            c->msg_done = false;
+            http_parser_pause(&c->parser, 0);
+            gw_buf_consume(&c->in, used);
+            c->busy = true;
+            dispatch(c);
+            continue;
+        }
+        if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
+            static const char bad[] = "{\"error\":{\"message\":\"bad request\"}}";
+
+            c->busy = true;
+            c->keep_alive = false;
+            send_simple(c, 400, "application/json", NULL, bad, sizeof(bad) - 1);
+            return;
+        }
+        gw_buf_consume(&c->in, used);
+    }
+}
+
+static void
+conn_answer_done(struct up_conn *c)
+{
+    c->busy = false;
+    c->state = UP_ST_IDLE;
+    /* pipelined bytes may be waiting: let the read handler parse them next turn */
+    if (c->in.len > 0)
+        event_active(&c->rev, EV_READ, 0);
+}
+
+static void
+on_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct up_conn *c = arg;
+    ssize_t n;
+
+    (void)what;
+    if (c->in.len > UP_MAX_INPUT) {
+        c->closing = true;
+        goto out;
+    }
+    if (gw_buf_reserve(&c->in, UP_READ_SIZE) != GW_OK) {
+        c->closing = true;
+        goto out;
+    }
+    n = recv(fd, c->in.data + c->in.len, UP_READ_SIZE, 0);
+    if (n == 0) {
+        mark_peer_gone(c);
+        goto out;
+    }
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            mark_peer_gone(c);
+        else
+            conn_parse(c); /* woken by event_active for pipelined input */
+        goto out;
+    }
+    c->in.len += (size_t)n;
+    c->in.data[c->in.len] = '\0';
+    conn_parse(c);
+out:
+    if (c->closing)
+        conn_free(c);
+}
+
+static void
+on_write(evutil_socket_t fd, short what, void *arg)
+{
+    struct up_conn *c = arg;
+
+    (void)what;
+    if (evbuffer_write(c->out, fd) < 0 && errno != EAGAIN && errno != EINTR)
+        mark_peer_gone(c);
+    if (!c->closing && evbuffer_get_length(c->out) == 0) {
+        event_del(&c->wev);
+        c->wev_added = false;
+        if (c->close_after_write)
+            c->closing = true;
+    }
+    if (c->closing)
+        conn_free(c);
+}
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct up_conn *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (c->state == UP_ST_WAIT)
+        send_completion(c);
+    else if (c->state == UP_ST_STREAM)
+        stream_step(c);
+    if (c->closing)
+        conn_free(c);
+}
+
+static void
+on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+    struct up_thread *t = arg;
+
+    (void)what;
+    for (int i = 0; i < 64; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct up_conn *c;
+
+        if (fd < 0)
+            return;
+        (void)bench_sock_prepare(fd, true);
+        c = gw_calloc(1, sizeof(*c));
+        if (c == NULL || (c->out = evbuffer_new()) == NULL) {
+            gw_free(c);
+            close(fd);
+            continue;
+        }
+        c->t = t;
+        c->fd = fd;
+        http_parser_init(&c->parser, HTTP_REQUEST);
+        c->parser.data = c;
+        event_assign(&c->rev, t->base, fd, EV_READ | EV_PERSIST, on_read, c);
+        event_assign(&c->wev, t->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+        evtimer_assign(&c->tev, t->base, on_timer, c);
+        event_add(&c->rev, NULL);
+        count(&st.conns_total);
+        count(&st.active);
+    }
+}
+
+/* ---- startup ---- */
+
+static int
+listen_socket(struct sockaddr_in *sa)
+{
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+        bind(fd, (struct sockaddr *)sa, sizeof(*sa)) < 0 || listen(fd, 4096) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A base whose timers use timerfd (microseconds), not epoll's milliseconds,
+ * so that paced chunks leave on time. */
+static struct event_base *
+precise_base(void)
+{
+    struct event_config *cfg = event_config_new();
+    struct event_base *b;
+
+    if (cfg == NULL)
+        return NULL;
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    b = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    return b;
+}
+
+/* Binds <sa> without SO_REUSEPORT, learns the port, closes. false with errno set. */
+static bool
+probe_port(struct sockaddr_in *sa)
+{
+    socklen_t sl = sizeof(*sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    bool ok;
+
+    if (fd < 0)
+        return false;
+    /* SO_REUSEADDR: sockets in TIME_WAIT do not count, a listener still does */
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    ok = bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0 &&
+         getsockname(fd, (struct sockaddr *)sa, &sl) == 0;
+    close(fd);
+    return ok;
+}
+
+static void *
+thread_main(void *arg)
+{
+    struct up_thread *t = arg;
+
+    event_base_dispatch(t->base);
+    return NULL;
+}
+
+static void
+usage(void)
+{
+    fprintf(stderr,
+            "usage: gwbench upstream [--listen HOST:PORT] [--threads N] [--ttft-ms N]\n"
+            "         [--chunks N] [--interval-ms N] [--text STR] [--cached N]\n"
+            "         [--fault none|status|hang-headers|hang-content|drop-before|drop-mid]\n"
+            "         [--status N] [--retry-after SECS] [--error-body JSON] [--drop-after N]\n"
+            "         [--no-usage] [--quiet]\n"
+            "see docs/gwbench.md\n");
+}
+
+static int
+parse_flags(int argc, char **argv)
+{
+    const char *listen_s = "127.0.0.1:9100", *text = "hello ", *v;
+    const char *err_body = "{\"error\":{\"message\":\"fake failure\",\"type\":\"server_error\"}}";
+    uint64_t x;
+
+    g.threads = 1;
+    g.def.chunks = 5;
+    g.def.status = 500;
+    g.def.drop_after = 2;
+    for (int i = 1; i < argc; i++) {
+        int r;
+
+#define NUM(flag, dst, max)                                                                        \
+    if ((r = bench_arg(argc, argv, &i, flag, &v)) != 0) {                                          \
+        if (r < 0 || !bench_parse_u64(v, max, &x)) {                                               \
+            fprintf(stderr, "gwbench upstream: %s needs a number (0..%llu)\n", flag,               \
+                    (unsigned long long)(max));                                                    \
+            return 2;                                                                              \
+        }                                                                                          \
+        dst = x;                                                                                   \
+        continue;                                                                                  \
+    }
+#define STR(flag, dst)                                                                             \
+    if ((r = bench_arg(argc, argv, &i, flag, &v)) != 0) {                                          \
+        if (r < 0) {                                                                               \
+            fprintf(stderr, "gwbench upstream: %s needs a value\n", flag);                         \
+            return 2;                                                                              \
+        }                                                                                          \
+        dst = v;                                                                                   \
+        continue;                                                                                  \
+    }
+        STR("--listen", listen_s)
+        NUM("--threads", g.threads, UP_MAX_THREADS)
+        NUM("--ttft-ms", g.def.ttft_ms, 3600000)
+        NUM("--chunks", g.def.chunks, UP_MAX_CHUNKS)
+        NUM("--interval-ms", g.def.interval_ms, 3600000)
+        STR("--text", text)
+        NUM("--cached", g.def.cached, UINT32_MAX)
+        NUM("--status", g.def.status, 999)
+        NUM("--drop-after", g.def.drop_after, UP_MAX_CHUNKS)
+        STR("--error-body", err_body)
+        if ((r = bench_arg(argc, argv, &i, "--retry-after", &v)) != 0) {
+            if (r < 0 || !bench_parse_u64(v, UINT32_MAX, &g.def.retry_after)) {
+                fprintf(stderr, "gwbench upstream: --retry-after needs a number\n");
+                return 2;
+            }
+            g.def.has_retry_after = true;
+            continue;
+        }
+        if ((r = bench_arg(argc, argv, &i, "--fault", &v)) != 0) {
+            if (r < 0 || !parse_fault(v, strlen(v), &g.def.fault)) {
+                fprintf(stderr, "gwbench upstream: unknown --fault '%s'\n", r < 0 ? "" : v);
+                return 2;
+            }
+            continue;
+        }
+#undef NUM
+#undef STR
+        if (strcmp(argv[i], "--no-usage") == 0) {
+            g.no_usage = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--quiet") == 0) {
+            g.quiet = true;
+            continue;
+        }
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage();
+            return 2;
+        }
+        fprintf(stderr, "gwbench upstream: unknown flag '%s'\n", argv[i]);
+        usage();
+        return 2;
+    }
+    if (g.threads == 0)
+        g.threads = 1;
+    if (g.def.status < 100)
+        g.def.status = 500;
+    if (!bench_parse_addr(listen_s, &g.addr)) {
+        fprintf(stderr, "gwbench upstream: --listen wants HOST:PORT, got '%s'\n", listen_s);
+        return 2;
+    }
+    if (append_json_inner(&g.text, text, strlen(text)) != GW_OK ||
+        gw_buf_append(&g.error_body, err_body, strlen(err_body)) != GW_OK)
+        return 1;
+    if (g.text.data == NULL)
+        (void)gw_buf_reserve(&g.text, 1);
+    return 0;
+}
+
+int
+bench_upstream_main(int argc, char **argv)
+{
+    static struct up_thread threads[UP_MAX_THREADS];
+    struct sockaddr_in sa;
+    char host[32];
+    sigset_t sigs;
+    int rc, sig;
+
+    if ((rc = parse_flags(argc, argv)) != 0)
+        return rc;
+    signal(SIGPIPE, SIG_IGN);
+    sa = g.addr;
+    /* A plain bind first: it fails when anyone already holds the port (a second
+     * SO_REUSEPORT listener would silently share it), and it picks the port when
+     * 0 was asked for. The listeners then bind that port with SO_REUSEPORT. */
+    if (!probe_port(&sa)) {
+        fprintf(stderr, "gwbench upstream: cannot listen on %s:%u: %s\n",
+                inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host)), ntohs(sa.sin_port),
+                strerror(errno));
+        return 1;
+    }
+    for (unsigned i = 0; i < g.threads; i++) {
+        struct up_thread *t = &threads[i];
+
+        t->lfd = listen_socket(&sa);
+        if (t->lfd < 0) {
+            fprintf(stderr, "gwbench upstream: cannot listen on %s:%u: %s\n",
+                    inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host)), ntohs(sa.sin_port),
+                    strerror(errno));
+            return 1;
+        }
+        t->base = precise_base();
+        if (t->base == NULL)
+            return 1;
+        event_assign(&t->accept_ev, t->base, t->lfd, EV_READ | EV_PERSIST, on_accept, t);
+        event_add(&t->accept_ev, NULL);
+    }
+    /* Block the stop signals before the workers start so that only sigwait sees them. */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    for (unsigned i = 0; i < g.threads; i++) {
+        if (pthread_create(&threads[i].tid, NULL, thread_main, &threads[i]) != 0) {
+            fprintf(stderr, "gwbench upstream: cannot start a thread\n");
+            return 1;
+        }
+    }
+    printf("gwbench upstream listening on %s:%u\n",
+           inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host)), ntohs(sa.sin_port));
+    fflush(stdout);
+    while (sigwait(&sigs, &sig) != 0)
+        ;
+    fflush(stdout);
+    _exit(0);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT
+ * cli/cli.h - gwctl's shared pieces: global options, exit codes, the subcommands.
+ * gwctl queries a running gwd through its control API (DESIGN.md 14, 15, 18) and checks
+ * config files offline. Blocking, single-threaded: it is a command line tool.
+ * Owns:    nothing.
+ * Threads: the main thread only.
+ * See:     cli/main.c, docs/gwctl.md
+ */
+#ifndef GW_CLI_CLI_H
+#define GW_CLI_CLI_H
+
+#include <stdbool.h>
+
+/* Exit codes: DESIGN.md 15. */
+enum cli_exit {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_ERROR = 1, /* connection refused, HTTP error, invalid config */
+    CLI_EXIT_USAGE = 2,
+};
+
+#define CLI_DEFAULT_URL "http://127.0.0.1:8081"
+
+/* Global flags (before the subcommand), with defaults from the environment. */
+struct cli_opts {
+    const char *url;   /* --url, GW_CONTROL_URL, CLI_DEFAULT_URL */
+    const char *token; /* --token, GW_CONTROL_TOKEN; NULL or "" = send none */
+    bool json;         /* --json: raw JSON on stdout for scripts */
+};
+
+/* Prints the usage text to stderr and returns CLI_EXIT_USAGE. */
+int cli_usage(void);
+
+/* Subcommands. <argc>/<argv> start at the subcommand's name. Each returns an exit code
+ * (enum cli_exit) after printing its output to stdout and any error to stderr. */
+int cli_cmd_status(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_traffic(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_check(const struct cli_opts *o, int argc, char **argv);
+
+#endif

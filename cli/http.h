@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT
+ * cli/http.h - gwctl's HTTP client: one blocking GET per connection to the control API
+ * (HTTP/1.1, Connection: close), responses framed by http-parser (content-length,
+ * chunked or close), JSON bodies decoded with jansson.
+ * Owns:    the socket of one call, closed before it returns.
+ * Threads: the main thread only; blocks (10 s socket timeouts).
+ * See:     cli/http.c
+ */
+#ifndef GW_CLI_HTTP_H
+#define GW_CLI_HTTP_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "core/str.h"
+
+struct cli_http_resp {
+    int status;         /* HTTP status */
+    struct gw_buf body; /* the body; caller frees with gw_buf_fini */
+};
+
+/* GETs <path> (starting with '/') from the server of <o>->url, sending <o>->token as a
+ * bearer token when set. Returns 0 and fills <resp> (any HTTP status) once a whole
+ * response was read; -1 with a message in <err> (size <errlen>) when the URL is not
+ * http://HOST[:PORT][/PREFIX], the server cannot be reached or the answer is not HTTP. */
+int cli_http_get(const struct cli_opts *o, const char *path, struct cli_http_resp *resp, char *err,
+                 size_t errlen);
+
+/* GETs <path> and decodes a 2xx JSON answer into <*out> (caller json_decref()s it).
+ * On failure prints one line to stderr - "gwctl: <code>: <message> (HTTP <status>)" for an
+ * error body, the transport error otherwise - and returns CLI_EXIT_ERROR; CLI_EXIT_OK on
+ * success. */
+int cli_api_get(const struct cli_opts *o, const char *path, json_t **out);
+
+#endif

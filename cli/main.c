@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT
+ * cli/main.c - gwctl's main(): global flags, environment defaults, subcommand dispatch.
+ *   gwctl [--url URL] [--token T] [--json] SUBCOMMAND ...
+ * Owns:    nothing beyond the process.
+ * Threads: the main thread only.
+ * See:     cli/cli.h, docs/gwctl.md
+ */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+usage_print(FILE *f)
+{
+    fputs("usage: gwctl [--url URL] [--token TOKEN] [--json] SUBCOMMAND [ARGS]\n"
+          "\n"
+          "subcommands:\n"
+          "  status                   health and API version of the gateway\n"
+          "  traffic [--limit N] [--cursor C] [-f]\n"
+          "                           recent requests, newest first (-f: follow)\n"
+          "  check FILE               validate a config file offline\n"
+          "\n"
+          "global flags (before the subcommand):\n"
+          "  --url URL      control API address (env GW_CONTROL_URL, default " CLI_DEFAULT_URL ")\n"
+          "  --token TOKEN  control token (env GW_CONTROL_TOKEN)\n"
+          "  --json         print JSON for scripts\n"
+          "\n"
+          "exit codes: 0 ok, 1 error, 2 usage\n",
+          f);
+}
+
+int
+cli_usage(void)
+{
+    usage_print(stderr);
+    return CLI_EXIT_USAGE;
+}
+
+/* Reads "--flag VALUE" or "--flag=VALUE" at argv[*i]; NULL when argv[*i] is not <flag>.
+ * Sets <*missing> when the value is absent. */
+static const char *
+flag_value(int argc, char **argv, int *i, const char *flag, bool *missing)
+{
+    size_t n = strlen(flag);
+
+    if (strncmp(argv[*i], flag, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    (*i)++;
+    return argv[*i];
+}
+
+int
+main(int argc, char **argv)
+{
+    struct cli_opts o = {0};
+    const char *v, *cmd;
+    bool missing = false;
+    int i;
+
+    o.url = getenv("GW_CONTROL_URL");
+    if (!o.url || !*o.url)
+        o.url = CLI_DEFAULT_URL;
+    o.token = getenv("GW_CONTROL_TOKEN");
+    for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+        if ((v = flag_value(argc, argv, &i, "--url", &missing)))
+            o.url = v;
+        else if ((v = flag_value(argc, argv, &i, "--token", &missing)))
+            o.token = v;
+        else if (strcmp(argv[i], "--json") == 0)
+            o.json = true;
+        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage_print(stdout);
+            return CLI_EXIT_OK;
+        } else {
+            if (!missing)
+                fprintf(stderr, "gwctl: unknown flag %s\n", argv[i]);
+            else
+                fprintf(stderr, "gwctl: %s needs a value\n", argv[i]);
+            return cli_usage();
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "gwctl: no subcommand\n");
+        return cli_usage();
+    }
+    cmd = argv[i];
+    if (strcmp(cmd, "status") == 0)
+        return cli_cmd_status(&o, argc - i, argv + i);
+    if (strcmp(cmd, "traffic") == 0)
+        return cli_cmd_traffic(&o, argc - i, argv + i);
+    if (strcmp(cmd, "check") == 0)
+        return cli_cmd_check(&o, argc - i, argv + i);
+    if (strcmp(cmd, "help") == 0) {
+        usage_print(stdout);
+        return CLI_EXIT_OK;
+    }
+    fprintf(stderr, "gwctl: unknown subcommand %s\n", cmd);
+    return cli_usage();
+}

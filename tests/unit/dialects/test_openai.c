@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: MIT
+ * tests/unit/dialects/test_openai.c - OpenAI Chat Completions: request parse and
+ * refusals, render (byte-exact forward, model rewrite, include_usage), chunk and
+ * answer inspection, error bodies and error chunks.
+ * See: dialects/openai.c
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "core/alloc.h"
+#include "dialects/openai.h"
+
+#define T_LEN(s) (sizeof(s) - 1)
+
+static struct dl_openai_req *
+t_parse_ok(const char *body, size_t len)
+{
+    struct dl_openai_req *r = NULL;
+    struct gw_buf why = {0};
+
+    assert_int_equal(dl_openai_req_parse(body, len, &r, &why), GW_OK);
+    assert_non_null(r);
+    assert_int_equal(why.len, 0);
+    gw_buf_fini(&why);
+    return r;
+}
+
+/* Parses <body> expecting a refusal; checks <why> names <reason_part> and does not
+ * quote the body's marker text. */
+static void
+t_parse_refused(const char *body, const char *reason_part, const char *secret)
+{
+    struct dl_openai_req *r = (struct dl_openai_req *)1;
+    struct gw_buf why = {0};
+
+    assert_int_equal(dl_openai_req_parse(body, strlen(body), &r, &why), GW_E_BAD_REQUEST);
+    assert_null(r);
+    assert_true(why.len > 0);
+    assert_non_null(strstr(why.data, reason_part));
+    if (secret)
+        assert_null(strstr(why.data, secret));
+    gw_buf_fini(&why);
+}
+
+static void
+t_render(const char *body, const char *model, struct gw_buf *out)
+{
+    struct dl_openai_req *r = t_parse_ok(body, strlen(body));
+
+    assert_int_equal(dl_openai_req_render(r, body, strlen(body), gw_str_c(model), out), GW_OK);
+    dl_openai_req_free(r);
+}
+
+/* ---- parse ---- */
+
+static void
+test_openai_parse_reads_model_stream_and_usage_flag(void **state)
+{
+    static const char body[] = "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+                               "\"content\":\"hi\"}],\"stream\":true,"
+                               "\"stream_options\":{\"include_usage\":true}}";
+    struct dl_openai_req *r;
+
+    (void)state;
+    r = t_parse_ok(body, T_LEN(body));
+    assert_true(gw_str_eq(dl_openai_req_model(r), GW_STR_LIT("gpt-4o")));
+    assert_true(dl_openai_req_is_stream(r));
+    assert_true(dl_openai_req_wants_usage(r));
+    dl_openai_req_free(r);
+}
+
+static void
+test_openai_parse_defaults_not_stream_no_usage(void **state)
+{
+    static const char body[] = " {\"model\":\"m\",\"messages\":[],\"stream\":null} \n";
+    struct dl_openai_req *r;
+
+    (void)state;
+    r = t_parse_ok(body, T_LEN(body));
+    assert_false(dl_openai_req_is_stream(r));
+    assert_false(dl_openai_req_wants_usage(r));
+    assert_int_equal(dl_openai_req_input_estimate(r), 0);
+    dl_openai_req_free(r);
+}
+
+static void
+test_openai_parse_refuses_non_object(void **state)
+{
+    (void)state;
+    t_parse_refused("[\"SECRET\"]", "body: must be a JSON object", "SECRET");
+    t_parse_refused("\"SECRET\"", "body: must be a JSON object", "SECRET");
+    t_parse_refused("", "body: empty", NULL);
+}
+
+static void
+test_openai_parse_refuses_missing_or_empty_model(void **state)
+{
+    (void)state;
+    t_parse_refused("{\"messages\":[]}", "model: required string", NULL);
+    t_parse_refused("{\"model\":\"\",\"messages\":[]}", "model: required string", NULL);
+    t_parse_refused("{\"model\":7,\"messages\":[]}", "model: required string", NULL);
+}
+
+static void
+test_openai_parse_refuses_messages_not_array(void **state)
+{
+    (void)state;
+    t_parse_refused("{\"model\":\"m\"}", "messages: required array", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":\"SECRET\"}", "messages: required array",
+                    "SECRET");
+}
+
+static void
+test_openai_parse_refuses_stream_not_bool(void **state)
+{
+    (void)state;
+    t_parse_refused("{\"model\":\"m\",\"messages\":[],\"stream\":\"yes\"}",
+                    "stream: must be a boolean", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[],\"stream_options\":true}",
+                    "stream_options: must be an object", NULL);
+}
+
+static void
+test_openai_parse_invalid_json_reason_has_position_not_body(void **state)
+{
+    struct dl_openai_req *r = NULL;
+    struct gw_buf why = {0};
+    static const char body[] = "{\"model\": SECRETTOKEN}";
+
+    (void)state;
+    assert_int_equal(dl_openai_req_parse(body, T_LEN(body), &r, &why), GW_E_BAD_REQUEST);
+    assert_null(r);
+    assert_non_null(strstr(why.data, "body: not valid JSON at line 1 column"));
+    assert_null(strstr(why.data, "SECRET"));
+    assert_null(strstr(why.data, "near"));
+    gw_buf_fini(&why);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[]} trailing", "not valid JSON", "trailing");
+    t_parse_refused("{\"model\":\"m\",\"messages\":[],\"seed\":123456789012345678901234}",
+                    "number out of range", "1234567890");
+}
+
+static void
+test_openai_parse_input_estimate_counts_text_tools_and_messages(void **state)
+{
+    /* text 8 + parts 4 + 4, tool args {"a":12} 8, tool schema [{"type":"function"}] 21:
+     * 45 bytes -> 12 tokens (rounded up), + 4 per message (3) = 24 */
+    static const char body[] =
+        "{\"model\":\"m\",\"messages\":["
+        "{\"role\":\"system\",\"content\":\"12345678\"},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"abcd\"},"
+        "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:xxxxxxxxxxxxxxxxxxx\"}},"
+        "{\"type\":\"text\",\"text\":\"efgh\"}]},"
+        "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\","
+        "\"type\":\"function\",\"function\":{\"name\":\"\",\"arguments\":\"{\\\"a\\\":12}\"}}]}],"
+        "\"tools\":[{\"type\":\"function\"}]}";
+    struct dl_openai_req *r;
+
+    (void)state;
+    r = t_parse_ok(body, T_LEN(body));
+    assert_int_equal(dl_openai_req_input_estimate(r), 24);
+    dl_openai_req_free(r);
+}
+
+static void
+test_openai_parse_out_of_memory_is_clean(void **state)
+{
+    static const char body[] =
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+    struct dl_openai_req *r = NULL;
+    unsigned long n;
+    bool ok = false;
+
+    (void)state;
+    /* jansson allocates through malloc; gw's own allocation (the request) can fail */
+    for (n = 1; n < 5 && !ok; n++) {
+        enum gw_code rc;
+
+        gw_alloc_fail_at(n);
+        rc = dl_openai_req_parse(body, T_LEN(body), &r, NULL);
+        gw_alloc_fail_at(0);
+        if (rc == GW_OK) {
+            ok = true;
+            dl_openai_req_free(r);
+        } else {
+            assert_int_equal(rc, GW_E_NOMEM);
+            assert_null(r);
+        }
+    }
+    assert_true(ok);
+}
+
+/* ---- render ---- */
+
+static void
+test_openai_render_unchanged_copies_bytes(void **state)
+{
+    static const char body[] = "{ \"model\" : \"gpt-4o\", \"temperature\": 0.7,\n"
+                               "  \"messages\": [ {\"role\":\"user\",\"content\":\"h\\u00e9\"} ] }";
+    struct gw_buf out = {0};
+
+    (void)state;
+    t_render(body, "gpt-4o", &out);
+    assert_int_equal(out.len, T_LEN(body));
+    assert_memory_equal(out.data, body, out.len);
+    gw_buf_fini(&out);
+    /* a stream whose client already asked for usage is unchanged too */
+    t_render("{\"model\":\"a\",\"messages\":[],\"stream\":true,"
+             "\"stream_options\":{\"include_usage\":true}}",
+             "a", &out);
+    assert_string_equal(out.data, "{\"model\":\"a\",\"messages\":[],\"stream\":true,"
+                                  "\"stream_options\":{\"include_usage\":true}}");
+    gw_buf_fini(&out);
+}
+
+static void
+test_openai_render_rewrites_model_only(void **state)
+{
+    static const char body[] = "{\"model\":\"fast\",\"temperature\":0.7,\"messages\":[]}";
+    struct gw_buf out = {0};
+
+    (void)state;
+    t_render(body, "gpt-4o-mini-2024", &out);
+    /* numbers are forwarded as written (no 0.69999999999999996) */
+    assert_string_equal(out.data, "{\"model\":\"gpt-4o-mini-2024\",\"temperature\":0.7,"
+                                  "\"messages\":[]}");
+    gw_buf_fini(&out);
+}
+
+static void
+test_openai_render_forces_include_usage_keeping_fields_and_order(void **state)
+{
+    struct gw_buf out = {0};
+
+    (void)state;
+    /* no stream_options: added at the end */
+    t_render("{\"model\":\"a\",\"stream\":true,\"messages\":[]}", "b", &out);
+    assert_string_equal(out.data, "{\"model\":\"b\",\"stream\":true,\"messages\":[],"
+                                  "\"stream_options\":{\"include_usage\":true}}");
+    gw_buf_reset(&out);
+    /* other stream_options fields kept, include_usage appended */
+    t_render("{\"stream_options\":{\"x\":1},\"model\":\"a\",\"stream\":true,\"messages\":[]}", "a",
+             &out);
+    assert_string_equal(out.data, "{\"stream_options\":{\"x\":1,\"include_usage\":true},"
+                                  "\"model\":\"a\",\"stream\":true,\"messages\":[]}");
+    gw_buf_reset(&out);
+    /* include_usage false turned true in place */
+    t_render("{\"model\":\"a\",\"stream\":true,\"messages\":[],"
+             "\"stream_options\":{\"include_usage\":false,\"y\":[1,{\"z\":\"}\"}]}}",
+             "b", &out);
+    assert_string_equal(out.data, "{\"model\":\"b\",\"stream\":true,\"messages\":[],"
+                                  "\"stream_options\":{\"include_usage\":true,"
+                                  "\"y\":[1,{\"z\":\"}\"}]}}");
+    gw_buf_reset(&out);
+    /* empty and null stream_options */
+    t_render("{\"model\":\"a\",\"stream\":true,\"messages\":[],\"stream_options\":{ }}", "a", &out);
+    assert_string_equal(out.data, "{\"model\":\"a\",\"stream\":true,\"messages\":[],"
+                                  "\"stream_options\":{ \"include_usage\":true}}");
+    gw_buf_reset(&out);
+    t_render("{\"model\":\"a\",\"stream\":true,\"messages\":[],\"stream_options\":null}", "a",
+             &out);
+    assert_string_equal(out.data, "{\"model\":\"a\",\"stream\":true,\"messages\":[],"
+                                  "\"stream_options\":{\"include_usage\":true}}");
+    gw_buf_fini(&out);
+}
+
+static void
+test_openai_render_keeps_unicode(void **state)
+{
+    static const char body[] = "{\"model\":\"a\",\"messages\":[{\"role\":\"user\","
+                               "\"content\":\"h\xc3\xa9 \xf0\x9f\x98\x80 \\u00e9\"}]}";
+    struct gw_buf out = {0};
+
+    (void)state;
+    t_render(body, "\xc3\xa9-model", &out);
+    assert_string_equal(out.data, "{\"model\":\"\xc3\xa9-model\",\"messages\":[{\"role\":\"user\","
+                                  "\"content\":\"h\xc3\xa9 \xf0\x9f\x98\x80 \\u00e9\"}]}");
+    gw_buf_fini(&out);
+}
+
+static void
+test_openai_render_escaped_keys_fall_back_to_dump(void **state)
+{
+    /* an escaped key could spell "model": the splice declines, jansson dumps compactly
+     * in key order, unicode kept raw */
+    static const char body[] = "{\"mod\\u0065l\":\"a\", \"messages\":[{\"content\":\"\\u00e9\"}],"
+                               " \"stream\":true}";
+    struct gw_buf out = {0};
+
+    (void)state;
+    t_render(body, "b", &out);
+    assert_string_equal(out.data, "{\"model\":\"b\",\"messages\":[{\"content\":\"\xc3\xa9\"}],"
+                                  "\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+    gw_buf_fini(&out);
+    /* duplicate model keys: jansson keeps the last one, and so does the output */
+    t_render("{\"model\":\"x\",\"model\":\"a\",\"messages\":[]}", "b", &out);
+    assert_string_equal(out.data, "{\"model\":\"b\",\"messages\":[]}");
+    gw_buf_fini(&out);
+}
+
+static void
+test_openai_render_twice_with_other_models(void **state)
+{
+    static const char body[] = "{\"model\":\"a\",\"messages\":[],\"stream\":true}";
+    struct dl_openai_req *r;
+    struct gw_buf out = {0};
+
+    (void)state;
+    r = t_parse_ok(body, T_LEN(body));
+    assert_int_equal(dl_openai_req_render(r, body, T_LEN(body), GW_STR_LIT("b"), &out), GW_OK);
+    gw_buf_reset(&out);
+    assert_int_equal(dl_openai_req_render(r, body, T_LEN(body), GW_STR_LIT("c"), &out), GW_OK);
+    assert_string_equal(out.data, "{\"model\":\"c\",\"messages\":[],\"stream\":true,"
+                                  "\"stream_options\":{\"include_usage\":true}}");
+    assert_true(gw_str_eq(dl_openai_req_model(r), GW_STR_LIT("a")));
+    gw_buf_fini(&out);
+    dl_openai_req_free(r);
+}
+
+/* ---- chunks ---- */
+
+static struct dl_openai_chunk
+t_chunk(const char *data)
+{
+    struct dl_openai_chunk c;
+
+    assert_int_equal(dl_openai_chunk_inspect(gw_str_c(data), &c), GW_OK);
+    return c;
+}
+
+static void
+test_openai_chunk_content_delta(void **state)
+{
+    struct dl_openai_chunk c;
+
+    (void)state;
+    c = t_chunk("{\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}");
+    assert_true(c.has_content);
+    assert_int_equal(c.content_bytes, 5);
+    assert_false(c.has_usage);
+    assert_false(c.done);
+    assert_false(c.is_error);
+    /* a role-only first chunk and an empty content carry nothing */
+    c = t_chunk("{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}");
+    assert_false(c.has_content);
+    assert_int_equal(c.content_bytes, 0);
+    c = t_chunk("{\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}");
+    assert_false(c.has_content);
+}
+
+static void
+test_openai_chunk_reasoning_and_refusal(void **state)
+{
+    struct dl_openai_chunk c;
+
+    (void)state;
+    c = t_chunk("{\"choices\":[{\"delta\":{\"reasoning_content\":\"abc\"}}]}");
+    assert_true(c.has_content);
+    assert_int_equal(c.content_bytes, 3);
+    c = t_chunk("{\"choices\":[{\"delta\":{\"reasoning\":\"ab\"}}]}");
+    assert_int_equal(c.content_bytes, 2);
+    c = t_chunk("{\"choices\":[{\"delta\":{\"refusal\":\"no\"}}]}");
+    assert_true(c.has_content);
+    assert_int_equal(c.content_bytes, 2);
+}
+
+static void
+test_openai_chunk_tool_call_arguments(void **state)
+{
+    struct dl_openai_chunk c;
+
+    (void)state;
+    c = t_chunk("{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\","
+                "\"type\":\"function\",\"function\":{\"name\":\"get\",\"arguments\":\"\"}}]}}]}");
+    assert_true(c.has_content);
+    assert_int_equal(c.content_bytes, 3);
+    c = t_chunk("{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,"
+                "\"function\":{\"arguments\":\"{\\\"q\\\":\"}}]}}]}");
+    assert_true(c.has_content);
+    assert_int_equal(c.content_bytes, 5);
+}
+
+static void
+test_openai_chunk_usage_only(void **state)
+{
+    struct dl_openai_chunk c;
+
+    (void)state;
+    c = t_chunk("{\"id\":\"x\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+                "\"completion_tokens\":20,\"total_tokens\":30}}");
+    assert_true(c.has_usage);
+    assert_true(c.usage_only);
+    assert_false(c.has_content);
+    assert_int_equal(c.usage.input_tokens, 10);
+    assert_int_equal(c.usage.output_tokens, 20);
+    assert_int_equal(c.usage.cache_read_tokens, 0);
+    assert_int_equal(c.usage.cache_write_tokens, 0);
+    assert_false(c.usage.estimated);
+    /* usage null on ordinary chunks is no usage */
+    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":null}");
+    assert_false(c.has_usage);
+    assert_false(c.usage_only);
+    /* usage riding on a content chunk (some servers): not usage-only */
+    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":1}}");
+    assert_true(c.has_usage);
+    assert_false(c.usage_only);
+    assert_true(c.has_content);
+}
+
+static void
+test_openai_chunk_usage_with_cached_tokens(void **state)
+{
+    struct dl_openai_chunk c;
+
+    (void)state;
+    c = t_chunk("{\"choices\":[],\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":5,"
+                "\"prompt_tokens_details\":{\"cached_tokens\":768},"
+                "\"completion_tokens_details\":{\"reasoning_tokens\":2}}}");
+    assert_true(c.has_usage);
+    assert_int_equal(c.usage.input_tokens, 232);
+    assert_int_equal(c.usage.cache_read_tokens, 768);
+    assert_int_equal(c.usage.output_tokens, 5);
+    /* a cache count over the prompt does not wrap */
+    c = t_chunk("{\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
+                "\"prompt_tokens_details\":{\"cached_tokens\":9}}}");
+    assert_int_equal(c.usage.input_tokens, 0);
+    assert_int_equal(c.usage.cache_read_tokens, 9);
+}
+
+static void
+test_openai_chunk_done_error_and_garbage(void **state)
+{
+    struct dl_openai_chunk c;
+
+    (void)state;
+    c = t_chunk("[DONE]");
+    assert_true(c.done);
+    assert_false(c.has_content);
+    c = t_chunk("[DONE]x");
+    assert_false(c.done);
+    c = t_chunk("{\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}");
+    assert_true(c.is_error);
+    assert_false(c.done);
+    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":\"a\"");
+    assert_false(c.done || c.is_error || c.has_content || c.has_usage || c.usage_only);
+    c = t_chunk("");
+    assert_false(c.done || c.is_error || c.has_content || c.has_usage || c.usage_only);
+    c = t_chunk("[1,2]");
+    assert_false(c.done || c.is_error || c.has_content || c.has_usage || c.usage_only);
+    c = t_chunk("{\"choices\":7,\"usage\":[1],\"error\":null}");
+    assert_false(c.done || c.is_error || c.has_content || c.has_usage || c.usage_only);
+}
+
+/* ---- answers ---- */
+
+static void
+test_openai_answer_usage_reads_usage_and_content(void **state)
+{
+    static const char body[] =
+        "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+        "\"message\":{\"role\":\"assistant\",\"content\":\"Hello there\",\"tool_calls\":"
+        "[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}"
+        ","
+        "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":7,"
+        "\"prompt_tokens_details\":{\"cached_tokens\":20}}}";
+    struct gw_usage u;
+    size_t bytes;
+
+    (void)state;
+    assert_true(dl_openai_answer_usage(gw_str_c(body), &u, &bytes));
+    assert_int_equal(u.input_tokens, 30);
+    assert_int_equal(u.cache_read_tokens, 20);
+    assert_int_equal(u.output_tokens, 7);
+    assert_int_equal(u.cache_write_tokens, 0);
+    assert_int_equal(bytes, 11 + 1 + 2);
+}
+
+static void
+test_openai_answer_without_usage_gives_content_bytes(void **state)
+{
+    struct gw_usage u;
+    size_t bytes;
+
+    (void)state;
+    assert_false(
+        dl_openai_answer_usage(GW_STR_LIT("{\"choices\":[{\"message\":{\"content\":\"abcdefgh\"}},"
+                                          "{\"message\":{\"content\":\"ij\"}}]}"),
+                               &u, &bytes));
+    assert_int_equal(bytes, 10);
+    assert_int_equal(u.input_tokens, 0);
+    assert_false(dl_openai_answer_usage(GW_STR_LIT("not json"), &u, &bytes));
+    assert_int_equal(bytes, 0);
+    assert_false(dl_openai_answer_usage(GW_STR_LIT("{\"usage\":null}"), &u, NULL));
+}
+
+/* ---- errors ---- */
+
+static void
+t_check_error_body(enum gw_code code, const char *type, int status)
+{
+    struct gw_buf out = {0};
+    json_error_t err;
+    json_t *root, *e;
+
+    assert_int_equal(dl_openai_error_body(code, GW_STR_LIT("a \"quoted\"\nmessage \xc3\xa9"), &out),
+                     GW_OK);
+    root = json_loadb(out.data, out.len, 0, &err);
+    assert_non_null(root);
+    assert_int_equal(json_object_size(root), 1);
+    e = json_object_get(root, "error");
+    assert_true(json_is_object(e));
+    assert_int_equal(json_object_size(e), 4);
+    assert_string_equal(json_string_value(json_object_get(e, "message")),
+                        "a \"quoted\"\nmessage \xc3\xa9");
+    assert_string_equal(json_string_value(json_object_get(e, "type")), type);
+    assert_string_equal(json_string_value(json_object_get(e, "code")), gw_code_str(code));
+    assert_true(json_is_integer(json_object_get(e, "status")));
+    assert_int_equal(json_integer_value(json_object_get(e, "status")), status);
+    json_decref(root);
+    gw_buf_fini(&out);
+}
+
+static void
+test_openai_error_body_shape_per_code(void **state)
+{
+    (void)state;
+    t_check_error_body(GW_E_BAD_REQUEST, "invalid_request_error", 400);
+    t_check_error_body(GW_E_BODY_TOO_LARGE, "invalid_request_error", 413);
+    t_check_error_body(GW_E_AUTH_INVALID_KEY, "authentication_error", 401);
+    t_check_error_body(GW_E_MODEL_NOT_ALLOWED, "permission_error", 403);
+    t_check_error_body(GW_E_MODEL_NOT_FOUND, "not_found_error", 404);
+    t_check_error_body(GW_E_CLIENT_TIMEOUT, "timeout_error", 408);
+    t_check_error_body(GW_E_UPSTREAM_TIMEOUT, "timeout_error", 504);
+    t_check_error_body(GW_E_BUSY_ALL, "rate_limit_error", 429);
+    t_check_error_body(GW_E_KEY_BUSY, "rate_limit_error", 429);
+    t_check_error_body(GW_E_UPSTREAM_FAILED, "api_error", 502);
+    t_check_error_body(GW_E_UPSTREAM_TOO_SLOW, "api_error", 503);
+    t_check_error_body(GW_E_INTERNAL, "api_error", 500);
+}
+
+static void
+test_openai_error_body_appends(void **state)
+{
+    struct gw_buf out = {0};
+
+    (void)state;
+    assert_int_equal(gw_buf_append_str(&out, GW_STR_LIT("x")), GW_OK);
+    assert_int_equal(dl_openai_error_body(GW_E_BAD_REQUEST, GW_STR_LIT("m"), &out), GW_OK);
+    assert_string_equal(out.data,
+                        "x{\"error\":{\"message\":\"m\",\"type\":\"invalid_request_error\","
+                        "\"code\":\"gw.bad_request\",\"status\":400}}");
+    gw_buf_fini(&out);
+}
+
+static void
+test_openai_error_chunk_framing(void **state)
+{
+    struct gw_buf out = {0};
+
+    (void)state;
+    assert_int_equal(
+        dl_openai_error_chunk(GW_E_UPSTREAM_DROPPED, GW_STR_LIT("upstream dropped"), &out), GW_OK);
+    assert_string_equal(out.data, "data: {\"error\":{\"message\":\"upstream dropped\","
+                                  "\"type\":\"api_error\",\"code\":\"gw.upstream.dropped\","
+                                  "\"status\":502}}\n\n");
+    gw_buf_fini(&out);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_openai_parse_reads_model_stream_and_usage_flag),
+        cmocka_unit_test(test_openai_parse_defaults_not_stream_no_usage),
+        cmocka_unit_test(test_openai_parse_refuses_non_object),
+        cmocka_unit_test(test_openai_parse_refuses_missing_or_empty_model),
+        cmocka_unit_test(test_openai_parse_refuses_messages_not_array),
+        cmocka_unit_test(test_openai_parse_refuses_stream_not_bool),
+        cmocka_unit_test(test_openai_parse_invalid_json_reason_has_position_not_body),
+        cmocka_unit_test(test_openai_parse_input_estimate_counts_text_tools_and_messages),
+        cmocka_unit_test(test_openai_parse_out_of_memory_is_clean),
+        cmocka_unit_test(test_openai_render_unchanged_copies_bytes),
+        cmocka_unit_test(test_openai_render_rewrites_model_only),
+        cmocka_unit_test(test_openai_render_forces_include_usage_keeping_fields_and_order),
+        cmocka_unit_test(test_openai_render_keeps_unicode),
+        cmocka_unit_test(test_openai_render_escaped_keys_fall_back_to_dump),
+        cmocka_unit_test(test_openai_render_twice_with_other_models),
+        cmocka_unit_test(test_openai_chunk_content_delta),
+        cmocka_unit_test(test_openai_chunk_reasoning_and_refusal),
+        cmocka_unit_test(test_openai_chunk_tool_call_arguments),
+        cmocka_unit_test(test_openai_chunk_usage_only),
+        cmocka_unit_test(test_openai_chunk_usage_with_cached_tokens),
+        cmocka_unit_test(test_openai_chunk_done_error_and_garbage),
+        cmocka_unit_test(test_openai_answer_usage_reads_usage_and_content),
+        cmocka_unit_test(test_openai_answer_without_usage_gives_content_bytes),
+        cmocka_unit_test(test_openai_error_body_shape_per_code),
+        cmocka_unit_test(test_openai_error_body_appends),
+        cmocka_unit_test(test_openai_error_chunk_framing),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
