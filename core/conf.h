@@ -20,15 +20,15 @@
 #include "core/codes.h"
 
 enum gw_dialect {
-    GW_DIALECT_OPENAI = 0,   /* OpenAI Chat Completions */
+    GW_DIALECT_OPENAI = 0, /* OpenAI Chat Completions */
     GW_DIALECT_RESPONSES,
     GW_DIALECT_ANTHROPIC,
     GW_DIALECT_GEMINI,
 };
 
 enum gw_billing {
-    GW_BILLING_METERED = 0,  /* usage costs what prices.yaml / model_specs say */
-    GW_BILLING_FREE,         /* counted at $0 */
+    GW_BILLING_METERED = 0, /* usage costs what prices.yaml / model_specs say */
+    GW_BILLING_FREE,        /* counted at $0 */
 };
 
 enum gw_quota_pool {
@@ -44,29 +44,29 @@ enum gw_group_type {
 };
 
 enum gw_balance_by {
-    GW_BALANCE_WEIGHTS = 0,  /* the default */
+    GW_BALANCE_WEIGHTS = 0, /* the default */
     GW_BALANCE_LATENCY,
     GW_BALANCE_HEALTH,
     GW_BALANCE_LATENCY_HEALTH,
 };
 
 enum gw_limit_per {
-    GW_LIMIT_MINUTE = 0,     /* rolling */
-    GW_LIMIT_HOUR,           /* rolling */
-    GW_LIMIT_DAY,            /* local calendar */
-    GW_LIMIT_WEEK,           /* local calendar, from Monday */
-    GW_LIMIT_MONTH,          /* local calendar */
+    GW_LIMIT_MINUTE = 0, /* rolling */
+    GW_LIMIT_HOUR,       /* rolling */
+    GW_LIMIT_DAY,        /* local calendar */
+    GW_LIMIT_WEEK,       /* local calendar, from Monday */
+    GW_LIMIT_MONTH,      /* local calendar */
 };
 
 /* "host:port"; host may be an IPv4 literal, "[v6]" or a name. */
 struct gw_conf_addr {
-    char *host;              /* without brackets */
+    char *host; /* without brackets */
     uint16_t port;
 };
 
 struct gw_conf_cred {
-    char *env;               /* the variable named in the file, or NULL */
-    char *secret;            /* resolved value (from env or value); never logged */
+    char *env;    /* the variable named in the file, or NULL */
+    char *secret; /* resolved value (from env or value); never logged */
 };
 
 /* providers[].model_specs.<model>: wins over prices.yaml field by field (DESIGN.md 9).
@@ -94,49 +94,49 @@ struct gw_conf_quota_model {
 struct gw_conf_provider {
     char *name;
     enum gw_dialect dialect;
-    char *base_url;          /* as written */
-    bool tls;                /* https */
-    char *host;              /* from base_url, without brackets */
-    uint16_t port;           /* from base_url, default 443/80 */
-    char *path_prefix;       /* base_url's path without a trailing '/', "" when none */
+    char *base_url;    /* as written */
+    bool tls;          /* https */
+    char *host;        /* from base_url, without brackets */
+    uint16_t port;     /* from base_url, default 443/80 */
+    char *path_prefix; /* base_url's path without a trailing '/', "" when none */
     struct gw_conf_cred *keys;
     size_t n_keys;
-    char **models;           /* as listed; "*" matches every model */
+    char **models; /* as listed; "*" matches every model */
     size_t n_models;
     bool any_model;          /* models contains "*" */
     bool enabled;            /* default true */
     unsigned max_concurrent; /* 0 = unlimited */
     unsigned index;          /* position in the file */
     /* Accepted and stored, not yet used (later issues): */
-    unsigned min_speed_tps;         /* min_speed.tokens_per_sec; 0 = no minimum speed */
-    unsigned min_speed_window_secs; /* min_speed.window_secs */
+    unsigned min_speed_tps;                 /* min_speed.tokens_per_sec; 0 = no minimum speed */
+    unsigned min_speed_window_secs;         /* min_speed.window_secs */
     struct gw_conf_model_spec *model_specs; /* in file order */
     size_t n_model_specs;
-    enum gw_billing billing;        /* default metered */
-    bool has_quota;                 /* a quota section was written */
+    enum gw_billing billing; /* default metered */
+    bool has_quota;          /* a quota section was written */
     struct gw_conf_quota_win quota_default;
     struct gw_conf_quota_model *quota_models;
     size_t n_quota_models;
-    enum gw_quota_pool quota_pool;  /* default model */
+    enum gw_quota_pool quota_pool; /* default model */
 };
 
 /* A group member: written as a plain provider name, or as {name, weight, model}. */
 struct gw_conf_member {
     char *provider;
-    unsigned weight;         /* default 1 */
-    char *model;             /* NULL = the group's model */
-    bool plain;              /* written as a plain name (so it is written back as one) */
+    unsigned weight; /* default 1 */
+    char *model;     /* NULL = the group's model */
+    bool plain;      /* written as a plain name (so it is written back as one) */
 };
 
 /* groups[] (DESIGN.md 3): stored; validated beyond spelling by a later issue. */
 struct gw_conf_group {
     char *name;
     enum gw_group_type type;
-    char *model;             /* NULL = the requested name */
+    char *model; /* NULL = the requested name */
     struct gw_conf_member *members;
     size_t n_members;
     enum gw_balance_by balance_by;
-    bool balance_by_set;     /* written in the file (written back only then) */
+    bool balance_by_set; /* written in the file (written back only then) */
     unsigned index;
 };
 
@@ -146,34 +146,34 @@ struct gw_conf_limit {
     bool has_requests, has_tokens, has_cost;
     uint64_t requests;
     uint64_t tokens;
-    uint64_t cost_micros;    /* USD * 1e6 */
-    bool cache_reads;        /* tokens also count cache reads */
+    uint64_t cost_micros; /* USD * 1e6 */
+    bool cache_reads;     /* tokens also count cache reads */
 };
 
 struct gw_conf_client {
     char *name;
     unsigned char key_digest[32]; /* SHA-256 of the gateway key */
-    char *key_env;           /* when the key came from the environment */
-    char **models;           /* scope; n_models == 0 means every model */
+    char *key_env;                /* when the key came from the environment */
+    char **models;                /* scope; n_models == 0 means every model */
     size_t n_models;
     unsigned max_concurrent; /* 0 = unlimited */
     struct gw_conf_limit *limits;
     size_t n_limits;
-    unsigned index;          /* position in the file */
+    unsigned index; /* position in the file */
 };
 
 struct gw_conf {
     struct {
         struct gw_conf_addr *listen;
         size_t n_listen;
-        unsigned workers;          /* 0 in the file = one per core; resolved by net */
-        unsigned max_body_mb;      /* default 32 */
-        unsigned max_header_kb;    /* default 64: total request head size */
-        unsigned max_headers;      /* default 100 */
+        unsigned workers;             /* 0 in the file = one per core; resolved by net */
+        unsigned max_body_mb;         /* default 32 */
+        unsigned max_header_kb;       /* default 64: total request head size */
+        unsigned max_headers;         /* default 100 */
         unsigned header_timeout_secs; /* default 10: time to receive a request head */
         unsigned idle_timeout_secs;   /* default 60: keep-alive idle, body read stall */
-        unsigned drain_secs;       /* default 30 */
-        char *tls_cert;            /* resolved path or NULL */
+        unsigned drain_secs;          /* default 30 */
+        char *tls_cert;               /* resolved path or NULL */
         char *tls_key;
     } server;
     struct {
@@ -182,22 +182,22 @@ struct gw_conf {
         char *token;                /* resolved; NULL = control API refuses all but /healthz */
     } control;
     struct {
-        char *path;                 /* resolved against the config file's folder */
-        unsigned map_size_mb;       /* default 4096 */
+        char *path;           /* resolved against the config file's folder */
+        unsigned map_size_mb; /* default 4096 */
     } store;
     struct {
-        unsigned row_days;          /* default 31 */
+        unsigned row_days; /* default 31 */
     } retention;
     struct {
-        unsigned failures_to_pause; /* default 3 */
-        unsigned pause_secs;        /* default 60 */
-        unsigned max_pause_secs;    /* default 600 */
-        unsigned stream_start_wait_secs; /* default 15 */
-        bool next_on_slow_start;    /* default false */
-        unsigned slot_wait_secs;    /* default 30 */
-        unsigned connect_timeout_ms;     /* default 10000 */
-        unsigned first_byte_timeout_secs;/* default 300: upstream answer head (non-stream) */
-        unsigned read_idle_timeout_secs; /* default 300: silence in an upstream body */
+        unsigned failures_to_pause;       /* default 3 */
+        unsigned pause_secs;              /* default 60 */
+        unsigned max_pause_secs;          /* default 600 */
+        unsigned stream_start_wait_secs;  /* default 15 */
+        bool next_on_slow_start;          /* default false */
+        unsigned slot_wait_secs;          /* default 30 */
+        unsigned connect_timeout_ms;      /* default 10000 */
+        unsigned first_byte_timeout_secs; /* default 300: upstream answer head (non-stream) */
+        unsigned read_idle_timeout_secs;  /* default 300: silence in an upstream body */
     } failover;
     struct gw_conf_provider *providers;
     size_t n_providers;
@@ -205,19 +205,19 @@ struct gw_conf {
     size_t n_clients;
     struct gw_conf_group *groups;
     size_t n_groups;
-    char *prices_path;              /* `prices`, resolved against dir; NULL when absent */
-    char *dir;                      /* the config file's folder */
-    uint64_t generation;            /* set by the publisher */
-    unsigned ref;                   /* core/snap.c: references (live pointer holds one) */
-    ck_epoch_entry_t epoch_entry;   /* core/snap.c: retirement */
+    char *prices_path;            /* `prices`, resolved against dir; NULL when absent */
+    char *dir;                    /* the config file's folder */
+    uint64_t generation;          /* set by the publisher */
+    unsigned ref;                 /* core/snap.c: references (live pointer holds one) */
+    ck_epoch_entry_t epoch_entry; /* core/snap.c: retirement */
 };
 
 /* One refusal: "<path>: <value> (<code>) <msg>". */
 struct gw_conf_problem {
     enum gw_code code;
-    char *path;              /* "providers[1].base_url" */
-    char *value;             /* the offending value as written (secrets never) */
-    char *msg;               /* human text */
+    char *path;  /* "providers[1].base_url" */
+    char *value; /* the offending value as written (secrets never) */
+    char *msg;   /* human text */
 };
 
 struct gw_conf_problems {

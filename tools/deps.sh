@@ -3,7 +3,7 @@
 # Checks with dpkg first, so a machine that has everything runs no apt-get at all.
 set -e
 PKGS="build-essential pkg-config libevent-dev libnghttp2-dev libssl-dev libjansson-dev
-libcyaml-dev liblmdb-dev libck-dev libcmocka-dev libhttp-parser-dev libwslay-dev
+libcyaml-dev libyaml-dev liblmdb-dev libck-dev libcmocka-dev libhttp-parser-dev libwslay-dev
 python3 python3-pytest nginx-light nodejs npm clang curl"
 missing=""
 for p in $PKGS; do

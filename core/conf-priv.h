@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT
+ * core/conf-priv.h - the file model of the configuration: the structs libcyaml fills
+ * from the YAML (one member per key, pointers so that "not written" is NULL), the
+ * schema that describes them, and the defaults. Shared by core/conf.c,
+ * core/conf_schema.c and tests/unit/core/test_conf.c only.
+ * Owns:    a struct gw_conf_file is owned by libcyaml (freed with cyaml_free).
+ * Threads: any; the schema is a constant table.
+ * See:     core/conf.h, core/conf.c, core/conf_schema.c
+ */
+#ifndef GW_CORE_CONF_PRIV_H
+#define GW_CORE_CONF_PRIV_H
+
+#include <stdint.h>
+
+#include <cyaml/cyaml.h>
+
+#include "core/conf.h"
+
+/* Every scalar is a pointer: NULL = not written, so defaults apply. Integers are read
+ * as int64_t so that a negative or huge value reaches range checks (config.range)
+ * instead of failing as a wrong type. Booleans are strict enums (true/false/yes/no/
+ * on/off) because libcyaml's own bool reads any other word as true. */
+
+struct gw_conf_file_tls {
+    char *cert;
+    char *key;
+};
+
+struct gw_conf_file_server {
+    char **listen;
+    unsigned listen_count;
+    int64_t *workers;
+    struct gw_conf_file_tls *tls;
+    int64_t *max_body_mb;
+    int64_t *max_header_kb;
+    int64_t *max_headers;
+    int64_t *header_timeout_secs;
+    int64_t *idle_timeout_secs;
+    int64_t *drain_secs;
+};
+
+struct gw_conf_file_control {
+    char *listen;
+    char *token_env;
+};
+
+struct gw_conf_file_store {
+    char *path;
+    int64_t *map_size_mb;
+};
+
+struct gw_conf_file_retention {
+    int64_t *row_days;
+};
+
+struct gw_conf_file_failover {
+    int64_t *failures_to_pause;
+    int64_t *pause_secs;
+    int64_t *max_pause_secs;
+    int64_t *stream_start_wait_secs;
+    int *next_on_slow_start;
+    int64_t *slot_wait_secs;
+    int64_t *connect_timeout_ms;
+    int64_t *first_byte_timeout_secs;
+    int64_t *read_idle_timeout_secs;
+};
+
+struct gw_conf_file_key {
+    char *env;
+    char *value;
+};
+
+struct gw_conf_file_min_speed {
+    int64_t *tokens_per_sec;
+    int64_t *window_secs;
+};
+
+struct gw_conf_file_quota_win {
+    int64_t *rpm;
+    int64_t *tpm;
+    int64_t *rpd;
+    int64_t *tpd;
+};
+
+/* quota.models is keyed by model id, which libcyaml cannot express: it is ignored by
+ * the schema and read by core/conf.c from libyaml's document tree. */
+struct gw_conf_file_quota {
+    struct gw_conf_file_quota_win *dflt; /* "default" */
+    char *pool;
+};
+
+/* model_specs is keyed by model id: ignored by the schema, read from the tree. */
+struct gw_conf_file_provider {
+    char *name;
+    char *dialect;
+    char *base_url;
+    struct gw_conf_file_key *keys;
+    unsigned keys_count;
+    char **models;
+    unsigned models_count;
+    int *enabled;
+    int64_t *max_concurrent;
+    struct gw_conf_file_min_speed *min_speed;
+    char *billing;
+    struct gw_conf_file_quota *quota;
+};
+
+/* providers (members) are a plain name or a mapping, which libcyaml cannot express:
+ * ignored by the schema, read from the tree. */
+struct gw_conf_file_group {
+    char *name;
+    char *type;
+    char *model;
+    char *balance_by;
+};
+
+struct gw_conf_file_limit {
+    char *per;
+    int64_t *requests;
+    int64_t *tokens;
+    double *cost;
+    int *cache_reads;
+};
+
+struct gw_conf_file_client {
+    char *name;
+    char *key_sha256;
+    char *key_env;
+    int64_t *max_concurrent;
+    char **models;
+    unsigned models_count;
+    struct gw_conf_file_limit *limits;
+    unsigned limits_count;
+};
+
+struct gw_conf_file {
+    struct gw_conf_file_server *server;
+    struct gw_conf_file_control *control;
+    struct gw_conf_file_store *store;
+    struct gw_conf_file_retention *retention;
+    char *prices;
+    struct gw_conf_file_failover *failover;
+    struct gw_conf_file_provider *providers;
+    unsigned providers_count;
+    struct gw_conf_file_group *groups;
+    unsigned groups_count;
+    struct gw_conf_file_client *clients;
+    unsigned clients_count;
+};
+
+/* The schema of a whole file (top-level value, a pointer to struct gw_conf_file). */
+extern const cyaml_schema_value_t gw_conf_file_schema;
+
+/* Fills every default of <c> (DESIGN.md 3; one place for all of them): numbers, the
+ * control listen address and token variable, store.path ("gw-data", not yet resolved).
+ * Strings are allocated. GW_E_NOMEM on failure (what was set is freed by gw_conf_free). */
+enum gw_code gw_conf_defaults(struct gw_conf *c);
+
+#endif

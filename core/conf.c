@@ -1,0 +1,1960 @@
+/* SPDX-License-Identifier: MIT
+ * core/conf.c - the configuration loader: YAML bytes -> struct gw_conf.
+ * Three steps. (1) libcyaml loads the bytes into the file model (core/conf-priv.h,
+ * schema in core/conf_schema.c); its first error is turned into one problem, with the
+ * field path rebuilt from the backtrace libcyaml logs. (2) The few keys libcyaml
+ * cannot describe (mappings keyed by model id, group members that are a plain name or
+ * a mapping) are read from libyaml's document tree of the same bytes. (3) The public
+ * struct is built from the file model over gw_conf_defaults(), checking every key and
+ * recording every problem, each with a code, a path, the value as written and a message.
+ * Pure: no I/O; the environment and SHA-256 come from the caller (struct gw_conf_env).
+ * Secrets ({value} keys, resolved variables, the control token) never reach a problem,
+ * and are wiped when the config is freed.
+ * Owns:    the config it returns (until gw_conf_free) and the problems it fills.
+ * Threads: any; no shared state.
+ * See:     core/conf.h, core/conf-priv.h, core/conf_schema.c, docs/config.md,
+ *          tests/unit/core/test_conf.c
+ */
+#include "core/conf.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cyaml/cyaml.h>
+#include <yaml.h>
+
+#include "core/alloc.h"
+#include "core/conf-priv.h"
+#include "core/str.h"
+
+#define PATH_LEN 256    /* longest path we build ("providers[12].quota.models.x.rpm") */
+#define VALUE_SHOWN 120 /* longest value echoed in a problem */
+#define LOG_MAX 16384   /* cap on libcyaml's captured error text */
+#define MAX_FRAMES 32   /* backtrace frames kept */
+
+/* One parse. nomem is sticky: helpers that fail to allocate set it and the caller
+ * carries on (every consumer tolerates NULL), so the error paths stay short. */
+struct ctx {
+    struct gw_conf *c;
+    struct gw_conf_problems *probs;
+    const struct gw_conf_env *env;
+    const char *yaml;
+    size_t len;
+    bool nomem;
+    bool have_doc;
+    yaml_document_t doc;
+};
+
+/* ---- small helpers ---- */
+
+static char *
+dup_n(struct ctx *x, const char *s, size_t n)
+{
+    char *d = gw_strndup(s, n);
+
+    if (!d)
+        x->nomem = true;
+    return d;
+}
+
+static char *
+dup_s(struct ctx *x, const char *s)
+{
+    return dup_n(x, s, strlen(s));
+}
+
+static void
+wipe_free(char *s)
+{
+    if (s)
+        explicit_bzero(s, strlen(s));
+    gw_free(s);
+}
+
+static bool
+is_lower_name_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+           ch == '-';
+}
+
+/* [a-z0-9._-]{1,64}: provider and client names (core/row-t.h GW_NAME_MAX). */
+static bool
+is_valid_name(const char *s)
+{
+    size_t n = strlen(s), i;
+
+    if (n < 1 || n > 64)
+        return false;
+    for (i = 0; i < n; i++)
+        if (!is_lower_name_char(s[i]))
+            return false;
+    return true;
+}
+
+/* [A-Za-z_][A-Za-z0-9_]*: an environment variable name. */
+static bool
+is_valid_env_name(const char *s)
+{
+    size_t i;
+
+    if (!s[0] || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (i = 0; s[i]; i++) {
+        char ch = s[i];
+
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+              ch == '_'))
+            return false;
+    }
+    return true;
+}
+
+static const char *
+env_get(struct ctx *x, const char *name)
+{
+    if (!x->env || !x->env->getenv)
+        return NULL;
+    return x->env->getenv(x->env->arg, name);
+}
+
+/* "<dir>/<p>" unless <p> is absolute or there is no dir. */
+static char *
+resolve_path(struct ctx *x, const char *p)
+{
+    const char *dir = x->c->dir;
+    struct gw_buf b = {0};
+
+    if (p[0] == '/' || !dir || !dir[0])
+        return dup_s(x, p);
+    if (gw_buf_printf(&b, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", p) != GW_OK) {
+        x->nomem = true;
+        return NULL;
+    }
+    return b.data;
+}
+
+/* snprintf that may truncate on purpose (paths and shown values are capped). */
+__attribute__((format(printf, 3, 4))) static void
+fmt_into(char *out, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(out, size, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- problems ---- */
+
+/* Records one problem: path is "<base>.<field>" (or either alone), <value> as shown. */
+__attribute__((format(printf, 6, 7))) static void
+problem(struct ctx *x, enum gw_code code, const char *base, const char *field, const char *value,
+        const char *fmt, ...)
+{
+    struct gw_conf_problems *p = x->probs;
+    struct gw_conf_problem *v;
+    struct gw_buf path = {0}, msg = {0};
+    va_list ap;
+    char shown[VALUE_SHOWN + 4];
+
+    if (p->n % 8 == 0) {
+        v = gw_realloc(p->v, (p->n + 8) * sizeof(*v));
+        if (!v) {
+            x->nomem = true;
+            return;
+        }
+        p->v = v;
+    }
+    v = &p->v[p->n];
+    if (gw_buf_printf(&path, "%s%s%s", base ? base : "", base && base[0] && field ? "." : "",
+                      field ? field : "") != GW_OK)
+        goto nomem;
+    va_start(ap, fmt);
+    if (gw_buf_vprintf(&msg, fmt, ap) != GW_OK) {
+        va_end(ap);
+        goto nomem;
+    }
+    va_end(ap);
+    if (!value)
+        value = "";
+    if (strlen(value) > VALUE_SHOWN)
+        snprintf(shown, sizeof(shown), "%.*s...", VALUE_SHOWN, value);
+    else
+        snprintf(shown, sizeof(shown), "%s", value);
+    v->value = gw_strdup(shown);
+    if (!v->value)
+        goto nomem;
+    v->code = code;
+    v->path = path.data ? path.data : gw_strdup("");
+    v->msg = msg.data ? msg.data : gw_strdup("");
+    if (!v->path || !v->msg) {
+        gw_free(v->value);
+        gw_free(v->path);
+        gw_free(v->msg);
+        x->nomem = true;
+        return;
+    }
+    p->n++;
+    return;
+nomem:
+    gw_buf_fini(&path);
+    gw_buf_fini(&msg);
+    x->nomem = true;
+}
+
+static void
+missing(struct ctx *x, const char *base, const char *field, const char *what)
+{
+    problem(x, GW_E_CFG_MISSING_FIELD, base, field, "(missing)", "%s is required", what);
+}
+
+/* Checks an optional integer: absent leaves <*out> (the default); out of [lo, hi] is a
+ * problem with <code>. True when <*out> holds a good value. */
+static bool
+take_int(struct ctx *x, const char *base, const char *field, const int64_t *v, int64_t lo,
+         int64_t hi, enum gw_code code, unsigned *out)
+{
+    char num[32];
+
+    if (!v)
+        return true;
+    if (*v < lo || *v > hi) {
+        snprintf(num, sizeof(num), "%" PRId64, *v);
+        problem(x, code, base, field, num, "must be %" PRId64 "..%" PRId64, lo, hi);
+        return false;
+    }
+    *out = (unsigned)*v;
+    return true;
+}
+
+static bool
+take_u64(struct ctx *x, const char *base, const char *field, const int64_t *v, int64_t lo,
+         int64_t hi, uint64_t *out)
+{
+    char num[32];
+
+    if (!v)
+        return true;
+    if (*v < lo || *v > hi) {
+        snprintf(num, sizeof(num), "%" PRId64, *v);
+        if (hi == INT64_MAX)
+            problem(x, GW_E_CFG_RANGE, base, field, num, "must be at least %" PRId64, lo);
+        else
+            problem(x, GW_E_CFG_RANGE, base, field, num, "must be %" PRId64 "..%" PRId64, lo, hi);
+        return false;
+    }
+    *out = (uint64_t)*v;
+    return true;
+}
+
+static void
+take_bool(const int *v, bool *out)
+{
+    if (v)
+        *out = *v != 0;
+}
+
+/* Looks <s> up in a NULL-terminated word list; -1 when absent. */
+static int
+word_index(const char *s, const char *const *words)
+{
+    int i;
+
+    for (i = 0; words[i]; i++)
+        if (strcmp(s, words[i]) == 0)
+            return i;
+    return -1;
+}
+
+static const char *const dialect_words[] = {"openai", "responses", "anthropic", "gemini", NULL};
+static const char *const billing_words[] = {"metered", "free", NULL};
+static const char *const pool_words[] = {"model", "account", NULL};
+static const char *const group_type_words[] = {"fallback", "load-balance", "url-test", "cheapest",
+                                               NULL};
+static const char *const balance_words[] = {"weights", "latency", "health", "latency-health", NULL};
+static const char *const per_words[] = {"minute", "hour", "day", "week", "month", NULL};
+
+/* A word from <words> (enum value = index) or a config.bad_value problem. */
+static bool
+take_word(struct ctx *x, const char *base, const char *field, const char *v,
+          const char *const *words, const char *choices, int *out)
+{
+    int i;
+
+    if (!v)
+        return true;
+    i = word_index(v, words);
+    if (i < 0) {
+        problem(x, GW_E_CFG_BAD_VALUE, base, field, v, "must be one of %s", choices);
+        return false;
+    }
+    *out = i;
+    return true;
+}
+
+/* ---- addresses and URLs ---- */
+
+static bool
+is_port(const char *s, size_t n, uint16_t *port)
+{
+    unsigned long v = 0;
+    size_t i;
+
+    if (n < 1 || n > 5)
+        return false;
+    for (i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (unsigned long)(s[i] - '0');
+    }
+    if (v > 65535)
+        return false; /* 0 is a port here: a listener picks a free one; URLs refuse it */
+    *port = (uint16_t)v;
+    return true;
+}
+
+static bool
+is_host_char(char ch, bool v6)
+{
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+        ch == '.' || ch == '-')
+        return true;
+    return v6 ? (ch == ':' || ch == '%' || ch == '_') : ch == '_';
+}
+
+/* "host[:port]" or "[v6][:port]" (<n> bytes). The host is returned without brackets;
+ * *has_port tells whether a port was written. False when malformed. */
+static bool
+split_host_port(const char *s, size_t n, size_t *host_len, const char **host, uint16_t *port,
+                bool *has_port)
+{
+    const char *h, *colon;
+    size_t hl, i;
+    bool v6 = false;
+
+    *has_port = false;
+    if (n == 0)
+        return false;
+    if (s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+
+        if (!close)
+            return false;
+        h = s + 1;
+        hl = (size_t)(close - h);
+        v6 = true;
+        if ((size_t)(close + 1 - s) < n) {
+            if (close[1] != ':')
+                return false;
+            if (!is_port(close + 2, n - (size_t)(close + 2 - s), port))
+                return false;
+            *has_port = true;
+        }
+        if (!memchr(h, ':', hl))
+            return false; /* brackets are for IPv6 only */
+    } else {
+        h = s;
+        colon = memchr(s, ':', n);
+        if (colon) {
+            hl = (size_t)(colon - s);
+            if (!is_port(colon + 1, n - hl - 1, port))
+                return false;
+            *has_port = true;
+        } else {
+            hl = n;
+        }
+    }
+    if (hl == 0 || hl > 253)
+        return false;
+    for (i = 0; i < hl; i++)
+        if (!is_host_char(h[i], v6))
+            return false;
+    *host = h;
+    *host_len = hl;
+    return true;
+}
+
+/* A listen address "host:port" / "[v6]:port" into <a>. False when malformed. */
+static bool
+parse_listen(struct ctx *x, const char *s, struct gw_conf_addr *a)
+{
+    const char *h;
+    size_t hl;
+    uint16_t port = 0;
+    bool has_port;
+
+    if (!split_host_port(s, strlen(s), &hl, &h, &port, &has_port) || !has_port)
+        return false;
+    gw_free(a->host);
+    a->host = dup_n(x, h, hl);
+    a->port = port;
+    return true;
+}
+
+/* base_url "http(s)://host[:port][/prefix]" into the provider's fields. NULL when
+ * fine, else the reason. */
+static const char *
+parse_base_url(struct ctx *x, const char *url, struct gw_conf_provider *p)
+{
+    const char *rest, *slash, *h, *end;
+    size_t hl, n;
+    uint16_t port = 0;
+    bool has_port;
+
+    if (strncasecmp(url, "https://", 8) == 0) {
+        p->tls = true;
+        rest = url + 8;
+    } else if (strncasecmp(url, "http://", 7) == 0) {
+        p->tls = false;
+        rest = url + 7;
+    } else {
+        return "the scheme must be http:// or https://";
+    }
+    for (end = rest; *end; end++)
+        if ((unsigned char)*end <= ' ' || *end == 0x7f || *end == '?' || *end == '#' ||
+            *end == '\\')
+            return "a base URL holds no spaces, query (?) or fragment (#)";
+    slash = strchr(rest, '/');
+    n = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (memchr(rest, '@', n))
+        return "credentials in the URL are not allowed; use keys";
+    if (!split_host_port(rest, n, &hl, &h, &port, &has_port) || (has_port && port == 0))
+        return "the host (and port 1..65535) is malformed";
+    p->host = dup_n(x, h, hl);
+    p->port = has_port ? port : (p->tls ? 443 : 80);
+    if (slash) {
+        n = strlen(slash);
+        while (n > 0 && slash[n - 1] == '/')
+            n--;
+        p->path_prefix = dup_n(x, slash, n);
+    } else {
+        p->path_prefix = dup_s(x, "");
+    }
+    return NULL;
+}
+
+/* ---- libcyaml glue ---- */
+
+static void *
+on_cyaml_mem(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    if (size == 0) {
+        gw_free(ptr);
+        return NULL;
+    }
+    return gw_realloc(ptr, size);
+}
+
+/* Keeps libcyaml's error-level text (the error line and its backtrace). Lower levels
+ * are never captured: they echo every scalar, secrets included. */
+__attribute__((format(printf, 3, 0))) static void
+on_cyaml_log(cyaml_log_t level, void *ctx, const char *fmt, va_list args)
+{
+    struct gw_buf *b = ctx;
+    va_list ap;
+
+    if (level < CYAML_LOG_ERROR || b->len > LOG_MAX)
+        return;
+    va_copy(ap, args);
+    (void)gw_buf_vprintf(b, fmt, ap); /* out of memory here only loses the detail */
+    va_end(ap);
+}
+
+/* One backtrace frame: "in mapping field 'k'", "in sequence entry 'N'", "in mapping". */
+struct frame {
+    char kind; /* 'f' field, 'e' entry, 'm' mapping */
+    char key[64];
+    unsigned idx;
+    unsigned line;
+};
+
+struct cyaml_error {
+    char msg[256];              /* the error line, "Load: " stripped */
+    struct frame f[MAX_FRAMES]; /* innermost first */
+    unsigned n;
+};
+
+static void
+parse_cyaml_log(const char *text, struct cyaml_error *e)
+{
+    const char *line = text, *nl;
+
+    memset(e, 0, sizeof(*e));
+    for (; line && *line; line = nl ? nl + 1 : NULL) {
+        const char *q;
+        size_t n;
+
+        nl = strchr(line, '\n');
+        n = nl ? (size_t)(nl - line) : strlen(line);
+        if (n >= 6 && strncmp(line, "Load: ", 6) == 0) {
+            if (!e->msg[0] && strncmp(line + 6, "Backtrace:", 10) != 0)
+                snprintf(e->msg, sizeof(e->msg), "%.*s", (int)(n - 6), line + 6);
+            continue;
+        }
+        while (n > 0 && *line == ' ') {
+            line++;
+            n--;
+        }
+        if (e->n == MAX_FRAMES || strncmp(line, "in ", 3) != 0)
+            continue;
+        {
+            struct frame *f = &e->f[e->n];
+            const char *ln = strstr(line, "(line: ");
+
+            memset(f, 0, sizeof(*f));
+            if (ln && ln < line + n)
+                f->line = (unsigned)strtoul(ln + 7, NULL, 10);
+            if (strncmp(line, "in mapping field '", 18) == 0) {
+                f->kind = 'f';
+                q = memchr(line + 18, '\'', n - 18);
+                if (!q)
+                    continue;
+                snprintf(f->key, sizeof(f->key), "%.*s", (int)(q - (line + 18)), line + 18);
+            } else if (strncmp(line, "in sequence entry '", 19) == 0) {
+                f->kind = 'e';
+                f->idx = (unsigned)strtoul(line + 19, NULL, 10);
+                f->idx = f->idx ? f->idx - 1 : 0; /* libcyaml counts entries from 1 */
+            } else if (strncmp(line, "in mapping", 10) == 0) {
+                f->kind = 'm';
+            } else {
+                continue;
+            }
+            e->n++;
+        }
+    }
+}
+
+/* The path of a backtrace ("providers[1].keys[0]"), outermost frame first. */
+static void
+frames_path(const struct cyaml_error *e, char *out, size_t size)
+{
+    size_t len = 0;
+    unsigned i;
+
+    out[0] = '\0';
+    for (i = e->n; i-- > 0 && len < size;) {
+        const struct frame *f = &e->f[i];
+        int w = 0;
+
+        if (f->kind == 'f')
+            w = snprintf(out + len, size - len, "%s%s", len ? "." : "", f->key);
+        else if (f->kind == 'e')
+            w = snprintf(out + len, size - len, "[%u]", f->idx);
+        if (w > 0)
+            len += (size_t)w;
+    }
+}
+
+/* Paths whose scalars may be secrets or credentials: never echo them. */
+static bool
+is_secret_path(const struct cyaml_error *e)
+{
+    unsigned i;
+
+    for (i = 0; i < e->n; i++)
+        if (e->f[i].kind == 'f' &&
+            (strcmp(e->f[i].key, "keys") == 0 || strcmp(e->f[i].key, "value") == 0 ||
+             strcmp(e->f[i].key, "key_sha256") == 0 || strcmp(e->f[i].key, "base_url") == 0))
+            return true;
+    return false;
+}
+
+/* ---- libyaml document tree (keys libcyaml cannot describe) ---- */
+
+/* Loads x->doc once. False on a YAML error, with <mark>/<why> filled when asked. */
+static bool
+load_doc(struct ctx *x, unsigned *line, unsigned *col, char *why, size_t why_size)
+{
+    yaml_parser_t p;
+    bool ok;
+
+    if (x->have_doc)
+        return true;
+    if (!yaml_parser_initialize(&p)) {
+        x->nomem = true;
+        return false;
+    }
+    yaml_parser_set_input_string(&p, (const unsigned char *)x->yaml, x->len);
+    ok = yaml_parser_load(&p, &x->doc) != 0;
+    if (!ok && line) {
+        *line = (unsigned)p.problem_mark.line + 1;
+        *col = (unsigned)p.problem_mark.column + 1;
+        snprintf(why, why_size, "%s%s%s", p.problem ? p.problem : "YAML error",
+                 p.context ? " " : "", p.context ? p.context : "");
+        if (p.error == YAML_MEMORY_ERROR)
+            x->nomem = true;
+    }
+    yaml_parser_delete(&p);
+    x->have_doc = ok;
+    return ok;
+}
+
+static yaml_node_t *
+node_at(struct ctx *x, yaml_node_item_t id)
+{
+    return yaml_document_get_node(&x->doc, id);
+}
+
+static bool
+scalar_is(const yaml_node_t *n, const char *s)
+{
+    size_t l = strlen(s);
+
+    return n && n->type == YAML_SCALAR_NODE && n->data.scalar.length == l &&
+           memcmp(n->data.scalar.value, s, l) == 0;
+}
+
+static yaml_node_t *
+map_get(struct ctx *x, yaml_node_t *m, const char *key)
+{
+    yaml_node_pair_t *pr;
+
+    if (!m || m->type != YAML_MAPPING_NODE)
+        return NULL;
+    for (pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top; pr++)
+        if (scalar_is(node_at(x, pr->key), key))
+            return node_at(x, pr->value);
+    return NULL;
+}
+
+static yaml_node_t *
+seq_get(struct ctx *x, yaml_node_t *s, size_t i)
+{
+    if (!s || s->type != YAML_SEQUENCE_NODE ||
+        i >= (size_t)(s->data.sequence.items.top - s->data.sequence.items.start))
+        return NULL;
+    return node_at(x, s->data.sequence.items.start[i]);
+}
+
+/* NUL-terminated copy of a scalar (the tree's scalars may hold NULs). */
+static char *
+scalar_dup(struct ctx *x, const yaml_node_t *n)
+{
+    return dup_n(x, (const char *)n->data.scalar.value, n->data.scalar.length);
+}
+
+static const char *
+node_kind(const yaml_node_t *n)
+{
+    if (!n)
+        return "(nothing)";
+    if (n->type == YAML_MAPPING_NODE)
+        return "(a mapping)";
+    if (n->type == YAML_SEQUENCE_NODE)
+        return "(a list)";
+    return "(a scalar)";
+}
+
+/* What the user wrote at a node, for a problem: the scalar text, else its kind. */
+static void
+node_shown(const yaml_node_t *n, char *out, size_t size)
+{
+    size_t l;
+
+    if (n && n->type == YAML_SCALAR_NODE) {
+        l = n->data.scalar.length < size ? n->data.scalar.length : size - 1;
+        memcpy(out, n->data.scalar.value, l);
+        out[l] = '\0';
+    } else {
+        snprintf(out, size, "%s", node_kind(n));
+    }
+}
+
+/* An integer scalar (decimal, optional sign) into <*v>; false when not one. */
+static bool
+scalar_int(const yaml_node_t *n, int64_t *v)
+{
+    char buf[32], *end;
+    long long r;
+
+    if (!n || n->type != YAML_SCALAR_NODE || n->data.scalar.length == 0 ||
+        n->data.scalar.length >= sizeof(buf))
+        return false;
+    memcpy(buf, n->data.scalar.value, n->data.scalar.length);
+    buf[n->data.scalar.length] = '\0';
+    if (!((buf[0] >= '0' && buf[0] <= '9') || buf[0] == '-' || buf[0] == '+'))
+        return false;
+    errno = 0;
+    r = strtoll(buf, &end, 10);
+    if (errno || *end)
+        return false;
+    *v = r;
+    return true;
+}
+
+static bool
+scalar_num(const yaml_node_t *n, double *v)
+{
+    char buf[64], *end;
+
+    if (!n || n->type != YAML_SCALAR_NODE || n->data.scalar.length == 0 ||
+        n->data.scalar.length >= sizeof(buf))
+        return false;
+    memcpy(buf, n->data.scalar.value, n->data.scalar.length);
+    buf[n->data.scalar.length] = '\0';
+    if (!((buf[0] >= '0' && buf[0] <= '9') || buf[0] == '-' || buf[0] == '+' || buf[0] == '.'))
+        return false;
+    *v = strtod(buf, &end);
+    return !*end && isfinite(*v);
+}
+
+/* The node of the error path in the tree, or NULL. */
+static yaml_node_t *
+node_of_frames(struct ctx *x, const struct cyaml_error *e)
+{
+    yaml_node_t *n = yaml_document_get_root_node(&x->doc);
+    unsigned i;
+
+    for (i = e->n; n && i-- > 0;) {
+        if (e->f[i].kind == 'f')
+            n = map_get(x, n, e->f[i].key);
+        else if (e->f[i].kind == 'e')
+            n = seq_get(x, n, e->f[i].idx);
+    }
+    return n;
+}
+
+/* ---- step 1: the libcyaml error as one problem ---- */
+
+static const char *
+expected_text(const char *type)
+{
+    if (strncmp(type, "INT", 3) == 0)
+        return "expected an integer";
+    if (strncmp(type, "FLOAT", 5) == 0)
+        return "expected a number";
+    if (strncmp(type, "ENUM", 4) == 0)
+        return "expected true or false";
+    if (strncmp(type, "STRING", 6) == 0)
+        return "expected a string";
+    if (strncmp(type, "MAPPING", 7) == 0)
+        return "expected a mapping";
+    if (strncmp(type, "SEQUENCE", 8) == 0)
+        return "expected a list";
+    return "wrong type";
+}
+
+static void
+report_cyaml_error(struct ctx *x, cyaml_err_t err, const char *log)
+{
+    struct cyaml_error e;
+    char path[PATH_LEN], value[VALUE_SHOWN + 1], where[48] = "";
+    const char *m;
+    bool secret;
+
+    parse_cyaml_log(log, &e);
+    frames_path(&e, path, sizeof(path));
+    secret = is_secret_path(&e);
+    if (e.n && e.f[0].line)
+        snprintf(where, sizeof(where), " (line %u)", e.f[0].line);
+    m = e.msg;
+    switch (err) {
+    case CYAML_ERR_INVALID_KEY: {
+        const char *k = strstr(m, "key: ");
+
+        k = k ? k + 5 : "?";
+        if (secret) {
+            /* Inside a credential even the key's name may be a secret ({sk-...}). */
+            problem(x, GW_E_CFG_UNKNOWN_FIELD, path, NULL, "(hidden)",
+                    "unknown key in a credential (name hidden); write {env: NAME} or "
+                    "{value: SECRET}%s",
+                    where);
+            return;
+        }
+        /* The value of an unknown key is not echoed: it may be a misplaced secret. */
+        problem(x, GW_E_CFG_UNKNOWN_FIELD, path, k, k, "unknown key '%s'%s", k, where);
+        return;
+    }
+    case CYAML_ERR_ALIAS:
+        problem(x, GW_E_CFG_SYNTAX, path, NULL, "*alias", "YAML aliases are not supported%s",
+                where);
+        return;
+    case CYAML_ERR_LIBYAML_PARSER: {
+        unsigned line = 0, col = 0;
+        char why[200] = "YAML syntax error";
+
+        if (!load_doc(x, &line, &col, why, sizeof(why)) && line)
+            fmt_into(value, sizeof(value), "line %u, column %u", line, col);
+        else
+            fmt_into(value, sizeof(value), "%s", m);
+        /* libcyaml's backtrace is unreliable here (it names a field not yet read):
+         * the line and column locate the error. */
+        problem(x, GW_E_CFG_SYNTAX, "(document)", NULL, value, "%s", why);
+        return;
+    }
+    default: break;
+    }
+    if (strncmp(m, "Mapping field already seen: ", 28) == 0) {
+        problem(x, GW_E_CFG_DUPLICATE_FIELD, path[0] ? path : m + 28, NULL, m + 28,
+                "key written twice%s", where);
+        return;
+    }
+    if (strncmp(m, "Invalid ", 8) == 0 && strstr(m, " value: ")) {
+        /* "Invalid INT value: 'x'" or "Invalid ENUM value: maybe" */
+        const char *v = strstr(m, " value: ") + 8;
+        size_t vl = strlen(v);
+
+        if (vl >= 2 && v[0] == '\'' && v[vl - 1] == '\'') {
+            v++;
+            vl -= 2;
+        }
+        fmt_into(value, sizeof(value), "%.*s", (int)vl, v);
+        problem(x, GW_E_CFG_WRONG_TYPE, path[0] ? path : "(document)", NULL,
+                secret ? "(hidden)" : value, "%s%s", expected_text(m + 8), where);
+        return;
+    }
+    if (strncmp(m, "Expecting ", 10) == 0) {
+        /* "Expecting INT, got event: SEQUENCE_START": show what was written instead. */
+        yaml_node_t *n = NULL;
+
+        if (load_doc(x, NULL, NULL, NULL, 0))
+            n = node_of_frames(x, &e);
+        node_shown(n, value, sizeof(value));
+        if (secret && n && n->type == YAML_SCALAR_NODE)
+            fmt_into(value, sizeof(value), "(hidden)");
+        problem(x, GW_E_CFG_WRONG_TYPE, path[0] ? path : "(document)", NULL, value, "%s%s",
+                expected_text(m + 10), where);
+        return;
+    }
+    problem(x, GW_E_CFG_SYNTAX, path[0] ? path : "(document)", NULL, m[0] ? m : "?", "%s%s",
+            cyaml_strerror(err), where);
+}
+
+/* ---- defaults ---- */
+
+enum gw_code
+gw_conf_defaults(struct gw_conf *c)
+{
+    c->server.workers = 0;
+    c->server.max_body_mb = 32;
+    c->server.max_header_kb = 64;
+    c->server.max_headers = 100;
+    c->server.header_timeout_secs = 10;
+    c->server.idle_timeout_secs = 60;
+    c->server.drain_secs = 30;
+    c->control.listen.port = 8081;
+    c->store.map_size_mb = 4096;
+    c->retention.row_days = 31;
+    c->failover.failures_to_pause = 3;
+    c->failover.pause_secs = 60;
+    c->failover.max_pause_secs = 600;
+    c->failover.stream_start_wait_secs = 15;
+    c->failover.next_on_slow_start = false;
+    c->failover.slot_wait_secs = 30;
+    c->failover.connect_timeout_ms = 10000;
+    c->failover.first_byte_timeout_secs = 300;
+    c->failover.read_idle_timeout_secs = 300;
+    gw_free(c->control.listen.host);
+    gw_free(c->control.token_env);
+    gw_free(c->store.path);
+    c->control.listen.host = gw_strdup("127.0.0.1");
+    c->control.token_env = gw_strdup("GW_CONTROL_TOKEN");
+    c->store.path = gw_strdup("gw-data");
+    if (!c->control.listen.host || !c->control.token_env || !c->store.path)
+        return GW_E_NOMEM;
+    return GW_OK;
+}
+
+/* ---- step 3: build and check, section by section ---- */
+
+static void
+build_server(struct ctx *x, const struct gw_conf_file_server *fs)
+{
+    struct gw_conf *c = x->c;
+    char base[PATH_LEN];
+    unsigned i;
+
+    if (!fs || fs->listen_count == 0) {
+        missing(x, "server", "listen", "at least one listen address (\"host:port\")");
+    } else {
+        c->server.listen = gw_calloc(fs->listen_count, sizeof(*c->server.listen));
+        if (!c->server.listen) {
+            x->nomem = true;
+            return;
+        }
+        c->server.n_listen = fs->listen_count;
+        for (i = 0; i < fs->listen_count; i++) {
+            fmt_into(base, sizeof(base), "server.listen[%u]", i);
+            if (!parse_listen(x, fs->listen[i], &c->server.listen[i]))
+                problem(x, GW_E_CFG_BAD_LISTEN, base, NULL, fs->listen[i],
+                        "expected \"host:port\" or \"[v6]:port\" with port 0..65535 (0: any free "
+                        "port)");
+        }
+    }
+    if (!fs)
+        return;
+    take_int(x, "server", "workers", fs->workers, 0, 256, GW_E_CFG_RANGE, &c->server.workers);
+    take_int(x, "server", "max_body_mb", fs->max_body_mb, 1, 1024, GW_E_CFG_RANGE,
+             &c->server.max_body_mb);
+    take_int(x, "server", "max_header_kb", fs->max_header_kb, 1, 1024, GW_E_CFG_RANGE,
+             &c->server.max_header_kb);
+    take_int(x, "server", "max_headers", fs->max_headers, 1, 10000, GW_E_CFG_RANGE,
+             &c->server.max_headers);
+    take_int(x, "server", "header_timeout_secs", fs->header_timeout_secs, 1, 3600, GW_E_CFG_RANGE,
+             &c->server.header_timeout_secs);
+    take_int(x, "server", "idle_timeout_secs", fs->idle_timeout_secs, 1, 3600, GW_E_CFG_RANGE,
+             &c->server.idle_timeout_secs);
+    take_int(x, "server", "drain_secs", fs->drain_secs, 0, 3600, GW_E_CFG_RANGE,
+             &c->server.drain_secs);
+    if (fs->tls) {
+        if (!fs->tls->cert)
+            missing(x, "server.tls", "cert", "the certificate file (PEM)");
+        else if (!fs->tls->cert[0])
+            problem(x, GW_E_CFG_BAD_VALUE, "server.tls", "cert", "", "must be a file path");
+        else
+            c->server.tls_cert = resolve_path(x, fs->tls->cert);
+        if (!fs->tls->key)
+            missing(x, "server.tls", "key", "the private key file (PEM)");
+        else if (!fs->tls->key[0])
+            problem(x, GW_E_CFG_BAD_VALUE, "server.tls", "key", "", "must be a file path");
+        else
+            c->server.tls_key = resolve_path(x, fs->tls->key);
+    }
+}
+
+static void
+build_control(struct ctx *x, const struct gw_conf_file_control *fc)
+{
+    struct gw_conf *c = x->c;
+    const char *tok;
+
+    if (fc && fc->listen && !parse_listen(x, fc->listen, &c->control.listen))
+        problem(x, GW_E_CFG_BAD_LISTEN, "control", "listen", fc->listen,
+                "expected \"host:port\" or \"[v6]:port\" with port 0..65535 (0: any free port)");
+    if (fc && fc->token_env) {
+        if (!is_valid_env_name(fc->token_env)) {
+            problem(x, GW_E_CFG_BAD_VALUE, "control", "token_env", fc->token_env,
+                    "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+            return;
+        }
+        gw_free(c->control.token_env);
+        c->control.token_env = dup_s(x, fc->token_env);
+    }
+    if (!c->control.token_env)
+        return;
+    tok = env_get(x, c->control.token_env);
+    if (tok && tok[0])
+        c->control.token = dup_s(x, tok); /* unset: the control API refuses all but /healthz */
+}
+
+static void
+build_store(struct ctx *x, const struct gw_conf_file *f)
+{
+    struct gw_conf *c = x->c;
+    char *p;
+
+    if (f->store && f->store->path) {
+        if (!f->store->path[0]) {
+            problem(x, GW_E_CFG_BAD_VALUE, "store", "path", "", "must be a folder path");
+        } else {
+            gw_free(c->store.path);
+            c->store.path = dup_s(x, f->store->path);
+        }
+    }
+    if (c->store.path) {
+        p = resolve_path(x, c->store.path);
+        gw_free(c->store.path);
+        c->store.path = p;
+    }
+    if (f->store)
+        take_int(x, "store", "map_size_mb", f->store->map_size_mb, 16, 1048576, GW_E_CFG_RANGE,
+                 &c->store.map_size_mb);
+    if (f->retention)
+        take_int(x, "retention", "row_days", f->retention->row_days, 1, 3650, GW_E_CFG_RANGE,
+                 &c->retention.row_days);
+    if (f->prices) {
+        if (!f->prices[0])
+            problem(x, GW_E_CFG_BAD_VALUE, "prices", NULL, "", "must be a file path");
+        else
+            c->prices_path = resolve_path(x, f->prices);
+    }
+}
+
+static void
+build_failover(struct ctx *x, const struct gw_conf_file_failover *ff)
+{
+    struct gw_conf *c = x->c;
+    bool wait_ok, pause_ok, max_ok;
+
+    if (!ff)
+        return;
+    take_int(x, "failover", "failures_to_pause", ff->failures_to_pause, 1, 100, GW_E_CFG_RANGE,
+             &c->failover.failures_to_pause);
+    pause_ok = take_int(x, "failover", "pause_secs", ff->pause_secs, 1, 86400, GW_E_CFG_RANGE,
+                        &c->failover.pause_secs);
+    max_ok = take_int(x, "failover", "max_pause_secs", ff->max_pause_secs, 1, 86400, GW_E_CFG_RANGE,
+                      &c->failover.max_pause_secs);
+    if (pause_ok && max_ok && c->failover.max_pause_secs < c->failover.pause_secs) {
+        char num[32];
+
+        snprintf(num, sizeof(num), "%u", c->failover.max_pause_secs);
+        problem(x, GW_E_CFG_RANGE, "failover", "max_pause_secs", num,
+                "must be at least pause_secs (%u)", c->failover.pause_secs);
+    }
+    wait_ok = take_int(x, "failover", "stream_start_wait_secs", ff->stream_start_wait_secs, 1, 120,
+                       GW_E_CFG_RANGE, &c->failover.stream_start_wait_secs);
+    take_bool(ff->next_on_slow_start, &c->failover.next_on_slow_start);
+    if (wait_ok && c->failover.next_on_slow_start && c->failover.stream_start_wait_secs < 5) {
+        char num[32];
+
+        snprintf(num, sizeof(num), "%u", c->failover.stream_start_wait_secs);
+        problem(x, GW_E_CFG_SLOW_START_TOO_SHORT, "failover", "stream_start_wait_secs", num,
+                "must be at least 5 when next_on_slow_start is true");
+    }
+    take_int(x, "failover", "slot_wait_secs", ff->slot_wait_secs, 0, 300, GW_E_CFG_RANGE,
+             &c->failover.slot_wait_secs);
+    take_int(x, "failover", "connect_timeout_ms", ff->connect_timeout_ms, 1, 600000, GW_E_CFG_RANGE,
+             &c->failover.connect_timeout_ms);
+    take_int(x, "failover", "first_byte_timeout_secs", ff->first_byte_timeout_secs, 1, 3600,
+             GW_E_CFG_RANGE, &c->failover.first_byte_timeout_secs);
+    take_int(x, "failover", "read_idle_timeout_secs", ff->read_idle_timeout_secs, 1, 3600,
+             GW_E_CFG_RANGE, &c->failover.read_idle_timeout_secs);
+}
+
+/* ---- providers ---- */
+
+static void
+build_keys(struct ctx *x, const char *base, const struct gw_conf_file_provider *fp,
+           struct gw_conf_provider *p)
+{
+    char kb[PATH_LEN];
+    unsigned k;
+
+    if (fp->keys_count == 0) {
+        problem(x, GW_E_CFG_NO_KEYS, base, "keys", "(none)",
+                "at least one credential ({env: NAME} or {value: SECRET}) is required");
+        return;
+    }
+    p->keys = gw_calloc(fp->keys_count, sizeof(*p->keys));
+    if (!p->keys) {
+        x->nomem = true;
+        return;
+    }
+    p->n_keys = fp->keys_count;
+    for (k = 0; k < fp->keys_count; k++) {
+        const struct gw_conf_file_key *fk = &fp->keys[k];
+        const char *v;
+
+        fmt_into(kb, sizeof(kb), "%s.keys[%u]", base, k);
+        if ((fk->env != NULL) == (fk->value != NULL)) {
+            problem(x, GW_E_CFG_KEY_SOURCE, kb, NULL, fk->env ? "(env and value)" : "(neither)",
+                    "write exactly one of {env: NAME} or {value: SECRET}");
+            continue;
+        }
+        if (fk->value) {
+            if (!fk->value[0])
+                problem(x, GW_E_CFG_KEY_SOURCE, kb, "value", "(hidden)", "the secret is empty");
+            else
+                p->keys[k].secret = dup_s(x, fk->value);
+            continue;
+        }
+        if (!is_valid_env_name(fk->env)) {
+            problem(x, GW_E_CFG_BAD_VALUE, kb, "env", fk->env,
+                    "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+            continue;
+        }
+        p->keys[k].env = dup_s(x, fk->env);
+        v = env_get(x, fk->env);
+        if (!v || !v[0])
+            problem(x, GW_E_CFG_ENV_UNSET, kb, "env", fk->env,
+                    "environment variable %s is unset or empty", fk->env);
+        else
+            p->keys[k].secret = dup_s(x, v);
+    }
+}
+
+static void
+build_model_specs(struct ctx *x, const char *base, yaml_node_t *ms, struct gw_conf_provider *p)
+{
+    static const char *const fields[] = {"context_window", "max_output_tokens", "input", "output",
+                                         "cache_read",     "cache_write",       NULL};
+    char sb[PATH_LEN], shown[VALUE_SHOWN + 1];
+    yaml_node_pair_t *pr, *q;
+    size_t n;
+
+    if (!ms)
+        return;
+    fmt_into(sb, sizeof(sb), "%s.model_specs", base);
+    if (ms->type != YAML_MAPPING_NODE) {
+        problem(x, GW_E_CFG_WRONG_TYPE, sb, NULL, node_kind(ms),
+                "expected a mapping of model id to {context_window, max_output_tokens, ...}");
+        return;
+    }
+    n = (size_t)(ms->data.mapping.pairs.top - ms->data.mapping.pairs.start);
+    if (n == 0)
+        return;
+    p->model_specs = gw_calloc(n, sizeof(*p->model_specs));
+    if (!p->model_specs) {
+        x->nomem = true;
+        return;
+    }
+    for (pr = ms->data.mapping.pairs.start; pr < ms->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = node_at(x, pr->key), *v = node_at(x, pr->value);
+        struct gw_conf_model_spec *s;
+        char mb[PATH_LEN];
+
+        if (!k || k->type != YAML_SCALAR_NODE || !v)
+            continue;
+        node_shown(k, shown, sizeof(shown));
+        fmt_into(mb, sizeof(mb), "%s.%s", sb, shown);
+        if (k->data.scalar.length == 0 || strspn(shown, " \t") == strlen(shown)) {
+            problem(x, GW_E_CFG_MODEL_SPEC_BLANK_MODEL, sb, NULL, shown,
+                    "a model id must not be blank");
+            continue;
+        }
+        for (q = ms->data.mapping.pairs.start; q < pr; q++)
+            if (scalar_is(node_at(x, q->key), shown))
+                break;
+        if (q < pr) {
+            problem(x, GW_E_CFG_DUPLICATE_FIELD, mb, NULL, shown, "model written twice");
+            continue;
+        }
+        if (v->type != YAML_MAPPING_NODE) {
+            node_shown(v, shown, sizeof(shown));
+            problem(x, GW_E_CFG_WRONG_TYPE, mb, NULL, shown, "expected a mapping");
+            continue;
+        }
+        s = &p->model_specs[p->n_model_specs++];
+        s->model = scalar_dup(x, k);
+        s->input = s->output = s->cache_read = s->cache_write = -1;
+        for (q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+            yaml_node_t *fk = node_at(x, q->key), *fv = node_at(x, q->value);
+            char key[64];
+            int64_t iv;
+            double dv;
+            int fi;
+
+            node_shown(fk, key, sizeof(key));
+            fi = word_index(key, fields);
+            node_shown(fv, shown, sizeof(shown));
+            if (fi < 0) {
+                problem(x, GW_E_CFG_UNKNOWN_FIELD, mb, key, key, "unknown key '%s'", key);
+            } else if (fi < 2) {
+                if (!scalar_int(fv, &iv))
+                    problem(x, GW_E_CFG_WRONG_TYPE, mb, key, shown, "expected an integer");
+                else if (iv < 1 || iv > 100000000)
+                    problem(x, GW_E_CFG_RANGE, mb, key, shown, "must be 1..100000000 tokens");
+                else if (fi == 0)
+                    s->context_window = (uint64_t)iv;
+                else
+                    s->max_output_tokens = (uint64_t)iv;
+            } else {
+                double *dst[] = {&s->input, &s->output, &s->cache_read, &s->cache_write};
+
+                if (!scalar_num(fv, &dv))
+                    problem(x, GW_E_CFG_WRONG_TYPE, mb, key, shown, "expected a number");
+                else if (dv < 0 || dv > 1000000)
+                    problem(x, GW_E_CFG_RANGE, mb, key, shown,
+                            "must be 0..1000000 (USD per 1M tokens)");
+                else
+                    *dst[fi - 2] = dv;
+            }
+        }
+    }
+}
+
+static void
+take_quota_win(struct ctx *x, const char *base, yaml_node_t *m, struct gw_conf_quota_win *w)
+{
+    static const char *const axes[] = {"rpm", "tpm", "rpd", "tpd", NULL};
+    uint64_t *dst[] = {&w->rpm, &w->tpm, &w->rpd, &w->tpd};
+    yaml_node_pair_t *q;
+
+    for (q = m->data.mapping.pairs.start; q < m->data.mapping.pairs.top; q++) {
+        char key[64], shown[VALUE_SHOWN + 1];
+        int64_t iv;
+        int fi;
+
+        node_shown(node_at(x, q->key), key, sizeof(key));
+        node_shown(node_at(x, q->value), shown, sizeof(shown));
+        fi = word_index(key, axes);
+        if (fi < 0)
+            problem(x, GW_E_CFG_UNKNOWN_FIELD, base, key, key, "unknown key '%s'", key);
+        else if (!scalar_int(node_at(x, q->value), &iv))
+            problem(x, GW_E_CFG_WRONG_TYPE, base, key, shown, "expected an integer");
+        else if (iv < 1)
+            problem(x, GW_E_CFG_RANGE, base, key, shown, "must be at least 1");
+        else
+            *dst[fi] = (uint64_t)iv;
+    }
+}
+
+static void
+build_quota(struct ctx *x, const char *base, const struct gw_conf_file_quota *fq, yaml_node_t *qm,
+            struct gw_conf_provider *p)
+{
+    char qb[PATH_LEN], shown[VALUE_SHOWN + 1];
+    yaml_node_pair_t *pr;
+    int pool = 0;
+    size_t n;
+
+    if (!fq)
+        return;
+    p->has_quota = true;
+    fmt_into(qb, sizeof(qb), "%s.quota", base);
+    if (fq->dflt) {
+        const struct gw_conf_file_quota_win *w = fq->dflt;
+        char db[PATH_LEN];
+
+        fmt_into(db, sizeof(db), "%s.default", qb);
+        take_u64(x, db, "rpm", w->rpm, 1, INT64_MAX, &p->quota_default.rpm);
+        take_u64(x, db, "tpm", w->tpm, 1, INT64_MAX, &p->quota_default.tpm);
+        take_u64(x, db, "rpd", w->rpd, 1, INT64_MAX, &p->quota_default.rpd);
+        take_u64(x, db, "tpd", w->tpd, 1, INT64_MAX, &p->quota_default.tpd);
+    }
+    if (take_word(x, qb, "pool", fq->pool, pool_words, "model, account", &pool))
+        p->quota_pool = (enum gw_quota_pool)pool;
+    if (!qm)
+        return;
+    if (qm->type != YAML_MAPPING_NODE) {
+        problem(x, GW_E_CFG_WRONG_TYPE, qb, "models", node_kind(qm),
+                "expected a mapping of model id to {rpm, tpm, rpd, tpd}");
+        return;
+    }
+    n = (size_t)(qm->data.mapping.pairs.top - qm->data.mapping.pairs.start);
+    if (n == 0)
+        return;
+    p->quota_models = gw_calloc(n, sizeof(*p->quota_models));
+    if (!p->quota_models) {
+        x->nomem = true;
+        return;
+    }
+    for (pr = qm->data.mapping.pairs.start; pr < qm->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = node_at(x, pr->key), *v = node_at(x, pr->value);
+        struct gw_conf_quota_model *qmod;
+        char mb[PATH_LEN];
+
+        if (!k || k->type != YAML_SCALAR_NODE || !v)
+            continue;
+        node_shown(k, shown, sizeof(shown));
+        fmt_into(mb, sizeof(mb), "%s.models.%s", qb, shown);
+        if (k->data.scalar.length == 0) {
+            problem(x, GW_E_CFG_MODEL_SPEC_BLANK_MODEL, qb, "models", "",
+                    "a model id must not be blank");
+            continue;
+        }
+        if (v->type != YAML_MAPPING_NODE) {
+            node_shown(v, shown, sizeof(shown));
+            problem(x, GW_E_CFG_WRONG_TYPE, mb, NULL, shown, "expected a mapping");
+            continue;
+        }
+        qmod = &p->quota_models[p->n_quota_models++];
+        qmod->model = scalar_dup(x, k);
+        take_quota_win(x, mb, v, &qmod->win);
+    }
+}
+
+static void
+build_provider(struct ctx *x, unsigned i, const struct gw_conf_file_provider *fp, yaml_node_t *tree)
+{
+    struct gw_conf_provider *p = &x->c->providers[i];
+    char base[PATH_LEN];
+    const char *why;
+    unsigned j;
+    int w = 0;
+
+    fmt_into(base, sizeof(base), "providers[%u]", i);
+    p->index = i;
+    p->enabled = true;
+    if (!fp->name)
+        missing(x, base, "name", "a name ([a-z0-9._-]{1,64})");
+    else if (!is_valid_name(fp->name))
+        problem(x, GW_E_CFG_BAD_NAME, base, "name", fp->name, "must match [a-z0-9._-]{1,64}");
+    else
+        p->name = dup_s(x, fp->name);
+    if (!fp->dialect)
+        missing(x, base, "dialect", "a dialect (openai, responses, anthropic, gemini)");
+    else if ((w = word_index(fp->dialect, dialect_words)) < 0)
+        problem(x, GW_E_CFG_BAD_DIALECT, base, "dialect", fp->dialect,
+                "must be one of openai, responses, anthropic, gemini");
+    else
+        p->dialect = (enum gw_dialect)w;
+    if (!fp->base_url) {
+        missing(x, base, "base_url", "a base URL (http(s)://host[:port][/prefix])");
+    } else {
+        p->base_url = dup_s(x, fp->base_url);
+        why = parse_base_url(x, fp->base_url, p);
+        if (why) /* a URL with credentials is not echoed */
+            problem(x, GW_E_CFG_BAD_URL, base, "base_url",
+                    strchr(fp->base_url, '@') ? "(hidden: holds credentials)" : fp->base_url, "%s",
+                    why);
+    }
+    build_keys(x, base, fp, p);
+    if (fp->models_count == 0) {
+        problem(x, GW_E_CFG_NO_MODELS, base, "models", "(none)",
+                "list at least one model, or \"*\" for every model");
+    } else {
+        p->models = gw_calloc(fp->models_count, sizeof(*p->models));
+        if (!p->models) {
+            x->nomem = true;
+            return;
+        }
+        p->n_models = fp->models_count;
+        for (j = 0; j < fp->models_count; j++) {
+            char mb[PATH_LEN];
+
+            fmt_into(mb, sizeof(mb), "%s.models[%u]", base, j);
+            if (!fp->models[j][0])
+                problem(x, GW_E_CFG_BAD_VALUE, mb, NULL, "", "a model id must not be empty");
+            p->models[j] = dup_s(x, fp->models[j]);
+            if (strcmp(fp->models[j], "*") == 0)
+                p->any_model = true;
+        }
+    }
+    take_bool(fp->enabled, &p->enabled);
+    take_int(x, base, "max_concurrent", fp->max_concurrent, 1, 1000, GW_E_CFG_PROVIDER_CONCURRENCY,
+             &p->max_concurrent);
+    if (fp->min_speed) {
+        char sb[PATH_LEN];
+
+        fmt_into(sb, sizeof(sb), "%s.min_speed", base);
+        if (!fp->min_speed->tokens_per_sec)
+            missing(x, sb, "tokens_per_sec", "tokens_per_sec (1..1000)");
+        if (!fp->min_speed->window_secs)
+            missing(x, sb, "window_secs", "window_secs (5..120)");
+        take_int(x, sb, "tokens_per_sec", fp->min_speed->tokens_per_sec, 1, 1000,
+                 GW_E_CFG_MIN_SPEED_RANGE, &p->min_speed_tps);
+        take_int(x, sb, "window_secs", fp->min_speed->window_secs, 5, 120, GW_E_CFG_MIN_SPEED_RANGE,
+                 &p->min_speed_window_secs);
+    }
+    build_model_specs(x, base, map_get(x, tree, "model_specs"), p);
+    if (take_word(x, base, "billing", fp->billing, billing_words, "metered, free", &w))
+        p->billing = fp->billing ? (enum gw_billing)w : GW_BILLING_METERED;
+    build_quota(x, base, fp->quota, map_get(x, map_get(x, tree, "quota"), "models"), p);
+}
+
+static void
+build_providers(struct ctx *x, const struct gw_conf_file *f)
+{
+    struct gw_conf *c = x->c;
+    yaml_node_t *seq = map_get(x, yaml_document_get_root_node(&x->doc), "providers");
+    unsigned i, j;
+
+    if (f->providers_count == 0) {
+        missing(x, NULL, "providers", "at least one provider");
+        return;
+    }
+    c->providers = gw_calloc(f->providers_count, sizeof(*c->providers));
+    if (!c->providers) {
+        x->nomem = true;
+        return;
+    }
+    c->n_providers = f->providers_count;
+    for (i = 0; i < f->providers_count; i++)
+        build_provider(x, i, &f->providers[i], seq_get(x, seq, i));
+    for (i = 0; i < c->n_providers; i++)
+        for (j = 0; j < i; j++)
+            if (c->providers[i].name && c->providers[j].name &&
+                strcmp(c->providers[i].name, c->providers[j].name) == 0) {
+                char base[PATH_LEN];
+
+                fmt_into(base, sizeof(base), "providers[%u]", i);
+                problem(x, GW_E_CFG_DUPLICATE_NAME, base, "name", c->providers[i].name,
+                        "already used by providers[%u]", j);
+                break;
+            }
+}
+
+/* ---- groups ---- */
+
+static void
+build_member(struct ctx *x, const char *mb, yaml_node_t *n, struct gw_conf_member *m)
+{
+    static const char *const keys[] = {"name", "weight", "model", NULL};
+    char shown[VALUE_SHOWN + 1];
+    yaml_node_pair_t *q;
+    bool named = false;
+
+    m->weight = 1;
+    if (n->type == YAML_SCALAR_NODE) {
+        m->plain = true;
+        if (n->data.scalar.length == 0)
+            problem(x, GW_E_CFG_BAD_VALUE, mb, NULL, "", "a provider name must not be empty");
+        m->provider = scalar_dup(x, n);
+        return;
+    }
+    if (n->type != YAML_MAPPING_NODE) {
+        problem(x, GW_E_CFG_WRONG_TYPE, mb, NULL, node_kind(n),
+                "expected a provider name or {name, weight, model}");
+        return;
+    }
+    for (q = n->data.mapping.pairs.start; q < n->data.mapping.pairs.top; q++) {
+        yaml_node_t *k = node_at(x, q->key), *v = node_at(x, q->value);
+        char key[64];
+        int64_t iv;
+        int fi;
+
+        node_shown(k, key, sizeof(key));
+        node_shown(v, shown, sizeof(shown));
+        fi = word_index(key, keys);
+        if (fi < 0) {
+            problem(x, GW_E_CFG_UNKNOWN_FIELD, mb, key, key, "unknown key '%s'", key);
+        } else if (fi == 1) {
+            if (!scalar_int(v, &iv))
+                problem(x, GW_E_CFG_WRONG_TYPE, mb, key, shown, "expected an integer");
+            else if (iv < 1 || iv > 100)
+                problem(x, GW_E_CFG_RANGE, mb, key, shown, "must be 1..100");
+            else
+                m->weight = (unsigned)iv;
+        } else if (!v || v->type != YAML_SCALAR_NODE) {
+            problem(x, GW_E_CFG_WRONG_TYPE, mb, key, shown, "expected a string");
+        } else if (fi == 0) {
+            named = true;
+            gw_free(m->provider);
+            m->provider = scalar_dup(x, v);
+        } else {
+            gw_free(m->model);
+            m->model = scalar_dup(x, v);
+        }
+    }
+    if (!named)
+        missing(x, mb, "name", "the provider's name");
+}
+
+static void
+build_group(struct ctx *x, unsigned i, const struct gw_conf_file_group *fg, yaml_node_t *tree)
+{
+    struct gw_conf_group *g = &x->c->groups[i];
+    yaml_node_t *mem = map_get(x, tree, "providers");
+    char base[PATH_LEN];
+    size_t n, j;
+    int w = 0;
+
+    fmt_into(base, sizeof(base), "groups[%u]", i);
+    g->index = i;
+    if (!fg->name)
+        missing(x, base, "name", "a name (what clients ask for as the model)");
+    else if (!fg->name[0])
+        problem(x, GW_E_CFG_BAD_NAME, base, "name", "", "must not be empty");
+    else
+        g->name = dup_s(x, fg->name);
+    if (take_word(x, base, "type", fg->type, group_type_words,
+                  "fallback, load-balance, url-test, cheapest", &w))
+        g->type = fg->type ? (enum gw_group_type)w : GW_GROUP_FALLBACK;
+    if (fg->model)
+        g->model = dup_s(x, fg->model);
+    if (take_word(x, base, "balance_by", fg->balance_by, balance_words,
+                  "weights, latency, health, latency-health", &w) &&
+        fg->balance_by) {
+        g->balance_by = (enum gw_balance_by)w;
+        g->balance_by_set = true;
+    }
+    if (!mem) {
+        missing(x, base, "providers", "a list of members");
+        return;
+    }
+    if (mem->type != YAML_SEQUENCE_NODE) {
+        char shown[VALUE_SHOWN + 1];
+
+        node_shown(mem, shown, sizeof(shown));
+        problem(x, GW_E_CFG_WRONG_TYPE, base, "providers", shown, "expected a list");
+        return;
+    }
+    n = (size_t)(mem->data.sequence.items.top - mem->data.sequence.items.start);
+    if (n == 0) {
+        missing(x, base, "providers", "at least one member");
+        return;
+    }
+    g->members = gw_calloc(n, sizeof(*g->members));
+    if (!g->members) {
+        x->nomem = true;
+        return;
+    }
+    g->n_members = n;
+    for (j = 0; j < n; j++) {
+        char mb[PATH_LEN];
+        yaml_node_t *it = seq_get(x, mem, j);
+
+        fmt_into(mb, sizeof(mb), "%s.providers[%zu]", base, j);
+        if (it)
+            build_member(x, mb, it, &g->members[j]);
+    }
+}
+
+static void
+build_groups(struct ctx *x, const struct gw_conf_file *f)
+{
+    struct gw_conf *c = x->c;
+    yaml_node_t *seq = map_get(x, yaml_document_get_root_node(&x->doc), "groups");
+    unsigned i, j;
+
+    if (f->groups_count == 0)
+        return;
+    c->groups = gw_calloc(f->groups_count, sizeof(*c->groups));
+    if (!c->groups) {
+        x->nomem = true;
+        return;
+    }
+    c->n_groups = f->groups_count;
+    for (i = 0; i < f->groups_count; i++)
+        build_group(x, i, &f->groups[i], seq_get(x, seq, i));
+    for (i = 0; i < c->n_groups; i++)
+        for (j = 0; j < i; j++)
+            if (c->groups[i].name && c->groups[j].name &&
+                strcmp(c->groups[i].name, c->groups[j].name) == 0) {
+                char base[PATH_LEN];
+
+                fmt_into(base, sizeof(base), "groups[%u]", i);
+                problem(x, GW_E_CFG_DUPLICATE_NAME, base, "name", c->groups[i].name,
+                        "already used by groups[%u]", j);
+                break;
+            }
+}
+
+/* ---- clients ---- */
+
+static void
+build_limits(struct ctx *x, const char *base, const struct gw_conf_file_client *fc,
+             struct gw_conf_client *cl)
+{
+    unsigned k;
+
+    if (fc->limits_count == 0)
+        return;
+    cl->limits = gw_calloc(fc->limits_count, sizeof(*cl->limits));
+    if (!cl->limits) {
+        x->nomem = true;
+        return;
+    }
+    cl->n_limits = fc->limits_count;
+    for (k = 0; k < fc->limits_count; k++) {
+        const struct gw_conf_file_limit *fl = &fc->limits[k];
+        struct gw_conf_limit *l = &cl->limits[k];
+        char lb[PATH_LEN];
+        int per = 0;
+
+        fmt_into(lb, sizeof(lb), "%s.limits[%u]", base, k);
+        if (!fl->per)
+            missing(x, lb, "per", "per (minute, hour, day, week, month)");
+        else if (take_word(x, lb, "per", fl->per, per_words, "minute, hour, day, week, month",
+                           &per))
+            l->per = (enum gw_limit_per)per;
+        l->has_requests = fl->requests != NULL;
+        l->has_tokens = fl->tokens != NULL;
+        l->has_cost = fl->cost != NULL;
+        take_u64(x, lb, "requests", fl->requests, 0, INT64_MAX, &l->requests);
+        take_u64(x, lb, "tokens", fl->tokens, 0, INT64_MAX, &l->tokens);
+        if (fl->cost) {
+            if (!isfinite(*fl->cost) || *fl->cost < 0 || *fl->cost > 1e9) {
+                char num[48];
+
+                snprintf(num, sizeof(num), "%g", *fl->cost);
+                problem(x, GW_E_CFG_RANGE, lb, "cost", num, "must be 0..1000000000 (USD)");
+            } else {
+                l->cost_micros = (uint64_t)(*fl->cost * 1e6 + 0.5);
+            }
+        }
+        take_bool(fl->cache_reads, &l->cache_reads);
+    }
+}
+
+/* Builds clients[i]; true when its key digest is set (so it can be compared). */
+static bool
+build_client(struct ctx *x, unsigned i, const struct gw_conf_file_client *fc)
+{
+    struct gw_conf_client *cl = &x->c->clients[i];
+    char base[PATH_LEN];
+    bool key_ok = false;
+    unsigned j;
+
+    fmt_into(base, sizeof(base), "clients[%u]", i);
+    cl->index = i;
+    if (!fc->name)
+        missing(x, base, "name", "a name ([a-z0-9._-]{1,64})");
+    else if (!is_valid_name(fc->name))
+        problem(x, GW_E_CFG_BAD_NAME, base, "name", fc->name, "must match [a-z0-9._-]{1,64}");
+    else
+        cl->name = dup_s(x, fc->name);
+    if ((fc->key_sha256 != NULL) == (fc->key_env != NULL)) {
+        problem(x, GW_E_CFG_KEY_SOURCE, base, NULL,
+                fc->key_env ? "(key_sha256 and key_env)" : "(neither)",
+                "write exactly one of key_sha256 or key_env");
+    } else if (fc->key_sha256) {
+        key_ok = gw_hex_decode32(gw_str_c(fc->key_sha256), cl->key_digest);
+        if (!key_ok) {
+            char shown[48];
+
+            /* Not echoed: a key pasted here by mistake would be a secret. */
+            snprintf(shown, sizeof(shown), "(%zu characters)", strlen(fc->key_sha256));
+            problem(x, GW_E_CFG_BAD_SHA256, base, "key_sha256", shown,
+                    "must be 64 hex characters: the SHA-256 of the key (sha256sum)");
+        }
+    } else if (!is_valid_env_name(fc->key_env)) {
+        problem(x, GW_E_CFG_BAD_VALUE, base, "key_env", fc->key_env,
+                "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    } else {
+        const char *v = env_get(x, fc->key_env);
+
+        cl->key_env = dup_s(x, fc->key_env);
+        if (!v || !v[0] || !x->env->sha256)
+            problem(x, GW_E_CFG_ENV_UNSET, base, "key_env", fc->key_env,
+                    "environment variable %s is unset or empty", fc->key_env);
+        else {
+            x->env->sha256(v, strlen(v), cl->key_digest);
+            key_ok = true;
+        }
+    }
+    take_int(x, base, "max_concurrent", fc->max_concurrent, 1, 1000, GW_E_CFG_RANGE,
+             &cl->max_concurrent);
+    if (fc->models_count) {
+        cl->models = gw_calloc(fc->models_count, sizeof(*cl->models));
+        if (!cl->models) {
+            x->nomem = true;
+            return key_ok;
+        }
+        cl->n_models = fc->models_count;
+        for (j = 0; j < fc->models_count; j++) {
+            char mb[PATH_LEN];
+
+            fmt_into(mb, sizeof(mb), "%s.models[%u]", base, j);
+            if (!fc->models[j][0])
+                problem(x, GW_E_CFG_BAD_VALUE, mb, NULL, "", "a model id must not be empty");
+            cl->models[j] = dup_s(x, fc->models[j]);
+        }
+    }
+    build_limits(x, base, fc, cl);
+    return key_ok;
+}
+
+static void
+build_clients(struct ctx *x, const struct gw_conf_file *f)
+{
+    struct gw_conf *c = x->c;
+    bool *has_key;
+    unsigned i, j;
+
+    if (f->clients_count == 0)
+        return;
+    c->clients = gw_calloc(f->clients_count, sizeof(*c->clients));
+    has_key = gw_calloc(f->clients_count, sizeof(*has_key));
+    if (!c->clients || !has_key) {
+        gw_free(has_key);
+        x->nomem = true;
+        return;
+    }
+    c->n_clients = f->clients_count;
+    for (i = 0; i < f->clients_count; i++)
+        has_key[i] = build_client(x, i, &f->clients[i]);
+    for (i = 0; i < c->n_clients; i++) {
+        char base[PATH_LEN];
+
+        fmt_into(base, sizeof(base), "clients[%u]", i);
+        for (j = 0; j < i; j++)
+            if (c->clients[i].name && c->clients[j].name &&
+                strcmp(c->clients[i].name, c->clients[j].name) == 0) {
+                problem(x, GW_E_CFG_DUPLICATE_NAME, base, "name", c->clients[i].name,
+                        "already used by clients[%u]", j);
+                break;
+            }
+        for (j = 0; j < i; j++)
+            if (has_key[i] && has_key[j] &&
+                memcmp(c->clients[i].key_digest, c->clients[j].key_digest, 32) == 0) {
+                const struct gw_conf_file_client *fc = &f->clients[i];
+
+                problem(x, GW_E_CFG_DUPLICATE_KEY, base, fc->key_env ? "key_env" : "key_sha256",
+                        fc->key_env ? fc->key_env : "(same digest)",
+                        "the same gateway key as clients[%u]", j);
+                break;
+            }
+    }
+    gw_free(has_key);
+}
+
+/* ---- entry point ---- */
+
+enum gw_code
+gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_conf_env *env,
+              struct gw_conf **out, struct gw_conf_problems *probs)
+{
+    static const struct gw_conf_file empty;
+    struct gw_buf log = {0};
+    const cyaml_config_t cfg = {
+        .log_fn = on_cyaml_log,
+        .log_ctx = &log,
+        .mem_fn = on_cyaml_mem,
+        .log_level = CYAML_LOG_ERROR,
+        /* Aliases are refused: a config does not need them, and expanding them is how
+         * a small file becomes a huge one. */
+        .flags = CYAML_CFG_NO_ALIAS,
+    };
+    struct gw_conf_file *f = NULL;
+    struct ctx x = {0};
+    cyaml_err_t err;
+    enum gw_code rc;
+
+    *out = NULL;
+    x.probs = probs;
+    x.env = env;
+    x.yaml = yaml ? yaml : "";
+    x.len = yaml ? len : 0;
+    x.c = gw_calloc(1, sizeof(*x.c));
+    if (!x.c || gw_conf_defaults(x.c) != GW_OK)
+        goto nomem;
+    x.c->dir = gw_strdup(dir ? dir : "");
+    if (!x.c->dir)
+        goto nomem;
+
+    err = cyaml_load_data((const uint8_t *)x.yaml, x.len, &cfg, &gw_conf_file_schema,
+                          (cyaml_data_t **)&f, NULL);
+    if (err == CYAML_ERR_OOM)
+        goto nomem;
+    if (err != CYAML_OK) {
+        report_cyaml_error(&x, err, log.data ? log.data : "");
+        goto refuse;
+    }
+    if (!load_doc(&x, NULL, NULL, NULL, 0)) {
+        if (x.nomem)
+            goto nomem;
+        problem(&x, GW_E_CFG_SYNTAX, "(document)", NULL, "", "YAML error");
+        goto refuse;
+    }
+    {
+        const struct gw_conf_file *ff = f ? f : &empty; /* an empty document */
+
+        build_server(&x, ff->server);
+        build_control(&x, ff->control);
+        build_store(&x, ff);
+        build_failover(&x, ff->failover);
+        build_providers(&x, ff);
+        build_groups(&x, ff);
+        build_clients(&x, ff);
+    }
+    if (x.nomem)
+        goto nomem;
+    if (probs->n)
+        goto refuse;
+    cyaml_free(&cfg, &gw_conf_file_schema, f, 0);
+    if (x.have_doc)
+        yaml_document_delete(&x.doc);
+    gw_buf_fini(&log);
+    *out = x.c;
+    return GW_OK;
+
+refuse:
+    if (x.nomem)
+        goto nomem;
+    rc = probs->n ? probs->v[0].code : GW_E_CFG_SYNTAX;
+    if (f)
+        cyaml_free(&cfg, &gw_conf_file_schema, f, 0);
+    if (x.have_doc)
+        yaml_document_delete(&x.doc);
+    gw_buf_fini(&log);
+    gw_conf_free(x.c);
+    return rc;
+
+nomem:
+    if (f)
+        cyaml_free(&cfg, &gw_conf_file_schema, f, 0);
+    if (x.have_doc)
+        yaml_document_delete(&x.doc);
+    gw_buf_fini(&log);
+    gw_conf_free(x.c);
+    gw_conf_problems_fini(probs);
+    return GW_E_NOMEM;
+}
+
+/* ---- teardown ---- */
+
+static void
+free_strv(char **v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; v && i < n; i++)
+        gw_free(v[i]);
+    gw_free(v);
+}
+
+void
+gw_conf_free(struct gw_conf *c)
+{
+    size_t i, j;
+
+    if (!c)
+        return;
+    for (i = 0; c->server.listen && i < c->server.n_listen; i++)
+        gw_free(c->server.listen[i].host);
+    gw_free(c->server.listen);
+    gw_free(c->server.tls_cert);
+    gw_free(c->server.tls_key);
+    gw_free(c->control.listen.host);
+    gw_free(c->control.token_env);
+    wipe_free(c->control.token);
+    gw_free(c->store.path);
+    for (i = 0; c->providers && i < c->n_providers; i++) {
+        struct gw_conf_provider *p = &c->providers[i];
+
+        gw_free(p->name);
+        gw_free(p->base_url);
+        gw_free(p->host);
+        gw_free(p->path_prefix);
+        for (j = 0; p->keys && j < p->n_keys; j++) {
+            gw_free(p->keys[j].env);
+            wipe_free(p->keys[j].secret);
+        }
+        gw_free(p->keys);
+        free_strv(p->models, p->n_models);
+        for (j = 0; p->model_specs && j < p->n_model_specs; j++)
+            gw_free(p->model_specs[j].model);
+        gw_free(p->model_specs);
+        for (j = 0; p->quota_models && j < p->n_quota_models; j++)
+            gw_free(p->quota_models[j].model);
+        gw_free(p->quota_models);
+    }
+    gw_free(c->providers);
+    for (i = 0; c->clients && i < c->n_clients; i++) {
+        struct gw_conf_client *cl = &c->clients[i];
+
+        gw_free(cl->name);
+        gw_free(cl->key_env);
+        free_strv(cl->models, cl->n_models);
+        gw_free(cl->limits);
+    }
+    gw_free(c->clients);
+    for (i = 0; c->groups && i < c->n_groups; i++) {
+        struct gw_conf_group *g = &c->groups[i];
+
+        gw_free(g->name);
+        gw_free(g->model);
+        for (j = 0; g->members && j < g->n_members; j++) {
+            gw_free(g->members[j].provider);
+            gw_free(g->members[j].model);
+        }
+        gw_free(g->members);
+    }
+    gw_free(c->groups);
+    gw_free(c->prices_path);
+    gw_free(c->dir);
+    gw_free(c);
+}
+
+void
+gw_conf_problems_fini(struct gw_conf_problems *p)
+{
+    size_t i;
+
+    for (i = 0; p->v && i < p->n; i++) {
+        gw_free(p->v[i].path);
+        gw_free(p->v[i].value);
+        gw_free(p->v[i].msg);
+    }
+    gw_free(p->v);
+    p->v = NULL;
+    p->n = 0;
+}
+
+void
+gw_conf_problem_format(const struct gw_conf_problem *p, char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    snprintf(buf, size, "%s: %s (%s) %s", p->path ? p->path : "", p->value ? p->value : "",
+             gw_code_str(p->code), p->msg ? p->msg : "");
+}
+
+/* ---- lookups ---- */
+
+static bool
+slice_eq(const char *s, const char *p, size_t n)
+{
+    return strlen(s) == n && memcmp(s, p, n) == 0;
+}
+
+static bool
+provider_serves(const struct gw_conf_provider *p, const char *model, size_t len)
+{
+    size_t i;
+
+    if (p->any_model)
+        return true;
+    for (i = 0; i < p->n_models; i++)
+        if (slice_eq(p->models[i], model, len))
+            return true;
+    return false;
+}
+
+size_t
+gw_conf_candidates(const struct gw_conf *c, const char *model, size_t model_len,
+                   const struct gw_conf_provider **out, size_t max)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < c->n_providers && n < max; i++)
+        if (c->providers[i].enabled && provider_serves(&c->providers[i], model, model_len))
+            out[n++] = &c->providers[i];
+    return n;
+}
+
+const struct gw_conf_client *
+gw_conf_client_by_digest(const struct gw_conf *c, const unsigned char digest[32])
+{
+    const struct gw_conf_client *found = NULL;
+    size_t i;
+
+    /* Every client is compared, with no early exit, so the time does not tell which
+     * (or whether one) matched. Digests are unique (config.duplicate_client_key). */
+    for (i = 0; i < c->n_clients; i++) {
+        bool eq = gw_ct_equal(c->clients[i].key_digest, digest, 32);
+
+        found = eq ? &c->clients[i] : found;
+    }
+    return found;
+}
+
+bool
+gw_conf_client_allows(const struct gw_conf_client *cl, const char *model, size_t len)
+{
+    size_t i;
+
+    if (cl->n_models == 0)
+        return true;
+    for (i = 0; i < cl->n_models; i++)
+        if (slice_eq(cl->models[i], model, len) || strcmp(cl->models[i], "*") == 0)
+            return true;
+    return false;
+}
+
+/* ---- names ---- */
+
+static const char *
+word_or_unknown(const char *const *words, size_t count, unsigned i)
+{
+    return i < count ? words[i] : "unknown";
+}
+
+const char *
+gw_dialect_str(enum gw_dialect d)
+{
+    return word_or_unknown(dialect_words, 4, (unsigned)d);
+}
+
+const char *
+gw_billing_str(enum gw_billing b)
+{
+    return word_or_unknown(billing_words, 2, (unsigned)b);
+}
+
+const char *
+gw_group_type_str(enum gw_group_type t)
+{
+    return word_or_unknown(group_type_words, 4, (unsigned)t);
+}
+
+const char *
+gw_balance_by_str(enum gw_balance_by b)
+{
+    return word_or_unknown(balance_words, 4, (unsigned)b);
+}
+
+const char *
+gw_limit_per_str(enum gw_limit_per p)
+{
+    return word_or_unknown(per_words, 5, (unsigned)p);
+}
