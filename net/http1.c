@@ -119,6 +119,7 @@ conn_free(struct net_conn *c)
     gw_buf_fini(&c->hbuf);
     gw_buf_fini(&c->body);
     gw_free(c->hdrs);
+    explicit_bzero(c->key_seen, sizeof(c->key_seen));
     c->magic_ = 0;
     gw_free(c);
 }

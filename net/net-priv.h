@@ -30,6 +30,7 @@
 
 #define NET_MAX_LISTEN 8
 #define NET_MAX_HEADERS_HARD 256
+#define NET_KEY_CACHE_MAX 256
 #define NET_CONN_MAGIC 0x636f6e6eu
 #define NET_STREAM_MAGIC 0x7374726du
 
@@ -99,6 +100,11 @@ struct net_conn {
     enum gw_code refuse;            /* set while reading: answer this once complete */
     bool keep_alive;
     struct net_stream *stream;      /* the exchange being answered, or NULL */
+    /* The last gateway key seen on this connection and its SHA-256: clients send the
+     * same key on every request of a keep-alive connection. Wiped on free. */
+    unsigned char key_seen[NET_KEY_CACHE_MAX];
+    uint16_t key_seen_len;          /* 0: nothing cached */
+    unsigned char key_seen_digest[32];
 };
 
 /* ---- http1.c: the server side of HTTP/1.1 ---- */

@@ -629,6 +629,24 @@ gateway_key(const struct net_conn *c, struct gw_str *key)
     return false;
 }
 
+/* SHA-256 of <key>, reusing the digest of the connection's previous request when the
+ * key is the same (a connection only ever compares against its own earlier key). */
+static void
+key_digest(struct net_conn *c, struct gw_str key, unsigned char digest[32])
+{
+    if (c->key_seen_len && key.len == c->key_seen_len &&
+        memcmp(key.ptr, c->key_seen, key.len) == 0) {
+        memcpy(digest, c->key_seen_digest, 32);
+        return;
+    }
+    SHA256((const unsigned char *)key.ptr, key.len, digest);
+    if (key.len <= NET_KEY_CACHE_MAX) {
+        memcpy(c->key_seen, key.ptr, key.len);
+        c->key_seen_len = (uint16_t)key.len;
+        memcpy(c->key_seen_digest, digest, 32);
+    }
+}
+
 static void
 chat_completions(struct net_stream *s)
 {
@@ -643,7 +661,7 @@ chat_completions(struct net_stream *s)
                       "no gateway key: send Authorization: Bearer <key> or x-api-key", false);
         return;
     }
-    SHA256((const unsigned char *)key.ptr, key.len, digest);
+    key_digest(c, key, digest);
     s->client = gw_conf_client_by_digest(s->conf, digest);
     if (!s->client) {
         stream_refuse(s, GW_E_AUTH_INVALID_KEY, "the gateway key is not valid", false);

@@ -1,0 +1,1355 @@
+/* SPDX-License-Identifier: MIT
+ * net/upstream.c - the upstream HTTP/1.1 client: per-worker keep-alive pools keyed by
+ * (host, port, tls), non-blocking connects (numeric addresses directly, names through
+ * evdns), TLS with SNI and verification, request writing, and response parsing with
+ * http-parser, streaming decoded body bytes to the caller.
+ * Owns:    the pool owns its keys and idle connections; a live exchange owns its
+ *          connection (struct net_upconn) until it ends; a pending name lookup owns a
+ *          small ticket that outlives a cancelled connection.
+ * Threads: the worker that owns the pool's event_base; never blocks (names are never
+ *          resolved with a blocking getaddrinfo).
+ * See:     net/upstream.h, tests/unit/net/test_upstream.c
+ */
+#include "net/upstream.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
+#include <event2/util.h>
+#include <http_parser.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "core/alloc.h"
+#include "core/assert.h"
+#include "net/upstream-priv.h"
+
+/*
+ * Choices worth knowing (also in docs/ARCHITECTURE.md, net):
+ * - Name resolution: numeric hosts (IPv4/IPv6 literals) are parsed once per key with
+ *   getaddrinfo(AI_NUMERICHOST), which never blocks. Names go through
+ *   evdns_getaddrinfo on the pool's evdns_base (it also reads /etc/hosts). With no
+ *   evdns_base, "localhost" means 127.0.0.1 and any other name fails the exchange with
+ *   GW_E_UPSTREAM_CONNECT (never a blocking lookup).
+ * - The TCP connect is ours (socket + non-blocking connect + one EV_WRITE event), so
+ *   TCP_NODELAY is set before the first byte and a refused connect (_CONNECT) is told
+ *   apart from a failed handshake (_TLS): the bufferevent is only created once TCP is up.
+ * - A timeout of 0 ms means "no timeout" for that phase. connect_timeout_ms covers name
+ *   lookup, TCP and TLS; head_timeout_ms runs from the connection being ready and is
+ *   restarted when the request has been fully handed to the kernel; idle_timeout_ms is
+ *   restarted on every read of the body and suspended while the exchange is paused
+ *   (head_timeout_ms too, when paused before the head).
+ * - A plain-HTTP server answering a TLS ClientHello gives GW_E_UPSTREAM_TLS (the
+ *   handshake fails on a bad record or on the peer's close).
+ * - Keep-alive race: when a reused connection dies (EOF, reset) before any response
+ *   byte arrived, the request is sent once more on a fresh connection; a copy of the
+ *   request is kept only while that can still happen.
+ * - Connection: no header is written (HTTP/1.1 means keep-alive); the response's own
+ *   Connection/version decides whether the connection is pooled (http_should_keep_alive).
+ * - Out of memory after net_up_send returned ends the exchange with
+ *   GW_E_UPSTREAM_CONNECT (before the head) or GW_E_UPSTREAM_PROTOCOL (head too large
+ *   to store), since on_end only reports upstream codes.
+ */
+
+#define NET_UP_CONN_MAGIC 0x55504331u /* "UPC1" */
+#define NET_UPX_MAGIC 0x55505831u     /* "UPX1" */
+
+enum {
+    NET_UP_IDLE_MAX = 256,     /* idle connections kept per upstream */
+    NET_UP_IDLE_SECS = 60,     /* an idle connection is closed after this */
+    NET_UP_READ_HIWAT = 65536, /* bytes buffered per connection while not parsed */
+    NET_UP_HEAD_MAX = 65536,   /* bytes of header names and values kept */
+    NET_UP_HDRS_MAX = 256,     /* response header lines */
+};
+
+/* ---- types ---- */
+
+/* One upstream (host, port, tls): its idle connections, most recent first. Keys live
+ * as long as the pool; a worker talks to a handful of upstreams. */
+struct net_upkey {
+    struct net_upkey *next;
+    char *host; /* NUL-terminated copy */
+    uint16_t port;
+    bool tls;
+    bool numeric;      /* addr is set: host is an address, or "localhost" without evdns */
+    bool is_ip;        /* host is an IP literal: no SNI, the certificate must name the IP */
+    bool unresolvable; /* a name and no evdns_base */
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    struct net_upconn *idle_head; /* most recently used */
+    struct net_upconn *idle_tail; /* oldest, closed first when over the cap */
+    unsigned n_idle;
+    SSL_SESSION *sess; /* the latest TLS session, offered for resumption */
+};
+
+/* A name lookup in flight. evdns calls back even after a cancel, possibly after the
+ * connection is gone, so the callback gets this ticket; the connection clears
+ * ticket->c when it dies first. Owned by the lookup; freed in on_dns. */
+struct net_dns_ticket {
+    struct net_upconn *c;
+};
+
+/* One upstream connection. Owned by its exchange (x != NULL) or by its key's idle
+ * list (x == NULL, bev set). */
+struct net_upconn {
+    uint32_t magic_;
+    struct net_uppool *pool;
+    struct net_upkey *key;
+    struct net_upx *x;              /* the exchange on it; NULL while idle */
+    struct net_upconn *prev, *next; /* key's idle list */
+    struct bufferevent *bev;        /* NULL until TCP is up */
+    int fd;                         /* the socket while connecting, before bev */
+    struct event *cev;              /* EV_WRITE: the TCP connect finished */
+    struct evdns_getaddrinfo_request *dreq;
+    struct net_dns_ticket *ticket;
+    struct evutil_addrinfo *ai;      /* lookup result (names only) */
+    struct evutil_addrinfo *ai_next; /* next address to try */
+    unsigned long served;            /* exchanges answered on it */
+    bool eof;                        /* the peer closed or reset */
+    bool reset;                      /* ... by an error (reset), not a clean close */
+    bool tls_bad;                    /* a TLS error: its session must not be resumed */
+};
+
+enum net_upx_phase {
+    NET_UPX_CONNECTING, /* lookup, TCP, TLS */
+    NET_UPX_HEAD,       /* request on its way, waiting for the head */
+    NET_UPX_BODY,       /* head delivered, reading the body */
+};
+
+struct net_hoff {
+    size_t name_off, name_len, val_off, val_len;
+};
+
+/* One exchange. Owned by the pool's live list until it ends; freed after on_end
+ * (or at once by net_upx_cancel outside its callbacks). */
+struct net_upx {
+    uint32_t magic_;
+    struct net_uppool *pool;
+    struct net_upkey *key;
+    struct net_upconn *conn;
+    struct net_upx *prev, *next; /* pool's live list */
+    struct net_up_cbs cbs;
+    void *arg;
+    struct event *timer; /* the phase's timeout */
+    struct event *defer; /* deferred work: a failure, a resume, a lookup start */
+    struct gw_buf req;   /* request bytes not yet handed to a bufferevent */
+    struct gw_buf retry; /* copy kept while a keep-alive retry is possible */
+    http_parser hp;
+    struct gw_buf head;  /* header names and values back to back */
+    struct net_hoff *hv; /* offsets into head */
+    size_t n_hv, cap_hv;
+    unsigned connect_ms, head_ms, idle_ms;
+    enum net_upx_phase phase;
+    enum gw_code defer_rc; /* failure waiting for the defer event; GW_OK if none */
+    bool defer_lookup;     /* the defer event starts the name lookup */
+    bool head_method;      /* HEAD: the response has no body */
+    bool paused;
+    bool in_send;   /* inside net_up_send: connection events wait for the loop */
+    bool ended;     /* x_end has begun: on_end runs or ran */
+    bool in_cb;     /* inside one of the caller's callbacks */
+    bool cancelled; /* net_upx_cancel inside a callback: free when it returns */
+    bool reused;    /* the connection came from the idle list */
+    bool retried;
+    bool got_bytes; /* some response byte arrived */
+    bool interim;   /* parsing a 1xx head */
+    bool complete;  /* the whole response arrived */
+    bool keep_alive;
+    bool last_was_value; /* header parsing: the last callback was a value */
+};
+
+struct net_uppool {
+    struct event_base *base;
+    struct evdns_base *dns;
+    SSL_CTX *ssl_ctx;
+    struct net_upkey *keys;
+    struct net_upx *live;          /* exchanges not yet ended */
+    const struct timeval *idle_tv; /* a common timeout of NET_UP_IDLE_SECS */
+    struct net_uppool_stats st;
+};
+
+static int on_hp_message_begin(http_parser *hp);
+static int on_hp_header_field(http_parser *hp, const char *at, size_t len);
+static int on_hp_header_value(http_parser *hp, const char *at, size_t len);
+static int on_hp_headers_complete(http_parser *hp);
+static int on_hp_body(http_parser *hp, const char *at, size_t len);
+static int on_hp_message_complete(http_parser *hp);
+
+static const http_parser_settings up_settings = {
+    .on_message_begin = on_hp_message_begin,
+    .on_header_field = on_hp_header_field,
+    .on_header_value = on_hp_header_value,
+    .on_headers_complete = on_hp_headers_complete,
+    .on_body = on_hp_body,
+    .on_message_complete = on_hp_message_complete,
+};
+
+static void x_fail(struct net_upx *x, enum gw_code rc);
+static void x_drive(struct net_upx *x);
+static void conn_start(struct net_upconn *c);
+static void on_conn_read(struct bufferevent *bev, void *arg);
+static void on_conn_write(struct bufferevent *bev, void *arg);
+static void on_conn_event(struct bufferevent *bev, short what, void *arg);
+
+/* ---- small helpers ---- */
+
+static void
+x_arm(struct net_upx *x, unsigned ms)
+{
+    struct timeval tv;
+
+    if (ms == 0) {
+        event_del(x->timer);
+        return;
+    }
+    tv.tv_sec = ms / 1000;
+    tv.tv_usec = (long)(ms % 1000) * 1000;
+    event_add(x->timer, &tv);
+}
+
+/* Arms the timeout of the current phase, or suspends it while paused (reading phases). */
+static void
+x_arm_phase(struct net_upx *x)
+{
+    switch (x->phase) {
+    case NET_UPX_CONNECTING: x_arm(x, x->connect_ms); break;
+    case NET_UPX_HEAD: x_arm(x, x->paused ? 0 : x->head_ms); break;
+    case NET_UPX_BODY: x_arm(x, x->paused ? 0 : x->idle_ms); break;
+    }
+}
+
+static void
+x_defer(struct net_upx *x)
+{
+    event_active(x->defer, EV_TIMEOUT, 1);
+}
+
+static void
+x_defer_fail(struct net_upx *x, enum gw_code rc)
+{
+    if (x->defer_rc == GW_OK)
+        x->defer_rc = rc;
+    x_defer(x);
+}
+
+static void
+on_ref_free(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    gw_free(arg);
+}
+
+/* Hands x->req to the connection's output buffer without copying. */
+static bool
+x_write_req(struct net_upx *x)
+{
+    struct evbuffer *out = bufferevent_get_output(x->conn->bev);
+    char *data = x->req.data;
+    size_t len = x->req.len;
+
+    x->req = (struct gw_buf){0};
+    if (evbuffer_add_reference(out, data, len, on_ref_free, data) != 0) {
+        gw_free(data);
+        return false;
+    }
+    return true;
+}
+
+static bool
+host_is_ipv6(const char *h)
+{
+    return strchr(h, ':') != NULL;
+}
+
+/* ---- TLS sessions ---- */
+
+/* The SSL ex_data slot that points from an SSL to its connection, so that a new session
+ * (TLS 1.3 sends them after the handshake) is kept on the connection's key. */
+static int up_ssl_idx = -1;
+static pthread_once_t up_ssl_once = PTHREAD_ONCE_INIT;
+
+static void
+up_ssl_idx_init(void)
+{
+    up_ssl_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+/* OpenSSL hands us a reference to a new session: keep it on the key (returns 1). Runs
+ * inside SSL I/O of the connection, on its worker, so the key is ours. */
+static int
+on_ssl_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+    struct net_upconn *c = up_ssl_idx >= 0 ? SSL_get_ex_data(ssl, up_ssl_idx) : NULL;
+
+    if (!c)
+        return 0;
+    if (c->key->sess)
+        SSL_SESSION_free(c->key->sess);
+    c->key->sess = sess;
+    return 1;
+}
+
+/* ---- keys and connections ---- */
+
+static struct net_upkey *
+key_get(struct net_uppool *p, const struct gw_conf_provider *prov)
+{
+    struct net_upkey *k;
+    struct addrinfo hints, *res = NULL;
+    char port[8];
+    const char *host = prov->host ? prov->host : "";
+
+    for (k = p->keys; k; k = k->next)
+        if (k->port == prov->port && k->tls == prov->tls && strcmp(k->host, host) == 0)
+            return k;
+    k = gw_calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    k->host = gw_strdup(host);
+    if (!k->host) {
+        gw_free(k);
+        return NULL;
+    }
+    k->port = prov->port;
+    k->tls = prov->tls;
+    snprintf(port, sizeof(port), "%u", (unsigned)k->port);
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV; /* never blocks */
+    if (getaddrinfo(host, port, &hints, &res) == 0 && res) {
+        memcpy(&k->addr, res->ai_addr, res->ai_addrlen);
+        k->addrlen = (socklen_t)res->ai_addrlen;
+        k->numeric = true;
+        k->is_ip = true;
+    } else if (!p->dns && strcmp(host, "localhost") == 0) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&k->addr;
+
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons(k->port);
+        sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        k->addrlen = sizeof(*sin);
+        k->numeric = true;
+    } else if (!p->dns) {
+        k->unresolvable = true;
+    }
+    if (res)
+        freeaddrinfo(res);
+    k->next = p->keys;
+    p->keys = k;
+    return k;
+}
+
+static void
+conn_close(struct net_upconn *c)
+{
+    GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    if (c->dreq) {
+        struct evdns_getaddrinfo_request *r = c->dreq;
+
+        c->dreq = NULL;
+        c->ticket->c = NULL; /* the callback still comes and frees the ticket */
+        evdns_getaddrinfo_cancel(r);
+    }
+    if (c->ai)
+        evutil_freeaddrinfo(c->ai);
+    if (c->cev)
+        event_free(c->cev);
+    if (c->bev && c->key->tls && !c->tls_bad) {
+        /* Closing without close_notify is how keep-alive connections end; without this
+         * OpenSSL would mark the session not resumable when the SSL is freed. */
+        SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+
+        if (ssl)
+            SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    }
+    if (c->bev)
+        bufferevent_free(c->bev); /* BEV_OPT_CLOSE_ON_FREE: the socket and SSL too */
+    else if (c->fd >= 0)
+        close(c->fd);
+    c->magic_ = 0;
+    gw_free(c);
+}
+
+static void
+idle_unlink(struct net_upconn *c)
+{
+    struct net_upkey *k = c->key;
+
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        k->idle_head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        k->idle_tail = c->prev;
+    c->prev = c->next = NULL;
+    k->n_idle--;
+    c->pool->st.idle--;
+}
+
+/* An idle connection that saw data, EOF, an error or its idle timeout. */
+static void
+idle_drop(struct net_upconn *c)
+{
+    idle_unlink(c);
+    conn_close(c);
+}
+
+/* Puts a connection whose response ended cleanly back on its key's idle list. */
+static void
+idle_put(struct net_upconn *c)
+{
+    struct net_upkey *k = c->key;
+    struct net_uppool *p = c->pool;
+
+    c->x = NULL;
+    c->served++;
+    if (k->n_idle >= NET_UP_IDLE_MAX)
+        idle_drop(k->idle_tail);
+    c->prev = NULL;
+    c->next = k->idle_head;
+    if (k->idle_head)
+        k->idle_head->prev = c;
+    else
+        k->idle_tail = c;
+    k->idle_head = c;
+    k->n_idle++;
+    p->st.idle++;
+    /* Reading stays on so that a close by the upstream is seen at once. */
+    bufferevent_set_timeouts(c->bev, p->idle_tv, NULL);
+    bufferevent_enable(c->bev, EV_READ);
+}
+
+static struct net_upconn *
+idle_take(struct net_upkey *k)
+{
+    struct net_upconn *c = k->idle_head;
+
+    if (!c)
+        return NULL;
+    idle_unlink(c);
+    bufferevent_set_timeouts(c->bev, NULL, NULL);
+    return c;
+}
+
+static struct net_upconn *
+conn_new(struct net_uppool *p, struct net_upkey *k, struct net_upx *x)
+{
+    struct net_upconn *c = gw_calloc(1, sizeof(*c));
+
+    if (!c)
+        return NULL;
+    c->magic_ = NET_UP_CONN_MAGIC;
+    c->pool = p;
+    c->key = k;
+    c->x = x;
+    c->fd = -1;
+    p->st.connects++;
+    return c;
+}
+
+/* TCP is up on c->fd: wraps it in a bufferevent (TLS or not) and queues the request. */
+static void
+conn_tcp_up(struct net_upconn *c)
+{
+    struct net_upx *x = c->x;
+    struct net_upkey *k = c->key;
+    struct net_uppool *p = c->pool;
+    const int opts = BEV_OPT_CLOSE_ON_FREE;
+
+    if (k->tls) {
+        SSL *ssl = SSL_new(p->ssl_ctx);
+        bool ok = ssl != NULL;
+
+        if (ok && up_ssl_idx >= 0)
+            ok = SSL_set_ex_data(ssl, up_ssl_idx, c) == 1;
+        if (ok && k->sess)
+            ok = SSL_set_session(ssl, k->sess) == 1;
+        if (ok && !k->is_ip)
+            ok = SSL_set_tlsext_host_name(ssl, k->host) == 1 && SSL_set1_host(ssl, k->host) == 1;
+        else if (ok)
+            ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), k->host) == 1;
+        if (ok)
+            c->bev = bufferevent_openssl_socket_new(p->base, c->fd, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                    opts);
+        if (!c->bev) {
+            SSL_free(ssl); /* NULL-safe */
+            x_fail(x, GW_E_UPSTREAM_CONNECT);
+            return;
+        }
+        /* Many servers close without close_notify; that is an EOF, not an error. */
+        bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+    } else {
+        c->bev = bufferevent_socket_new(p->base, c->fd, opts);
+        if (!c->bev) {
+            x_fail(x, GW_E_UPSTREAM_CONNECT);
+            return;
+        }
+    }
+    c->fd = -1; /* the bufferevent owns it */
+    bufferevent_setcb(c->bev, on_conn_read, on_conn_write, on_conn_event, c);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, NET_UP_READ_HIWAT);
+    if (!x_write_req(x)) {
+        x_fail(x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (!k->tls) {
+        x->phase = NET_UPX_HEAD;
+        x_arm_phase(x);
+        if (x->paused)
+            bufferevent_disable(c->bev, EV_READ);
+    }
+    /* TLS: BEV_EVENT_CONNECTED after the handshake moves on to NET_UPX_HEAD. */
+}
+
+static void
+on_connect_ready(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_upconn *c = arg;
+    int err = 0;
+    socklen_t elen = sizeof(err);
+
+    (void)what;
+    GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    event_free(c->cev);
+    c->cev = NULL;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0)
+        err = errno;
+    if (err == 0) {
+        conn_tcp_up(c);
+        return;
+    }
+    close(c->fd);
+    c->fd = -1;
+    if (c->ai_next) {
+        conn_start(c); /* the next address of the name */
+        return;
+    }
+    x_fail(c->x, GW_E_UPSTREAM_CONNECT);
+}
+
+/* Starts a non-blocking connect to <sa>. 0 when under way, -1 when it failed at once. */
+static int
+conn_connect_addr(struct net_upconn *c, const struct sockaddr *sa, socklen_t len)
+{
+    int one = 1;
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, sa, len) != 0 && errno != EINPROGRESS) {
+        close(fd);
+        return -1;
+    }
+    c->cev = event_new(c->pool->base, fd, EV_WRITE, on_connect_ready, c);
+    if (!c->cev || event_add(c->cev, NULL) != 0) {
+        if (c->cev)
+            event_free(c->cev);
+        c->cev = NULL;
+        close(fd);
+        return -1;
+    }
+    c->fd = fd;
+    return 0;
+}
+
+/* Connects to the next address: the key's own, or the next one from the lookup.
+ * Failures are reported through the exchange's defer event (this may run inside
+ * net_up_send). */
+static void
+conn_start(struct net_upconn *c)
+{
+    struct net_upkey *k = c->key;
+
+    if (k->numeric) {
+        if (conn_connect_addr(c, (const struct sockaddr *)&k->addr, k->addrlen) != 0)
+            x_defer_fail(c->x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    while (c->ai_next) {
+        struct evutil_addrinfo *ai = c->ai_next;
+
+        c->ai_next = ai->ai_next;
+        if (conn_connect_addr(c, ai->ai_addr, (socklen_t)ai->ai_addrlen) == 0)
+            return;
+    }
+    x_defer_fail(c->x, GW_E_UPSTREAM_CONNECT);
+}
+
+static void
+on_dns(int result, struct evutil_addrinfo *res, void *arg)
+{
+    struct net_dns_ticket *t = arg;
+    struct net_upconn *c = t->c;
+
+    gw_free(t);
+    if (!c) { /* the connection is gone (cancelled lookup) */
+        if (res)
+            evutil_freeaddrinfo(res);
+        return;
+    }
+    GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    c->dreq = NULL;
+    c->ticket = NULL;
+    if (result != 0 || !res) {
+        if (res)
+            evutil_freeaddrinfo(res);
+        x_fail(c->x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    c->ai = res;
+    c->ai_next = res;
+    conn_start(c);
+}
+
+/* Starts the name lookup (from the defer event, so that a lookup answered at once from
+ * /etc/hosts never calls back inside net_up_send). */
+static void
+conn_lookup(struct net_upconn *c)
+{
+    struct evutil_addrinfo hints;
+    struct net_dns_ticket *t;
+    struct evdns_getaddrinfo_request *r;
+    char port[8];
+
+    t = gw_calloc(1, sizeof(*t));
+    if (!t) {
+        x_fail(c->x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    t->c = c;
+    c->ticket = t;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
+    snprintf(port, sizeof(port), "%u", (unsigned)c->key->port);
+    r = evdns_getaddrinfo(c->pool->dns, c->key->host, port, &hints, on_dns, t);
+    /* NULL: answered (or failed) at once; on_dns has run, freed the ticket and may have
+     * ended the exchange and freed c: do not touch c. */
+    if (r)
+        c->dreq = r;
+}
+
+/* ---- exchange end ---- */
+
+static void
+x_unlink(struct net_upx *x)
+{
+    struct net_uppool *p = x->pool;
+
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        p->live = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    x->prev = x->next = NULL;
+}
+
+static void
+x_free(struct net_upx *x)
+{
+    if (x->conn)
+        conn_close(x->conn);
+    x->conn = NULL;
+    x_unlink(x);
+    event_free(x->timer);
+    event_free(x->defer);
+    gw_buf_fini(&x->req);
+    gw_buf_fini(&x->retry);
+    gw_buf_fini(&x->head);
+    gw_free(x->hv);
+    x->magic_ = 0;
+    gw_free(x);
+}
+
+/* Ends the exchange: the connection (if any is still attached) is closed, on_end runs
+ * unless the caller cancelled, then the exchange is freed. */
+static void
+x_end(struct net_upx *x, enum gw_code rc)
+{
+    struct net_upconn *c = x->conn;
+
+    if (c) {
+        x->conn = NULL;
+        conn_close(c);
+    }
+    event_del(x->timer);
+    x->ended = true;
+    if (!x->cancelled) {
+        x->in_cb = true;
+        x->cbs.on_end(x->arg, rc);
+        x->in_cb = false;
+    }
+    x_free(x);
+}
+
+static void
+x_fail(struct net_upx *x, enum gw_code rc)
+{
+    x_end(x, rc);
+}
+
+/* The response is complete: the connection goes back to the pool when the upstream
+ * allows it and nothing unexpected follows the response, then on_end(GW_OK). The
+ * caller may send a new exchange from on_end, and it may get this very connection. */
+static void
+x_finish(struct net_upx *x)
+{
+    struct net_upconn *c = x->conn;
+
+    x->conn = NULL;
+    if (x->keep_alive && !c->eof && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
+        idle_put(c);
+    else
+        conn_close(c);
+    x_end(x, GW_OK);
+}
+
+/* Sends the request again on a fresh connection (keep-alive race, see the top). */
+static void
+x_retry(struct net_upx *x)
+{
+    struct net_upconn *c = x->conn;
+
+    x->conn = NULL;
+    conn_close(c);
+    x->retried = true;
+    x->reused = false;
+    x->req = x->retry;
+    x->retry = (struct gw_buf){0};
+    http_parser_init(&x->hp, HTTP_RESPONSE);
+    x->hp.data = x;
+    x->conn = conn_new(x->pool, x->key, x);
+    if (!x->conn) {
+        x_fail(x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    x->phase = NET_UPX_CONNECTING;
+    x_arm_phase(x);
+    if (x->key->numeric) {
+        conn_start(x->conn); /* a failure comes through the defer event */
+    } else {
+        x->defer_lookup = true;
+        x_defer(x);
+    }
+}
+
+/* The connection is gone (EOF or error) and every buffered byte has been parsed. */
+static void
+x_on_gone(struct net_upx *x)
+{
+    if (!x->got_bytes && x->reused && !x->retried && x->retry.data) {
+        x_retry(x);
+        return;
+    }
+    if (x->phase == NET_UPX_BODY && !x->conn->reset) {
+        /* A close-delimited body ends here; anything else is cut short. */
+        http_parser_execute(&x->hp, &up_settings, NULL, 0);
+        if (x->cancelled) {
+            x_free(x);
+            return;
+        }
+        if (x->complete) {
+            x_finish(x);
+            return;
+        }
+    }
+    x_fail(x, GW_E_UPSTREAM_DROPPED);
+}
+
+/* ---- response parsing ---- */
+
+static int
+on_hp_message_begin(http_parser *hp)
+{
+    struct net_upx *x = hp->data;
+
+    x->n_hv = 0;
+    gw_buf_reset(&x->head);
+    x->last_was_value = true;
+    return 0;
+}
+
+static int
+head_add(struct net_upx *x, const char *at, size_t len)
+{
+    if (x->head.len + len > NET_UP_HEAD_MAX)
+        return -1;
+    return gw_buf_append(&x->head, at, len) == GW_OK ? 0 : -1;
+}
+
+static int
+on_hp_header_field(http_parser *hp, const char *at, size_t len)
+{
+    struct net_upx *x = hp->data;
+    struct net_hoff *h;
+
+    if (x->last_was_value) { /* a new header line */
+        if (x->n_hv == NET_UP_HDRS_MAX)
+            return -1;
+        if (x->n_hv == x->cap_hv) {
+            size_t cap = x->cap_hv ? x->cap_hv * 2 : 16;
+            struct net_hoff *v = gw_realloc(x->hv, cap * sizeof(*v));
+
+            if (!v)
+                return -1;
+            x->hv = v;
+            x->cap_hv = cap;
+        }
+        h = &x->hv[x->n_hv++];
+        h->name_off = x->head.len;
+        h->name_len = 0;
+        h->val_off = x->head.len;
+        h->val_len = 0;
+        x->last_was_value = false;
+    }
+    h = &x->hv[x->n_hv - 1];
+    h->name_len += len;
+    return head_add(x, at, len);
+}
+
+static int
+on_hp_header_value(http_parser *hp, const char *at, size_t len)
+{
+    struct net_upx *x = hp->data;
+    struct net_hoff *h;
+
+    if (x->n_hv == 0)
+        return -1;
+    h = &x->hv[x->n_hv - 1];
+    if (!x->last_was_value) {
+        h->val_off = x->head.len;
+        x->last_was_value = true;
+    }
+    h->val_len += len;
+    return head_add(x, at, len);
+}
+
+/* After one of the caller's callbacks: a cancel stops the parser (the exchange is freed
+ * by x_drive), a pause stops it where it is (the rest stays in the input buffer). */
+static int
+after_cb(struct net_upx *x, int ok)
+{
+    if (x->cancelled)
+        return -1;
+    if (x->paused)
+        http_parser_pause(&x->hp, 1);
+    return ok;
+}
+
+static int
+on_hp_headers_complete(http_parser *hp)
+{
+    struct net_upx *x = hp->data;
+    struct net_hdr stack[32];
+    struct net_hdr *hdrs = stack;
+    size_t i;
+    int status = hp->status_code;
+
+    if (status == 101)
+        return -1; /* no upgrade was asked for */
+    if (status >= 100 && status < 200) {
+        x->interim = true; /* ignored; its message_complete follows at once */
+        return 0;
+    }
+    if (x->n_hv > sizeof(stack) / sizeof(stack[0])) {
+        hdrs = gw_malloc(x->n_hv * sizeof(*hdrs));
+        if (!hdrs)
+            return -1;
+    }
+    for (i = 0; i < x->n_hv; i++) {
+        hdrs[i].name = (struct gw_str){x->head.data + x->hv[i].name_off, x->hv[i].name_len};
+        hdrs[i].value = (struct gw_str){x->head.data + x->hv[i].val_off, x->hv[i].val_len};
+    }
+    x->phase = NET_UPX_BODY;
+    x->keep_alive = http_should_keep_alive(hp) != 0;
+    x_arm_phase(x);
+    x->in_cb = true;
+    x->cbs.on_head(x->arg, status, hdrs, x->n_hv);
+    x->in_cb = false;
+    if (hdrs != stack)
+        gw_free(hdrs);
+    /* The head is delivered: its storage is not needed any more. */
+    gw_buf_fini(&x->head);
+    GW_FREE(x->hv);
+    x->n_hv = x->cap_hv = 0;
+    return after_cb(x, x->head_method ? 1 : 0);
+}
+
+static int
+on_hp_body(http_parser *hp, const char *at, size_t len)
+{
+    struct net_upx *x = hp->data;
+
+    if (x->interim)
+        return 0;
+    x->in_cb = true;
+    x->cbs.on_body(x->arg, at, len);
+    x->in_cb = false;
+    return after_cb(x, 0);
+}
+
+static int
+on_hp_message_complete(http_parser *hp)
+{
+    struct net_upx *x = hp->data;
+
+    if (x->interim) {
+        x->interim = false;
+        return 0;
+    }
+    x->complete = true;
+    x->keep_alive = http_should_keep_alive(hp) != 0;
+    http_parser_pause(hp, 1); /* stop here: what follows is not ours */
+    return 0;
+}
+
+/* Parses what the input buffer holds, unless paused; ends the exchange when the
+ * response is complete, broken, or the connection is gone. */
+static void
+x_drive(struct net_upx *x)
+{
+    struct net_upconn *c = x->conn;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+
+    while (!x->paused && !x->complete) {
+        struct evbuffer_iovec v;
+        size_t n;
+        enum http_errno e;
+
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+            break;
+        if (!x->got_bytes) {
+            x->got_bytes = true;
+            gw_buf_fini(&x->retry); /* too late for a retry now */
+        }
+        n = http_parser_execute(&x->hp, &up_settings, v.iov_base, v.iov_len);
+        evbuffer_drain(in, n);
+        if (x->cancelled) {
+            x_free(x);
+            return;
+        }
+        e = HTTP_PARSER_ERRNO(&x->hp);
+        if (e == HPE_PAUSED) {
+            if (!x->complete && !x->paused)
+                http_parser_pause(&x->hp, 0);
+            continue;
+        }
+        if (e != HPE_OK || n != v.iov_len) {
+            x_fail(x, GW_E_UPSTREAM_PROTOCOL);
+            return;
+        }
+    }
+    if (x->complete) {
+        x_finish(x);
+        return;
+    }
+    if (c->eof && !x->paused && evbuffer_get_length(in) == 0)
+        x_on_gone(x);
+}
+
+/* ---- connection events ---- */
+
+static void
+on_conn_read(struct bufferevent *bev, void *arg)
+{
+    struct net_upconn *c = arg;
+    struct net_upx *x = c->x;
+
+    (void)bev;
+    GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    if (!x) { /* bytes on an idle connection: nobody asked; drop it */
+        idle_drop(c);
+        return;
+    }
+    if (x->in_send) { /* never call back inside net_up_send */
+        x_defer(x);
+        return;
+    }
+    if (x->phase == NET_UPX_BODY && !x->paused)
+        x_arm(x, x->idle_ms);
+    x_drive(x);
+}
+
+static void
+on_conn_write(struct bufferevent *bev, void *arg)
+{
+    struct net_upconn *c = arg;
+    struct net_upx *x = c->x;
+
+    (void)bev;
+    /* The request is in the kernel: "request sent" starts the head timeout again. */
+    if (x && x->phase == NET_UPX_HEAD && !x->paused)
+        x_arm(x, x->head_ms);
+}
+
+static void
+on_conn_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct net_upconn *c = arg;
+    struct net_upx *x = c->x;
+
+    GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    if (!x) { /* idle: closed by the upstream, an error, or the idle timeout */
+        idle_drop(c);
+        return;
+    }
+    if (x->in_send && !(what & BEV_EVENT_CONNECTED)) {
+        /* Not expected from libevent 2.1 socket bufferevents, but never call back inside
+         * net_up_send: note the loss, the defer event drives it. */
+        c->eof = true;
+        c->reset = (what & BEV_EVENT_ERROR) != 0;
+        x_defer(x);
+        return;
+    }
+    if (what & BEV_EVENT_CONNECTED) { /* TLS handshake done */
+        x->phase = NET_UPX_HEAD;
+        x_arm_phase(x);
+        if (x->paused)
+            bufferevent_disable(bev, EV_READ);
+        return;
+    }
+    if (x->phase == NET_UPX_CONNECTING) {
+        /* TCP is up (we connected it ourselves), so this is the handshake failing:
+         * verification, a bad record, or the peer closing. */
+        c->tls_bad = true;
+        while (bufferevent_get_openssl_error(bev) != 0)
+            ;
+        x_fail(x, GW_E_UPSTREAM_TLS);
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT)
+        return; /* we set no bufferevent timeouts on busy connections */
+    /* EOF or error while waiting for or reading the response: parse what is buffered
+     * first (the response may be whole), then x_on_gone decides. While paused, that
+     * waits for net_upx_resume. */
+    c->eof = true;
+    if (what & BEV_EVENT_ERROR) {
+        c->reset = true; /* a reset never ends a close-delimited body cleanly */
+        while (bufferevent_get_openssl_error(bev) != 0)
+            c->tls_bad = true;
+    }
+    if (!x->paused)
+        x_drive(x);
+}
+
+/* ---- timers and deferred work ---- */
+
+static void
+on_x_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_upx *x = arg;
+
+    (void)fd;
+    (void)what;
+    GW_CHECK_OBJ(x, NET_UPX_MAGIC);
+    x_fail(x, GW_E_UPSTREAM_TIMEOUT);
+}
+
+static void
+on_x_defer(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_upx *x = arg;
+
+    (void)fd;
+    (void)what;
+    GW_CHECK_OBJ(x, NET_UPX_MAGIC);
+    if (x->defer_rc != GW_OK) {
+        x_fail(x, x->defer_rc);
+        return;
+    }
+    if (x->defer_lookup) {
+        x->defer_lookup = false;
+        conn_lookup(x->conn);
+        return;
+    }
+    if (x->conn && x->conn->bev && x->phase != NET_UPX_CONNECTING && !x->paused)
+        x_drive(x);
+}
+
+/* ---- API ---- */
+
+SSL_CTX *
+net_upstream_ssl_ctx_new(void)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+    if (!ctx)
+        return NULL;
+    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+        SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+    /* Upstreams often close idle connections without close_notify. OpenSSL 3 treats
+     * that as a fatal error that also spoils the session for resumption; the HTTP
+     * framing (length, chunks) is what tells a whole answer from a cut one, and a
+     * close-delimited body was already accepted on a dirty close (libevent's
+     * allow_dirty_shutdown), so nothing is lost by calling it a plain EOF. */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+    /* Resumption: sessions are kept per upstream key (on_ssl_new_session), never in
+     * the context's shared cache, so workers share nothing through it. */
+    pthread_once(&up_ssl_once, up_ssl_idx_init);
+    if (up_ssl_idx >= 0) {
+        SSL_CTX_set_session_cache_mode(ctx,
+                                       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_sess_set_new_cb(ctx, on_ssl_new_session);
+    }
+    return ctx;
+}
+
+struct net_uppool *
+net_uppool_new(struct event_base *base, struct evdns_base *dns, SSL_CTX *ssl_ctx)
+{
+    struct net_uppool *p = gw_calloc(1, sizeof(*p));
+    struct timeval tv = {NET_UP_IDLE_SECS, 0};
+
+    if (!p)
+        return NULL;
+    p->base = base;
+    p->dns = dns;
+    p->ssl_ctx = ssl_ctx;
+    /* Every idle connection waits the same time: one O(1) queue instead of the heap. */
+    p->idle_tv = event_base_init_common_timeout(base, &tv);
+    if (!p->idle_tv) {
+        gw_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void
+net_uppool_free(struct net_uppool *p)
+{
+    struct net_upkey *k;
+
+    if (!p)
+        return;
+    while (p->live) {
+        p->live->cancelled = true;
+        x_free(p->live);
+    }
+    while ((k = p->keys)) {
+        p->keys = k->next;
+        while (k->idle_head)
+            idle_drop(k->idle_head);
+        if (k->sess)
+            SSL_SESSION_free(k->sess);
+        gw_free(k->host);
+        gw_free(k);
+    }
+    gw_free(p);
+}
+
+static enum gw_code
+req_build(struct gw_buf *b, const struct net_up_req *req, const struct net_upkey *k)
+{
+    size_t need = 64 + strlen(req->method) + req->path.len + strlen(k->host) + req->body.len;
+    bool default_port = k->port == (k->tls ? 443 : 80);
+    size_t i;
+    enum gw_code rc;
+
+    for (i = 0; i < req->n_hdrs; i++)
+        need += req->hdrs[i].name.len + req->hdrs[i].value.len + 4;
+    rc = gw_buf_reserve(b, need);
+    if (rc != GW_OK)
+        return rc;
+    rc = gw_buf_printf(b, "%s %.*s HTTP/1.1\r\nHost: %s%s%s", req->method,
+                       req->path.len ? (int)req->path.len : 1, req->path.len ? req->path.ptr : "/",
+                       host_is_ipv6(k->host) ? "[" : "", k->host, host_is_ipv6(k->host) ? "]" : "");
+    if (rc == GW_OK && !default_port)
+        rc = gw_buf_printf(b, ":%u", (unsigned)k->port);
+    if (rc == GW_OK)
+        rc = gw_buf_printf(b, "\r\nContent-Length: %zu\r\n", req->body.len);
+    for (i = 0; rc == GW_OK && i < req->n_hdrs; i++) {
+        rc = gw_buf_append_str(b, req->hdrs[i].name);
+        if (rc == GW_OK)
+            rc = gw_buf_append(b, ": ", 2);
+        if (rc == GW_OK)
+            rc = gw_buf_append_str(b, req->hdrs[i].value);
+        if (rc == GW_OK)
+            rc = gw_buf_append(b, "\r\n", 2);
+    }
+    if (rc == GW_OK)
+        rc = gw_buf_append(b, "\r\n", 2);
+    if (rc == GW_OK && req->body.len)
+        rc = gw_buf_append(b, req->body.ptr, req->body.len);
+    return rc;
+}
+
+struct net_upx *
+net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net_up_cbs *cbs,
+            void *arg)
+{
+    struct net_upx *x;
+    struct net_upkey *k;
+    struct net_upconn *c;
+
+    k = key_get(p, req->prov);
+    if (!k)
+        return NULL;
+    x = gw_calloc(1, sizeof(*x));
+    if (!x)
+        return NULL;
+    x->magic_ = NET_UPX_MAGIC;
+    x->pool = p;
+    x->key = k;
+    x->cbs = *cbs;
+    x->arg = arg;
+    x->connect_ms = req->connect_timeout_ms;
+    x->head_ms = req->head_timeout_ms;
+    x->idle_ms = req->idle_timeout_ms;
+    x->head_method = strcmp(req->method, "HEAD") == 0;
+    http_parser_init(&x->hp, HTTP_RESPONSE);
+    x->hp.data = x;
+    x->timer = event_new(p->base, -1, 0, on_x_timer, x);
+    x->defer = event_new(p->base, -1, 0, on_x_defer, x);
+    if (!x->timer || !x->defer || req_build(&x->req, req, k) != GW_OK)
+        goto fail;
+    x->next = p->live;
+    if (p->live)
+        p->live->prev = x;
+    p->live = x;
+
+    /* Keep a copy for the keep-alive race; the original goes to the socket. */
+    if (k->idle_head && gw_buf_append(&x->retry, x->req.data, x->req.len) != GW_OK) {
+        x_unlink(x);
+        goto fail;
+    }
+    c = idle_take(k);
+    if (c) {
+        x->in_send = true;
+        c->x = x;
+        x->conn = c;
+        x->reused = true;
+        x->phase = NET_UPX_HEAD;
+        p->st.reuses++;
+        if (evbuffer_add(bufferevent_get_output(c->bev), x->req.data, x->req.len) != 0)
+            x_defer_fail(x, GW_E_UPSTREAM_CONNECT); /* out of memory */
+        gw_buf_fini(&x->req);
+        x_arm_phase(x);
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+        x->in_send = false;
+        return x;
+    }
+
+    c = conn_new(p, k, x);
+    if (!c) {
+        x_unlink(x);
+        goto fail;
+    }
+    x->conn = c;
+    x->phase = NET_UPX_CONNECTING;
+    x_arm_phase(x);
+    x->in_send = true;
+    if (k->unresolvable)
+        x_defer_fail(x, GW_E_UPSTREAM_CONNECT);
+    else if (k->numeric)
+        conn_start(c);
+    else {
+        x->defer_lookup = true;
+        x_defer(x);
+    }
+    x->in_send = false;
+    return x;
+
+fail:
+    if (x->timer)
+        event_free(x->timer);
+    if (x->defer)
+        event_free(x->defer);
+    gw_buf_fini(&x->req);
+    gw_buf_fini(&x->retry);
+    gw_free(x);
+    return NULL;
+}
+
+void
+net_upx_pause(struct net_upx *x)
+{
+    GW_CHECK_OBJ(x, NET_UPX_MAGIC);
+    if (x->paused || x->ended)
+        return;
+    x->paused = true;
+    if (x->phase == NET_UPX_CONNECTING)
+        return; /* applied when the connection is ready */
+    bufferevent_disable(x->conn->bev, EV_READ);
+    x_arm_phase(x); /* suspends the head or idle timeout */
+}
+
+void
+net_upx_resume(struct net_upx *x)
+{
+    struct net_upconn *c;
+
+    GW_CHECK_OBJ(x, NET_UPX_MAGIC);
+    if (!x->paused || x->ended)
+        return;
+    x->paused = false;
+    if (x->phase == NET_UPX_CONNECTING)
+        return;
+    c = x->conn;
+    if (!x->in_cb)
+        http_parser_pause(&x->hp, 0);
+    if (!c->eof)
+        bufferevent_enable(c->bev, EV_READ);
+    x_arm_phase(x);
+    /* Bytes held back while paused (or a close seen meanwhile) are handled from the
+     * loop, never inside this call. */
+    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0 || c->eof)
+        x_defer(x);
+}
+
+void
+net_upx_cancel(struct net_upx *x)
+{
+    GW_CHECK_OBJ(x, NET_UPX_MAGIC);
+    if (x->in_cb) {
+        /* Freed by whoever called the callback, once it returns. */
+        x->cancelled = true;
+        return;
+    }
+    x->cancelled = true;
+    x_free(x);
+}
+
+bool
+net_uppool_set_idle_ms(struct net_uppool *p, unsigned ms)
+{
+    struct timeval tv = {ms / 1000, (long)(ms % 1000) * 1000};
+    const struct timeval *ctv = event_base_init_common_timeout(p->base, &tv);
+
+    if (!ctv)
+        return false;
+    p->idle_tv = ctv;
+    return true;
+}
+
+void
+net_uppool_stats_get(const struct net_uppool *p, struct net_uppool_stats *out)
+{
+    *out = p->st;
+}

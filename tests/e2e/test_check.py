@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: MIT
+# tests/e2e/test_check.py - `gwd --check FILE`: one line per problem,
+# "<path>: <value> (<code>) <message>", non-zero exit; exit 0 on a good config.
+
+import re
+import subprocess
+
+import pytest
+
+from gwtest import REPO, base_env, binary, config, provider, write_config
+
+LINE_RE = re.compile(r"^(?P<path>\S+): (?P<value>.*) \((?P<code>[a-z]+\.[a-z0-9_.]+)\) "
+                     r"(?P<msg>\S.*)$")
+UPSTREAM = "http://127.0.0.1:9"
+
+
+def check(path, env=None):
+    p = subprocess.run([binary("gwd"), "--check", str(path)], env=env or base_env(),
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    out = (p.stdout + p.stderr).decode("utf-8", "replace")
+    problems = [m.groupdict() for m in map(LINE_RE.match, out.splitlines()) if m]
+    return p.returncode, out, problems
+
+
+def good(tmp_path):
+    return config(tmp_path, [provider("up", base_url=UPSTREAM)])
+
+
+def test_check_accepts_a_good_config(tmp_path):
+    rc, out, problems = check(write_config(tmp_path, good(tmp_path)))
+    assert rc == 0, out
+    assert problems == [], out
+
+
+def test_check_accepts_the_example_config():
+    path = REPO / "etc" / "gw.example.yaml"
+    text = path.read_text()
+    env = base_env()
+    for name in re.findall(r"\b(?:env|key_env|token_env)\s*:\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)",
+                           text):
+        env.setdefault(name, f"dummy-secret-for-{name.lower()}")
+    rc, out, problems = check(path, env)
+    assert rc == 0, out
+    assert problems == [], out
+
+
+def _set(cfg, dotted, value):
+    node = cfg
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    last = parts[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
+CASES = [
+    # (field to set, value, expected path, expected code)
+    ("server.bogus_field", 1, "server.bogus_field", "config.unknown_field"),
+    ("server.workers", "many", "server.workers", "config.wrong_type"),
+    ("server.listen", ["nowhere"], "server.listen[0]", "config.bad_listen"),
+    ("providers.0.dialect", "klingon", "providers[0].dialect", "config.bad_dialect"),
+    ("providers.0.base_url", "ftp://example.net", "providers[0].base_url", "config.bad_url"),
+    ("providers.0.name", "Bad Name!", "providers[0].name", "config.bad_name"),
+    ("providers.0.keys", [{"env": "GW_E2E_SURELY_UNSET"}], "providers[0].keys[0]",
+     "config.env_unset"),
+    ("providers.0.models", [], "providers[0].models", "config.provider_no_models"),
+    ("clients.0.key_sha256", "abc123", "clients[0].key_sha256", "config.bad_key_sha256"),
+]
+
+
+@pytest.mark.parametrize("field,value,path,code", CASES, ids=[c[3] for c in CASES])
+def test_check_names_the_field_value_and_code_of_a_problem(tmp_path, field, value, path,
+                                                            code):
+    cfg = good(tmp_path)
+    _set(cfg, field, value)
+    rc, out, problems = check(write_config(tmp_path, cfg))
+    assert rc != 0, out
+    assert problems, f"no '<path>: <value> (<code>) <message>' line in:\n{out}"
+    hits = [p for p in problems if p["code"] == code]
+    assert hits, out
+    assert hits[0]["path"].startswith(path), out
+
+
+def test_check_reports_every_problem_and_no_secret(tmp_path):
+    cfg = good(tmp_path)
+    cfg["providers"][0]["dialect"] = "klingon"
+    cfg["providers"][0]["keys"] = [{"value": "sekret-upstream-value-42"}]
+    cfg["providers"].append(provider("up", base_url="ftp://nope"))
+    rc, out, problems = check(write_config(tmp_path, cfg))
+    assert rc != 0, out
+    codes = {p["code"] for p in problems}
+    assert {"config.bad_dialect", "config.bad_url", "config.duplicate_name"} <= codes, out
+    assert "sekret-upstream-value-42" not in out
+
+
+def test_check_of_a_missing_file_fails(tmp_path):
+    rc, out, problems = check(tmp_path / "nope.yaml")
+    assert rc != 0, out
+    assert out.strip(), "no message for a missing file"

@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: MIT
+# tests/e2e/test_lifecycle.py - connections and the process: a client gone mid-stream,
+# SIGTERM draining a running stream, rows surviving a restart, a refused config.
+
+import re
+import signal
+
+from gwtest import (Proc, base_env, binary, chat_body, config, content_of, provider,
+                    write_config)
+
+
+def test_client_disconnect_mid_stream_closes_the_upstream_connection(tmp_path, bench, gwd):
+    b = bench("--chunks", 200, "--interval-ms", 50)
+    g = gwd(config(tmp_path, [provider("up", b)]))
+
+    s = g.stream(chat_body(stream=True))
+    assert s.status == 200
+    s.next_content()
+    st = b.stats()
+    assert st["streams_started"] == 1
+    assert st["streams_aborted"] == 0
+    s.close()
+
+    # streams_aborted: the peer (gwd) closed the connection of a stream in progress.
+    # (connections_closed_by_peer also counts our own /_bench/stats connections.)
+    b.wait_stat(lambda x: x["streams_aborted"] >= 1, "gwd to close the upstream connection")
+    assert b.stats()["streams_completed"] == 0
+
+
+def test_rows_survive_a_restart_on_the_same_store(tmp_path, bench, gwd, restart):
+    b = bench()
+    g = gwd(config(tmp_path, [provider("up", b)]))
+    ids = []
+    for stream in (False, True):
+        r = g.chat(chat_body(stream=stream))
+        assert r.status == 200, r
+        ids.append(r.headers["x-request-id"])
+    before = {i: g.wait_row(i) for i in ids}
+
+    g2 = restart(g)
+
+    for i in ids:
+        row = g2.wait_row(i)
+        assert row["usage"] == before[i]["usage"]
+        assert row["client"] == "alice"
+    # the restarted gateway keeps adding rows next to the old ones
+    r = g2.chat()
+    assert r.status == 200
+    g2.wait_row(r.headers["x-request-id"])
+    got = [row["id"] for row in g2.traffic()]
+    assert set(ids) <= set(got)
+
+
+def test_sigterm_lets_a_running_stream_finish(tmp_path, bench, gwd, restart):
+    b = bench("--chunks", 10, "--interval-ms", 100, "--text", "t ")
+    g = gwd(config(tmp_path, [provider("up", b)], server={"drain_secs": 20}))
+
+    s = g.stream(chat_body(stream=True))
+    assert s.status == 200
+    first, _ = s.next_content()
+    g.signal(signal.SIGTERM)
+    rest = s.rest()
+
+    contents = [first] + [content_of(e) for e in rest if content_of(e)]
+    assert contents == ["t "] * 10, rest
+    assert rest[-1] == "[DONE]"
+    rc = g.wait_exit()
+    assert rc == 0, g.log()
+
+    g2 = restart(g)
+    row = g2.wait_row(s.headers["x-request-id"])
+    assert row["status"] == 200
+    assert row["usage"]["output_tokens"] == 10
+
+
+def test_gwd_refuses_to_start_on_a_bad_config(tmp_path, bench):
+    b = bench()
+    cfg = config(tmp_path, [provider("up", b, dialect="klingon")])
+    p = Proc([binary("gwd"), "-c", str(write_config(tmp_path, cfg))], base_env(), "gwd")
+    rc = p.wait_exit()
+    assert rc not in (0, -9), p.log()
+    text = p.err.text() + "\n" + p.out.text()
+    assert re.search(r"providers\[0\]\.dialect: .*klingon.* \(config\.[a-z_.]+\) ", text), text
