@@ -18,6 +18,7 @@
 
 #include "core/alloc.h"
 #include "core/str.h"
+#include "core/tsan.h"
 
 #define LOG_RING_SIZE 4096 /* power of two; holds LOG_RING_SIZE - 1 lines */
 
@@ -94,6 +95,7 @@ gw_log_write(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *
         gw_buf_fini(&b);
         return;
     }
+    GW_TSAN_RELEASE(&log_ring); /* the line's bytes are handed to the logger */
     if (!ck_ring_enqueue_mpsc(&log_ring, log_slots, b.data)) {
         ck_pr_inc_64(&log_drops); /* relaxed: a statistic */
         gw_buf_fini(&b);
@@ -122,6 +124,7 @@ gw_log_take(void)
 
     if (!ck_ring_dequeue_mpsc(&log_ring, log_slots, &line))
         return NULL;
+    GW_TSAN_ACQUIRE(&log_ring);
     return line;
 }
 

@@ -16,6 +16,7 @@
 
 #include "core/alloc.h"
 #include "core/assert.h"
+#include "core/tsan.h"
 
 static ck_epoch_t snap_epoch;
 static struct gw_conf *gw_conf_live;
@@ -57,6 +58,7 @@ gw_conf_acquire(struct gw_thread *t)
 
     ck_epoch_begin(t->epoch, NULL);
     c = ck_pr_load_ptr(&gw_conf_live); /* pairs with the publisher's fence */
+    GW_TSAN_ACQUIRE(&gw_conf_live);
     if (c)
         ck_pr_inc_uint(&c->ref); /* c cannot be reclaimed in here */
     ck_epoch_end(t->epoch, NULL);
@@ -72,9 +74,12 @@ gw_conf_release(struct gw_conf *c)
         return;
     /* The decrement is a full barrier (lock dec): every read of *c by this thread
      * happens before another thread can see the count reach zero and free it. */
+    GW_TSAN_RELEASE(c);
     ck_pr_dec_uint_zero(&c->ref, &zero);
-    if (zero)
+    if (zero) {
+        GW_TSAN_ACQUIRE(c); /* every other holder's reads happen before the free */
         gw_conf_free(c);
+    }
 }
 
 static void
@@ -95,6 +100,7 @@ gw_conf_publish(struct gw_thread *t, struct gw_conf *c)
     c->generation = old ? old->generation + 1 : 1;
     /* Store fence: every field of *c is visible before the pointer is. */
     ck_pr_fence_store();
+    GW_TSAN_RELEASE(&gw_conf_live);
     ck_pr_store_ptr(&gw_conf_live, c);
     if (old)
         ck_epoch_call(t->epoch, &old->epoch_entry, on_retired);

@@ -267,6 +267,33 @@ x_write_req(struct net_upx *x)
     return true;
 }
 
+/* Writes x->req on a reused connection: straight to the socket when nothing is queued
+ * and the connection is plain TCP (a bufferevent would arm EV_WRITE and write on the
+ * next loop turn: two epoll_ctl calls and a wake-up per request); what the socket does
+ * not take, and everything on TLS, goes through the bufferevent. x->req is left as is.
+ * False when out of memory. */
+static bool
+x_send_now(struct net_upx *x)
+{
+    struct bufferevent *bev = x->conn->bev;
+    struct evbuffer *out = bufferevent_get_output(bev);
+    ssize_t n = 0;
+
+    if (!x->key->tls && evbuffer_get_length(out) == 0) {
+        n = send(bufferevent_getfd(bev), x->req.data, x->req.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0)
+            n = 0; /* EAGAIN, or an error the bufferevent reports on its next read */
+    }
+    if ((size_t)n < x->req.len) {
+        if (evbuffer_add(out, x->req.data + n, x->req.len - (size_t)n) != 0)
+            return false;
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+    } else {
+        bufferevent_enable(bev, EV_READ);
+    }
+    return true;
+}
+
 static bool
 host_is_ipv6(const char *h)
 {
@@ -1234,11 +1261,6 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
         p->live->prev = x;
     p->live = x;
 
-    /* Keep a copy for the keep-alive race; the original goes to the socket. */
-    if (k->idle_head && gw_buf_append(&x->retry, x->req.data, x->req.len) != GW_OK) {
-        x_unlink(x);
-        goto fail;
-    }
     c = idle_take(k);
     if (c) {
         x->in_send = true;
@@ -1247,11 +1269,13 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
         x->reused = true;
         x->phase = NET_UPX_HEAD;
         p->st.reuses++;
-        if (evbuffer_add(bufferevent_get_output(c->bev), x->req.data, x->req.len) != 0)
+        if (!x_send_now(x))
             x_defer_fail(x, GW_E_UPSTREAM_CONNECT); /* out of memory */
-        gw_buf_fini(&x->req);
+        /* The request stays whole in x->retry for the keep-alive race (see the top):
+         * moved, not copied; dropped at the first response byte. */
+        x->retry = x->req;
+        x->req = (struct gw_buf){0};
         x_arm_phase(x);
-        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
         x->in_send = false;
         return x;
     }

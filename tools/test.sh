@@ -4,6 +4,10 @@
 O=$1
 shift
 suites=${*:-unit fuzz e2e}
+# Sanitizer builds: TSan reads the suppressions of ck's uninstrumented atomics; every
+# other report fails the run. Harmless for other builds.
+export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$(pwd)/tests/tsan.supp second_deadlock_stack=1}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 pass=0
 fail=0
 log=$(mktemp)
