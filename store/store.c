@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: MIT
+ * store/store.c - the LMDB environment of gw: open/close, the schema version, reads.
+ * One environment (MDB_NOTLS, so a read transaction may run on any thread) with four
+ * named databases:
+ *   meta       "schema" -> be32 version (STORE_SCHEMA_VERSION; a newer one is refused),
+ *              "seq"    -> be64 last sequence number committed (kept even when retention
+ *                          has deleted every row, so sequences never repeat)
+ *   rows       be64 ts_ms | be64 seq -> encoded row (store/codec.c); ordered by request
+ *              time, ties by sequence; seq is unique, so keys are unique
+ *   by_client  client | NUL | be64 ts_ms | be64 seq -> empty; the key's tail is the rows
+ *              key, so a per-client scan from a time is one range walk
+ *   by_seq     be64 seq -> be64 ts_ms
+ * Page cursors: the <next> of store_rows_page is the sequence number of the last row
+ * returned. The next call finds that row's ts_ms in by_seq, rebuilds its rows key and
+ * continues from the key before it. Retention deletes by_seq entries with their rows;
+ * a cursor whose row was pruned ends the listing (every older row is gone as well).
+ * The writer thread (store/writer.c) is the only writer; sequences are assigned there.
+ * Every read opens and ends its own read transaction inside the call and copies the
+ * rows out (decoded) before the transaction ends.
+ * Owns:    the environment, struct store.
+ * Threads: open/close on main; reads and store_stats_get on any thread.
+ * See:     store/store.h, store/store-priv.h, store/writer.c, store/codec.c
+ */
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "core/alloc.h"
+#include "store/store-priv.h"
+
+#define STORE_MAX_DBS 8
+#define STORE_MIB ((size_t)1024 * 1024)
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- open ---- */
+
+/* mkdir -p <path>; 0 or an errno. */
+static int
+mkdir_p(const char *path)
+{
+    char *buf = gw_strdup(path);
+    struct stat st;
+    int rc = 0;
+
+    if (!buf)
+        return ENOMEM;
+    if (buf[0] == '\0') {
+        gw_free(buf);
+        return EINVAL;
+    }
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+
+        *p = '\0';
+        if (mkdir(buf, 0750) != 0 && errno != EEXIST) {
+            rc = errno;
+            break;
+        }
+        *p = c;
+        if (c == '\0')
+            break;
+    }
+    gw_free(buf);
+    if (rc == 0 && stat(path, &st) != 0)
+        rc = errno;
+    else if (rc == 0 && !S_ISDIR(st.st_mode))
+        rc = ENOTDIR;
+    return rc;
+}
+
+static int
+open_dbis(struct store *s, MDB_txn *txn)
+{
+    int rc;
+
+    if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->dbi_meta)) != 0 ||
+        (rc = mdb_dbi_open(txn, "rows", MDB_CREATE, &s->dbi_rows)) != 0 ||
+        (rc = mdb_dbi_open(txn, "by_client", MDB_CREATE, &s->dbi_by_client)) != 0 ||
+        (rc = mdb_dbi_open(txn, "by_seq", MDB_CREATE, &s->dbi_by_seq)) != 0)
+        return rc;
+    return 0;
+}
+
+/* Checks the stored schema version, writing it into a fresh store. */
+static enum gw_code
+check_schema(struct store *s, MDB_txn *txn, char *err, size_t errlen)
+{
+    MDB_val k = {.mv_size = 6, .mv_data = (void *)(uintptr_t) "schema"};
+    MDB_val v;
+    MDB_stat st;
+    unsigned char buf[4];
+    uint32_t version;
+    int rc;
+
+    rc = mdb_get(txn, s->dbi_meta, &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        rc = mdb_stat(txn, s->dbi_rows, &st);
+        if (rc == 0 && st.ms_entries > 0) {
+            set_err(err, errlen, "store %s: rows without a schema version; not a gw store",
+                    s->path);
+            return GW_E_STORE_IO;
+        }
+        buf[0] = 0, buf[1] = 0, buf[2] = 0, buf[3] = STORE_SCHEMA_VERSION;
+        v.mv_size = sizeof buf;
+        v.mv_data = buf;
+        if (rc == 0)
+            rc = mdb_put(txn, s->dbi_meta, &k, &v, 0);
+        if (rc != 0) {
+            set_err(err, errlen, "store %s: cannot write the schema version: %s", s->path,
+                    mdb_strerror(rc));
+            return GW_E_STORE_IO;
+        }
+        return GW_OK;
+    }
+    if (rc != 0) {
+        set_err(err, errlen, "store %s: cannot read the schema version: %s", s->path,
+                mdb_strerror(rc));
+        return GW_E_STORE_IO;
+    }
+    if (v.mv_size != 4) {
+        set_err(err, errlen, "store %s: unreadable schema version (%zu bytes)", s->path, v.mv_size);
+        return GW_E_STORE_IO;
+    }
+    memcpy(buf, v.mv_data, 4);
+    version = (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 | (uint32_t)buf[2] << 8 | buf[3];
+    if (version > STORE_SCHEMA_VERSION) {
+        set_err(err, errlen,
+                "store %s: schema version %u is newer than this gw supports (%u); "
+                "run a newer gw or point store.path elsewhere",
+                s->path, version, STORE_SCHEMA_VERSION);
+        return GW_E_STORE_IO;
+    }
+    if (version < 1) {
+        set_err(err, errlen, "store %s: invalid schema version %u", s->path, version);
+        return GW_E_STORE_IO;
+    }
+    return GW_OK;
+}
+
+/* The last sequence used: the larger of meta "seq" and the last by_seq key. */
+static int
+read_last_seq(struct store *s, MDB_txn *txn, uint64_t *seq)
+{
+    MDB_val k = {.mv_size = 3, .mv_data = (void *)(uintptr_t) "seq"};
+    MDB_val v;
+    MDB_cursor *c;
+    int rc;
+
+    *seq = 0;
+    rc = mdb_get(txn, s->dbi_meta, &k, &v);
+    if (rc == 0 && v.mv_size == 8)
+        *seq = store_be64_get(v.mv_data);
+    else if (rc != 0 && rc != MDB_NOTFOUND)
+        return rc;
+    rc = mdb_cursor_open(txn, s->dbi_by_seq, &c);
+    if (rc != 0)
+        return rc;
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    if (rc == 0 && k.mv_size == 8 && store_be64_get(k.mv_data) > *seq)
+        *seq = store_be64_get(k.mv_data);
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static enum gw_code
+open_env(struct store *s, size_t map_size_mb, char *err, size_t errlen)
+{
+    MDB_txn *txn;
+    enum gw_code code;
+    int rc;
+
+    if (map_size_mb == 0 || map_size_mb > SIZE_MAX / STORE_MIB) {
+        set_err(err, errlen, "store %s: map size %zu MiB out of range", s->path, map_size_mb);
+        return GW_E_STORE_IO;
+    }
+    rc = mkdir_p(s->path);
+    if (rc != 0) {
+        set_err(err, errlen, "store %s: cannot create the folder: %s", s->path, strerror(rc));
+        return GW_E_STORE_IO;
+    }
+    if ((rc = mdb_env_create(&s->env)) != 0) {
+        s->env = NULL;
+        set_err(err, errlen, "store %s: %s", s->path, mdb_strerror(rc));
+        return GW_E_STORE_IO;
+    }
+    if ((rc = mdb_env_set_maxdbs(s->env, STORE_MAX_DBS)) != 0 ||
+        (rc = mdb_env_set_mapsize(s->env, map_size_mb * STORE_MIB)) != 0 ||
+        (rc = mdb_env_open(s->env, s->path, MDB_NOTLS, 0640)) != 0) {
+        set_err(err, errlen, "store %s: cannot open the LMDB environment: %s", s->path,
+                mdb_strerror(rc));
+        return GW_E_STORE_IO;
+    }
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
+        set_err(err, errlen, "store %s: %s", s->path, mdb_strerror(rc));
+        return GW_E_STORE_IO;
+    }
+    if ((rc = open_dbis(s, txn)) != 0) {
+        mdb_txn_abort(txn);
+        set_err(err, errlen, "store %s: cannot open the databases: %s", s->path, mdb_strerror(rc));
+        return GW_E_STORE_IO;
+    }
+    code = check_schema(s, txn, err, errlen);
+    if (code != GW_OK) {
+        mdb_txn_abort(txn);
+        return code;
+    }
+    if ((rc = read_last_seq(s, txn, &s->seq)) != 0) {
+        mdb_txn_abort(txn);
+        set_err(err, errlen, "store %s: cannot read the last sequence: %s", s->path,
+                mdb_strerror(rc));
+        return GW_E_STORE_IO;
+    }
+    if ((rc = mdb_txn_commit(txn)) != 0) {
+        set_err(err, errlen, "store %s: %s", s->path, mdb_strerror(rc));
+        return GW_E_STORE_IO;
+    }
+    return GW_OK;
+}
+
+enum gw_code
+store_open_ring(const char *path, size_t map_size_mb, unsigned ring_size, struct store **out,
+                char *err, size_t errlen)
+{
+    struct store *s;
+    pthread_condattr_t ca;
+    enum gw_code code;
+
+    *out = NULL;
+    if (ring_size < 4 || (ring_size & (ring_size - 1)) != 0) {
+        set_err(err, errlen, "store: ring size %u is not a power of two >= 4", ring_size);
+        return GW_E_STORE_IO;
+    }
+    s = gw_calloc(1, sizeof *s);
+    if (!s) {
+        set_err(err, errlen, "store: out of memory");
+        return GW_E_NOMEM;
+    }
+    s->path = gw_strdup(path);
+    if (!s->path || store_q_init(s, ring_size) != GW_OK) {
+        set_err(err, errlen, "store: out of memory");
+        gw_free(s->path);
+        gw_free(s);
+        return GW_E_NOMEM;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the writer's timed waits */
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    code = open_env(s, map_size_mb, err, errlen);
+    if (code != GW_OK) {
+        store_close(s);
+        return code;
+    }
+    *out = s;
+    return GW_OK;
+}
+
+enum gw_code
+store_open(const char *path, size_t map_size_mb, struct store **out, char *err, size_t errlen)
+{
+    return store_open_ring(path, map_size_mb, STORE_RING_SIZE, out, err, errlen);
+}
+
+void
+store_close(struct store *s)
+{
+    if (!s)
+        return;
+    store_writer_stop(s); /* no-op when stopped, as the contract asks */
+    store_q_fini(s);      /* commits rows submitted after the writer stopped */
+    if (s->env)
+        mdb_env_close(s->env);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    gw_free(s->path);
+    gw_free(s);
+}
+
+enum gw_code
+store_schema_set(struct store *s, uint32_t version)
+{
+    MDB_val k = {.mv_size = 6, .mv_data = (void *)(uintptr_t) "schema"};
+    unsigned char buf[4] = {(unsigned char)(version >> 24), (unsigned char)(version >> 16),
+                            (unsigned char)(version >> 8), (unsigned char)version};
+    MDB_val v = {.mv_size = sizeof buf, .mv_data = buf};
+    MDB_txn *txn;
+
+    if (mdb_txn_begin(s->env, NULL, 0, &txn) != 0)
+        return GW_E_STORE_IO;
+    if (mdb_put(txn, s->dbi_meta, &k, &v, 0) != 0) {
+        mdb_txn_abort(txn);
+        return GW_E_STORE_IO;
+    }
+    return mdb_txn_commit(txn) == 0 ? GW_OK : GW_E_STORE_IO;
+}
+
+/* ---- reads ---- */
+
+/* Positions <c> on the row just before (older than) the row of sequence <cursor>.
+ * MDB_NOTFOUND when there is none or that row no longer exists. */
+static int
+seek_before(struct store *s, MDB_txn *txn, MDB_cursor *c, uint64_t cursor, MDB_val *k, MDB_val *v)
+{
+    unsigned char seqkey[8];
+    unsigned char rowkey[STORE_ROW_KEY_LEN];
+    MDB_val sk = {.mv_size = sizeof seqkey, .mv_data = seqkey};
+    MDB_val sv;
+    int rc;
+
+    store_be64_put(seqkey, cursor);
+    rc = mdb_get(txn, s->dbi_by_seq, &sk, &sv);
+    if (rc != 0)
+        return rc; /* pruned: every older row is gone too */
+    if (sv.mv_size != 8)
+        return MDB_NOTFOUND;
+    store_row_key(rowkey, store_be64_get(sv.mv_data), cursor);
+    k->mv_size = sizeof rowkey;
+    k->mv_data = rowkey;
+    rc = mdb_cursor_get(c, k, v, MDB_SET_RANGE); /* first key >= the cursor's */
+    if (rc == MDB_NOTFOUND)
+        return mdb_cursor_get(c, k, v, MDB_LAST); /* every key is older */
+    if (rc != 0)
+        return rc;
+    return mdb_cursor_get(c, k, v, MDB_PREV);
+}
+
+enum gw_code
+store_rows_page(struct store *s, uint64_t cursor, struct gw_row *rows, size_t max, size_t *n,
+                uint64_t *next)
+{
+    MDB_txn *txn;
+    MDB_cursor *c;
+    MDB_val k, v;
+    uint64_t last_seq = 0;
+    int rc;
+
+    *n = 0;
+    *next = 0;
+    if (max == 0) {
+        *next = cursor;
+        return GW_OK;
+    }
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
+        return GW_E_STORE_IO;
+    if (mdb_cursor_open(txn, s->dbi_rows, &c) != 0) {
+        mdb_txn_abort(txn);
+        return GW_E_STORE_IO;
+    }
+    if (cursor == 0)
+        rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    else
+        rc = seek_before(s, txn, c, cursor, &k, &v);
+    while (rc == 0 && *n < max) {
+        /* A row that does not decode (foreign or damaged bytes) is skipped. */
+        if (k.mv_size == STORE_ROW_KEY_LEN && store_row_decode(v.mv_data, v.mv_size, &rows[*n])) {
+            last_seq = store_be64_get((const unsigned char *)k.mv_data + 8);
+            (*n)++;
+        }
+        rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
+    }
+    mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return GW_E_STORE_IO;
+    if (rc == 0) /* stopped at <max> with an older row left */
+        *next = last_seq;
+    return GW_OK;
+}
+
+enum gw_code
+store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
+                     int (*fn)(void *arg, const struct gw_row *row), void *arg)
+{
+    unsigned char start[STORE_CLIENT_KEY_MAX];
+    unsigned char rowkey[STORE_ROW_KEY_LEN];
+    size_t plen = strlen(client) + 1; /* the name and its NUL */
+    struct gw_row row;
+    MDB_txn *txn;
+    MDB_cursor *c;
+    MDB_val k, v, rk, rv;
+    int rc;
+
+    if (plen > GW_NAME_MAX + 1)
+        return GW_OK; /* no such client can have rows */
+    store_row_key(rowkey, since_ms, 0);
+    k.mv_size = store_client_key(start, client, rowkey);
+    k.mv_data = start;
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
+        return GW_E_STORE_IO;
+    if (mdb_cursor_open(txn, s->dbi_by_client, &c) != 0) {
+        mdb_txn_abort(txn);
+        return GW_E_STORE_IO;
+    }
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != plen + STORE_ROW_KEY_LEN || memcmp(k.mv_data, start, plen) != 0)
+            break; /* past this client's keys */
+        rk.mv_size = STORE_ROW_KEY_LEN;
+        rk.mv_data = (unsigned char *)k.mv_data + plen;
+        rc = mdb_get(txn, s->dbi_rows, &rk, &rv);
+        if (rc == MDB_NOTFOUND)
+            continue; /* an index entry left by a damaged row: skip */
+        if (rc != 0)
+            break;
+        if (!store_row_decode(rv.mv_data, rv.mv_size, &row))
+            continue;
+        /* <row> is a copy: <fn> may keep nothing that points into the map. */
+        if (fn(arg, &row) != 0) {
+            rc = MDB_NOTFOUND;
+            break;
+        }
+    }
+    mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    return rc == 0 || rc == MDB_NOTFOUND ? GW_OK : GW_E_STORE_IO;
+}
+
+void
+store_stats_get(struct store *s, struct store_stats *out)
+{
+    /* Relaxed loads: each counter is exact on its own; the four are not a snapshot. */
+    out->rows_committed = atomic_load_explicit(&s->rows_committed, memory_order_relaxed);
+    out->rows_dropped = atomic_load_explicit(&s->rows_dropped, memory_order_relaxed);
+    out->batches = atomic_load_explicit(&s->batches, memory_order_relaxed);
+    out->rows_pruned = atomic_load_explicit(&s->rows_pruned, memory_order_relaxed);
+}

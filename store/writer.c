@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT
+ * store/writer.c - the row queue (store_q_mpsc), the writer thread, batched commits
+ * and retention.
+ * Workers call store_row_submit, which puts the row pointer on an MPSC ck_ring and
+ * returns: it never blocks, never takes a lock and never signals. The writer thread
+ * wakes every <batch_ms> (a timed wait on a condvar that only store_writer_stop
+ * signals), takes every queued row and commits them in one write transaction, so a row
+ * is durable at most about one batch interval after it was queued. Between batches it
+ * prunes rows older than <row_days> days, one bounded transaction per turn (at start
+ * and then hourly), so retention never holds commits back for long.
+ * A failed write transaction (MDB_MAP_FULL: the map is too small) drops that batch:
+ * the rows are counted in rows_dropped and the first failure of each kind is reported
+ * on stderr; the writer keeps running (retention may free space again).
+ * Owns:    the writer thread; every row from submit until it is committed or dropped.
+ * Threads: submit on any thread; start/stop on main; the rest on the writer thread
+ *          (or on main once the writer is stopped: store_q_fini).
+ * See:     store/store.h, store/store-priv.h, store/store.c
+ */
+#include "store/store-priv.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+#define STORE_DAY_MS ((uint64_t)86400000)
+
+/* ---- the queue: store_q_mpsc ---- */
+
+/* ck_ring orders its slots with volatile accesses and fences, which ThreadSanitizer
+ * cannot see; under TSan the helpers below tell it about the same edge (producer's
+ * release before the enqueue, consumer's acquire after the dequeue), so a row's
+ * contents are not reported. ck_ring's own counters need tests/tsan.supp. */
+#if defined(__SANITIZE_THREAD__)
+static inline void
+tsan_release(void *p)
+{
+    __tsan_release(p);
+}
+static inline void
+tsan_acquire(void *p)
+{
+    __tsan_acquire(p);
+}
+#else
+static inline void
+tsan_release(void *p)
+{
+    (void)p;
+}
+static inline void
+tsan_acquire(void *p)
+{
+    (void)p;
+}
+#endif
+
+/* Producer side, any thread; lock-free, never waits for the writer (ck's MP enqueue
+ * only waits, for a few instructions, for producers that reserved earlier slots).
+ * false when the ring is full (it holds size - 1 rows). ck_ring_enqueue_mpsc publishes
+ * the slot with a store fence before moving p_tail, so the row's contents, written
+ * before this call, are visible to the writer once it sees the slot. */
+static bool
+q_mpsc_put(struct store *s, struct gw_row *row)
+{
+    tsan_release(&s->q);
+    return ck_ring_enqueue_mpsc(&s->q, s->q_buf, row);
+}
+
+/* Consumer side: only the writer thread, or main once the writer has been joined.
+ * NULL when empty. The load fence in the dequeue pairs with the producer's fence.
+ * (ck_ring_dequeue_mpsc: the same single-consumer dequeue as _spsc, named after the
+ * ring's one family as STYLE.md 9 asks.) */
+static struct gw_row *
+q_mpsc_take(struct store *s)
+{
+    struct gw_row *row;
+
+    if (!ck_ring_dequeue_mpsc(&s->q, s->q_buf, &row))
+        return NULL;
+    tsan_acquire(&s->q);
+    return row;
+}
+
+enum gw_code
+store_q_init(struct store *s, unsigned size)
+{
+    s->q_buf = gw_calloc(size, sizeof *s->q_buf);
+    if (!s->q_buf)
+        return GW_E_NOMEM;
+    ck_ring_init(&s->q, size);
+    return GW_OK;
+}
+
+enum gw_code
+store_row_submit(struct store *s, struct gw_row **rowp)
+{
+    struct gw_row *row = *rowp;
+
+    *rowp = NULL;
+    if (!row)
+        return GW_E_INTERNAL;
+    if (!q_mpsc_put(s, row)) {
+        gw_free(row);
+        /* Workers add concurrently; relaxed: readers only need the count itself. */
+        atomic_fetch_add_explicit(&s->rows_dropped, 1, memory_order_relaxed);
+        return GW_E_STORE_QUEUE_FULL;
+    }
+    return GW_OK;
+}
+
+/* ---- batches ---- */
+
+/* Counts <n> dropped rows; returns the new total (for the message). */
+static uint64_t
+drop(struct store *s, uint64_t n)
+{
+    return atomic_fetch_add_explicit(&s->rows_dropped, n, memory_order_relaxed) + n;
+}
+
+static void
+report_write_error(struct store *s, int rc, uint64_t dropped)
+{
+    if (rc == MDB_MAP_FULL) {
+        if (!s->map_full_logged)
+            fprintf(stderr,
+                    "gw store %s: map full (raise store.map_size_mb or lower "
+                    "retention.row_days); dropping rows, counted in rows_dropped "
+                    "(%llu now)\n",
+                    s->path, (unsigned long long)dropped);
+        s->map_full_logged = true;
+        return;
+    }
+    if (!s->io_logged)
+        fprintf(stderr, "gw store %s: write failed: %s; dropping rows, counted in rows_dropped\n",
+                s->path, mdb_strerror(rc));
+    s->io_logged = true;
+}
+
+static int
+put_row(struct store *s, MDB_txn *txn, const struct gw_row *row, uint64_t seq)
+{
+    unsigned char enc[STORE_ROW_ENC_MAX];
+    unsigned char rowkey[STORE_ROW_KEY_LEN];
+    unsigned char ckey[STORE_CLIENT_KEY_MAX];
+    unsigned char seqkey[8];
+    MDB_val k, v;
+    size_t len;
+    int rc;
+
+    len = store_row_encode(row, enc, sizeof enc);
+    if (len == 0)
+        return MDB_BAD_VALSIZE; /* cannot happen: STORE_ROW_ENC_MAX bounds every row */
+    store_row_key(rowkey, row->ts_ms, seq);
+    k.mv_size = sizeof rowkey;
+    k.mv_data = rowkey;
+    v.mv_size = len;
+    v.mv_data = enc;
+    if ((rc = mdb_put(txn, s->dbi_rows, &k, &v, MDB_NOOVERWRITE)) != 0)
+        return rc;
+    k.mv_size = store_client_key(ckey, row->client, rowkey);
+    k.mv_data = ckey;
+    v.mv_size = 0;
+    v.mv_data = NULL;
+    if ((rc = mdb_put(txn, s->dbi_by_client, &k, &v, 0)) != 0)
+        return rc;
+    store_be64_put(seqkey, seq);
+    k.mv_size = sizeof seqkey;
+    k.mv_data = seqkey;
+    v.mv_size = 8;
+    v.mv_data = rowkey; /* its first 8 bytes: be64 ts_ms */
+    /* Sequences only grow, so appending is valid and skips the page search. */
+    return mdb_put(txn, s->dbi_by_seq, &k, &v, MDB_APPEND);
+}
+
+/* Takes up to <max> queued rows and commits them in one write transaction (on a failed
+ * transaction, the rows taken are dropped and counted). Returns true when it stopped
+ * before finding the queue empty, so more rows may be waiting. */
+static bool
+commit_batch(struct store *s, unsigned max)
+{
+    MDB_txn *txn;
+    MDB_val k = {.mv_size = 3, .mv_data = (void *)(uintptr_t) "seq"};
+    MDB_val v;
+    unsigned char seqbuf[8];
+    struct gw_row *row;
+    uint64_t seq0 = s->seq;
+    unsigned n = 0;
+    bool more = true;
+    int rc;
+
+    row = q_mpsc_take(s);
+    if (!row)
+        return false;
+    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc != 0) {
+        gw_free(row);
+        report_write_error(s, rc, drop(s, 1));
+        return true;
+    }
+    for (;;) {
+        n++;
+        rc = put_row(s, txn, row, ++s->seq);
+        gw_free(row); /* LMDB holds a copy now */
+        if (rc != 0 || n >= max)
+            break;
+        row = q_mpsc_take(s);
+        if (!row) {
+            more = false;
+            break;
+        }
+    }
+    if (rc == 0) {
+        store_be64_put(seqbuf, s->seq);
+        v.mv_size = sizeof seqbuf;
+        v.mv_data = seqbuf;
+        rc = mdb_put(txn, s->dbi_meta, &k, &v, 0);
+        if (rc == 0)
+            rc = mdb_txn_commit(txn); /* frees txn, also on failure */
+        else
+            mdb_txn_abort(txn);
+    } else {
+        mdb_txn_abort(txn);
+    }
+    if (rc != 0) {
+        s->seq = seq0; /* nothing of this batch was written */
+        report_write_error(s, rc, drop(s, n));
+        return more;
+    }
+    /* Counts only (relaxed); store_stats_get reads them on any thread. */
+    atomic_fetch_add_explicit(&s->rows_committed, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->batches, 1, memory_order_relaxed);
+    return more;
+}
+
+void
+store_q_fini(struct store *s)
+{
+    struct gw_row *row;
+    unsigned cap = ck_ring_capacity(&s->q);
+
+    if (!s->q_buf)
+        return;
+    if (s->env) {
+        /* Rows submitted after the writer stopped: commit rather than lose them. */
+        while (commit_batch(s, cap))
+            ;
+    }
+    while ((row = q_mpsc_take(s)) != NULL) {
+        gw_free(row);
+        drop(s, 1);
+    }
+    gw_free(s->q_buf);
+    s->q_buf = NULL;
+}
+
+/* ---- retention ---- */
+
+enum gw_code
+store_prune_chunk(struct store *s, uint64_t cutoff_ms, unsigned max, bool *more, uint64_t *n)
+{
+    unsigned char ckey[STORE_CLIENT_KEY_MAX];
+    char client[GW_NAME_MAX + 1];
+    MDB_txn *txn;
+    MDB_cursor *c;
+    MDB_val k, v, dk;
+    unsigned count = 0;
+    int rc;
+
+    *more = false;
+    if (mdb_txn_begin(s->env, NULL, 0, &txn) != 0)
+        return GW_E_STORE_IO;
+    if (mdb_cursor_open(txn, s->dbi_rows, &c) != 0) {
+        mdb_txn_abort(txn);
+        return GW_E_STORE_IO;
+    }
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        /* Keys start with be64 ts_ms, so the oldest rows come first. */
+        if (k.mv_size >= 8 && store_be64_get(k.mv_data) >= cutoff_ms)
+            break;
+        if (count == max) {
+            *more = true;
+            break;
+        }
+        if (k.mv_size == STORE_ROW_KEY_LEN) {
+            if (store_row_decode_client(v.mv_data, v.mv_size, client)) {
+                dk.mv_size = store_client_key(ckey, client, k.mv_data);
+                dk.mv_data = ckey;
+                rc = mdb_del(txn, s->dbi_by_client, &dk, NULL);
+                if (rc != 0 && rc != MDB_NOTFOUND)
+                    break;
+            }
+            dk.mv_size = 8;
+            dk.mv_data = (unsigned char *)k.mv_data + 8;
+            rc = mdb_del(txn, s->dbi_by_seq, &dk, NULL);
+            if (rc != 0 && rc != MDB_NOTFOUND)
+                break;
+        }
+        /* After a delete the cursor's next MDB_NEXT returns the following key. */
+        if ((rc = mdb_cursor_del(c, 0)) != 0)
+            break;
+        count++;
+    }
+    mdb_cursor_close(c);
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        mdb_txn_abort(txn);
+        *more = false;
+        return GW_E_STORE_IO;
+    }
+    if (mdb_txn_commit(txn) != 0) {
+        *more = false;
+        return GW_E_STORE_IO;
+    }
+    atomic_fetch_add_explicit(&s->rows_pruned, count, memory_order_relaxed);
+    if (n)
+        *n += count;
+    return GW_OK;
+}
+
+enum gw_code
+store_prune(struct store *s, uint64_t now_ms, unsigned row_days, uint64_t *n)
+{
+    uint64_t span = (uint64_t)row_days * STORE_DAY_MS;
+    enum gw_code code;
+    bool more = true;
+
+    if (row_days == 0 || now_ms <= span)
+        return GW_OK;
+    while (more) {
+        code = store_prune_chunk(s, now_ms - span, STORE_PRUNE_CHUNK, &more, n);
+        if (code != GW_OK)
+            return code;
+    }
+    return GW_OK;
+}
+
+/* ---- the writer thread ---- */
+
+static uint64_t
+clock_ms(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void *
+writer_main(void *arg)
+{
+    struct store *s = arg;
+    unsigned cap = ck_ring_capacity(&s->q);
+    uint64_t span = (uint64_t)s->row_days * STORE_DAY_MS;
+    uint64_t next_prune = clock_ms(CLOCK_MONOTONIC); /* prune at start */
+    uint64_t cutoff = 0;
+    bool pruning = false;
+    bool busy, stop;
+    struct timespec until;
+    uint64_t wake;
+
+    for (;;) {
+        busy = commit_batch(s, cap); /* more may be waiting: no sleep */
+        if (s->row_days != 0 && !pruning && clock_ms(CLOCK_MONOTONIC) >= next_prune) {
+            uint64_t now = clock_ms(CLOCK_REALTIME);
+
+            next_prune = clock_ms(CLOCK_MONOTONIC) + STORE_PRUNE_EVERY_MS;
+            if (now > span) {
+                cutoff = now - span;
+                pruning = true;
+            }
+        }
+        if (pruning) {
+            /* One bounded transaction per turn so commits keep their pace. */
+            if (store_prune_chunk(s, cutoff, STORE_PRUNE_CHUNK, &pruning, NULL) != GW_OK &&
+                !s->io_logged) {
+                fprintf(stderr, "gw store %s: retention failed; retrying in an hour\n", s->path);
+                s->io_logged = true;
+            }
+            busy = busy || pruning;
+        }
+        pthread_mutex_lock(&s->mu);
+        if (!s->stop && !busy) {
+            wake = clock_ms(CLOCK_MONOTONIC) + s->batch_ms;
+            until.tv_sec = (time_t)(wake / 1000);
+            until.tv_nsec = (long)(wake % 1000) * 1000000;
+            pthread_cond_timedwait(&s->cv, &s->mu, &until);
+        }
+        stop = s->stop;
+        pthread_mutex_unlock(&s->mu);
+        if (stop)
+            break;
+    }
+    /* Everything queued before store_writer_stop: stop once a batch found the queue empty
+     * (each turn takes rows, so this ends even when every commit fails). */
+    while (commit_batch(s, cap))
+        ;
+    return NULL;
+}
+
+enum gw_code
+store_writer_start(struct store *s, unsigned batch_ms, unsigned row_days)
+{
+    sigset_t all, old;
+    int rc;
+
+    if (s->writer_running)
+        return GW_E_INTERNAL;
+    s->batch_ms = batch_ms ? batch_ms : 1;
+    s->row_days = row_days;
+    s->stop = false; /* no writer yet: nobody else reads it */
+    /* Signals belong to main: the writer starts with all of them blocked. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&s->writer, NULL, writer_main, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "gw store %s: cannot start the writer thread: %s\n", s->path, strerror(rc));
+        return GW_E_STORE_IO;
+    }
+    s->writer_running = true;
+    return GW_OK;
+}
+
+void
+store_writer_stop(struct store *s)
+{
+    if (!s->writer_running)
+        return;
+    /* The writer checks <stop> under mu after each turn, so this signal cannot be lost. */
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->writer, NULL);
+    s->writer_running = false;
+}

@@ -1,0 +1,869 @@
+/* SPDX-License-Identifier: MIT
+ * tests/unit/store/test_store.c - the LMDB store: row codec, round trip of a full row,
+ * newest-first paging with cursors, reopen and sequences, per-client scans, retention,
+ * concurrent submits, queue-full and map-full drops, schema version refusal.
+ * Each test works in its own mkdtemp folder under /tmp, removed at the end.
+ * See: store/store.c, store/writer.c, store/codec.c
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "store/store-priv.h"
+#include "store/store.h"
+
+#define T_DAY_MS ((uint64_t)86400000)
+#define T_MAP_MB 64
+#define T_THREADS 4
+#define T_PER_THREAD 5000
+
+/* ---- fixtures ---- */
+
+struct t_ctx {
+    char dir[64];
+    char path[96]; /* dir/env: store_open creates it */
+    struct store *s;
+};
+
+static int
+t_rm(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static int
+t_setup(void **state)
+{
+    struct t_ctx *c = calloc(1, sizeof *c);
+
+    assert_non_null(c);
+    strcpy(c->dir, "/tmp/gw-store-test-XXXXXX");
+    assert_non_null(mkdtemp(c->dir));
+    snprintf(c->path, sizeof c->path, "%s/env", c->dir);
+    *state = c;
+    return 0;
+}
+
+static int
+t_teardown(void **state)
+{
+    struct t_ctx *c = *state;
+
+    store_close(c->s);
+    nftw(c->dir, t_rm, 8, FTW_DEPTH | FTW_PHYS);
+    free(c);
+    return 0;
+}
+
+static void
+t_open(struct t_ctx *c)
+{
+    char err[256] = "";
+
+    assert_int_equal(store_open(c->path, T_MAP_MB, &c->s, err, sizeof err), GW_OK);
+    assert_non_null(c->s);
+}
+
+static void
+t_reopen(struct t_ctx *c)
+{
+    store_close(c->s);
+    c->s = NULL;
+    t_open(c);
+}
+
+/* A row with every field set, varied by <i>. */
+static struct gw_row *
+t_row(unsigned i, uint64_t ts_ms, const char *client)
+{
+    struct gw_row *r = gw_calloc(1, sizeof *r);
+
+    assert_non_null(r);
+    snprintf(r->id, sizeof r->id, "%032x", i);
+    r->ts_ms = ts_ms;
+    snprintf(r->client, sizeof r->client, "%s", client);
+    snprintf(r->model, sizeof r->model, "model-%u", i % 7);
+    snprintf(r->upstream, sizeof r->upstream, "up-%u", i % 3);
+    r->status = 200;
+    r->outcome = GW_OUT_OK;
+    r->usage.input_tokens = i;
+    r->usage.output_tokens = 2 * (uint64_t)i;
+    r->duration_ms = i;
+    r->tokens_per_sec = 1.5 * i;
+    r->ttfb_ms = -1;
+    return r;
+}
+
+static void
+t_submit(struct store *s, struct gw_row *r)
+{
+    assert_int_equal(store_row_submit(s, &r), GW_OK);
+    assert_null(r);
+}
+
+/* Commits everything queued: a writer start and stop (stop drains before it returns). */
+static void
+t_flush(struct store *s)
+{
+    assert_int_equal(store_writer_start(s, 5, 0), GW_OK);
+    store_writer_stop(s);
+}
+
+static struct gw_row
+t_full_row(void)
+{
+    struct gw_row r;
+
+    memset(&r, 0, sizeof r);
+    strcpy(r.id, "0123456789abcdef0123456789abcdef");
+    r.ts_ms = 1764460800123ull;
+    strcpy(r.client, "alice");
+    memset(r.model, 'm', GW_MODEL_MAX); /* the longest model a row holds */
+    strcpy(r.upstream, "openai-eu");
+    r.status = 200;
+    r.code = GW_E_UPSTREAM_TOO_SLOW;
+    r.outcome = GW_OUT_OK;
+    r.stream = 1;
+    r.usage.input_tokens = 123456789012ull;
+    r.usage.output_tokens = 42;
+    r.usage.cache_read_tokens = 1u << 20;
+    r.usage.cache_write_tokens = 7;
+    r.usage.estimated = true;
+    r.cost_micros = -1234567; /* a refund: negative survives */
+    r.ttfb_ms = 321;
+    r.duration_ms = 98765;
+    r.queued_ms = 12;
+    r.tokens_per_sec = 87.625;
+    r.n_attempts = 3;
+    strcpy(r.attempts[0].upstream, "slow-one");
+    strcpy(r.attempts[0].model, "gpt-4.1");
+    r.attempts[0].outcome = GW_OUT_SLOW_START;
+    r.attempts[0].status = 0;
+    r.attempts[0].code = GW_E_UPSTREAM_TOO_SLOW;
+    r.attempts[0].queued_ms = 3;
+    r.attempts[0].ttfb_ms = -1;
+    strcpy(r.attempts[1].upstream, "busy-one");
+    strcpy(r.attempts[1].model, "gpt-4.1-mini");
+    r.attempts[1].outcome = GW_OUT_SKIPPED_BUSY;
+    r.attempts[1].status = 503;
+    r.attempts[1].code = GW_E_BUSY_ALL;
+    r.attempts[1].queued_ms = 4000000000u;
+    r.attempts[1].ttfb_ms = INT32_MIN;
+    strcpy(r.attempts[2].upstream, "openai-eu");
+    strcpy(r.attempts[2].model, "gpt-4.1");
+    r.attempts[2].outcome = GW_OUT_OK;
+    r.attempts[2].status = 200;
+    r.attempts[2].code = GW_OK;
+    r.attempts[2].queued_ms = 9;
+    r.attempts[2].ttfb_ms = INT32_MAX;
+    return r;
+}
+
+static void
+t_assert_row_equal(const struct gw_row *a, const struct gw_row *b)
+{
+    assert_string_equal(a->id, b->id);
+    assert_int_equal(a->ts_ms, b->ts_ms);
+    assert_string_equal(a->client, b->client);
+    assert_string_equal(a->model, b->model);
+    assert_string_equal(a->upstream, b->upstream);
+    assert_int_equal(a->status, b->status);
+    assert_int_equal(a->code, b->code);
+    assert_int_equal(a->outcome, b->outcome);
+    assert_int_equal(a->stream, b->stream);
+    assert_int_equal(a->usage.input_tokens, b->usage.input_tokens);
+    assert_int_equal(a->usage.output_tokens, b->usage.output_tokens);
+    assert_int_equal(a->usage.cache_read_tokens, b->usage.cache_read_tokens);
+    assert_int_equal(a->usage.cache_write_tokens, b->usage.cache_write_tokens);
+    assert_int_equal(a->usage.estimated, b->usage.estimated);
+    assert_true(a->cost_micros == b->cost_micros);
+    assert_int_equal(a->ttfb_ms, b->ttfb_ms);
+    assert_int_equal(a->duration_ms, b->duration_ms);
+    assert_int_equal(a->queued_ms, b->queued_ms);
+    assert_true(a->tokens_per_sec == b->tokens_per_sec);
+    assert_int_equal(a->n_attempts, b->n_attempts);
+    for (unsigned i = 0; i < a->n_attempts; i++) {
+        assert_string_equal(a->attempts[i].upstream, b->attempts[i].upstream);
+        assert_string_equal(a->attempts[i].model, b->attempts[i].model);
+        assert_int_equal(a->attempts[i].outcome, b->attempts[i].outcome);
+        assert_int_equal(a->attempts[i].status, b->attempts[i].status);
+        assert_int_equal(a->attempts[i].code, b->attempts[i].code);
+        assert_int_equal(a->attempts[i].queued_ms, b->attempts[i].queued_ms);
+        assert_int_equal(a->attempts[i].ttfb_ms, b->attempts[i].ttfb_ms);
+    }
+}
+
+static uint64_t
+t_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Every row, newest first, through pages of <page>. Returns the count. */
+static size_t
+t_all_rows(struct store *s, struct gw_row *out, size_t cap, size_t page)
+{
+    uint64_t cursor = 0, next;
+    size_t total = 0, n;
+
+    do {
+        assert_true(total + page <= cap);
+        assert_int_equal(store_rows_page(s, cursor, out + total, page, &n, &next), GW_OK);
+        total += n;
+        cursor = next;
+    } while (cursor != 0);
+    return total;
+}
+
+/* ---- codec ---- */
+
+static void
+test_codec_full_row_round_trip(void **state)
+{
+    struct gw_row a = t_full_row(), b;
+    unsigned char buf[STORE_ROW_ENC_MAX];
+    size_t len;
+
+    (void)state;
+    len = store_row_encode(&a, buf, sizeof buf);
+    assert_true(len > 0);
+    assert_true(store_row_decode(buf, len, &b));
+    t_assert_row_equal(&a, &b);
+}
+
+static void
+test_codec_rejects_every_truncation(void **state)
+{
+    struct gw_row a = t_full_row(), b;
+    unsigned char buf[STORE_ROW_ENC_MAX];
+    size_t len = store_row_encode(&a, buf, sizeof buf);
+
+    (void)state;
+    for (size_t cut = 0; cut < len; cut++)
+        assert_false(store_row_decode(buf, cut, &b));
+}
+
+static void
+test_codec_newer_version_with_appended_field_still_reads(void **state)
+{
+    struct gw_row a = t_full_row(), b;
+    unsigned char buf[STORE_ROW_ENC_MAX];
+    size_t len = store_row_encode(&a, buf, sizeof buf);
+
+    (void)state;
+    buf[0] = STORE_ROW_ENC_VERSION + 1; /* a future writer ... */
+    buf[len++] = 0x2a;                  /* ... that appended a field */
+    assert_true(store_row_decode(buf, len, &b));
+    t_assert_row_equal(&a, &b);
+    buf[0] = 0;
+    assert_false(store_row_decode(buf, len, &b));
+}
+
+static void
+test_codec_too_many_attempts_is_refused(void **state)
+{
+    struct gw_row a = t_full_row(), b;
+    unsigned char buf[STORE_ROW_ENC_MAX];
+    size_t len;
+
+    (void)state;
+    a.n_attempts = 0; /* n_attempts is then the last byte */
+    len = store_row_encode(&a, buf, sizeof buf);
+    buf[len - 1] = GW_ROW_MAX_ATTEMPTS + 1;
+    assert_false(store_row_decode(buf, len, &b));
+}
+
+static void
+test_codec_small_buffer_returns_zero(void **state)
+{
+    struct gw_row a = t_full_row();
+    unsigned char buf[64];
+
+    (void)state;
+    assert_int_equal(store_row_encode(&a, buf, sizeof buf), 0);
+}
+
+/* ---- open ---- */
+
+static void
+test_store_open_creates_nested_folders(void **state)
+{
+    struct t_ctx *c = *state;
+
+    snprintf(c->path, sizeof c->path, "%s/a/b/c", c->dir);
+    t_open(c);
+    assert_int_equal(access(c->path, F_OK), 0);
+}
+
+static void
+test_store_open_refuses_newer_schema(void **state)
+{
+    struct t_ctx *c = *state;
+    char err[256] = "";
+
+    t_open(c);
+    assert_int_equal(store_schema_set(c->s, STORE_SCHEMA_VERSION + 1), GW_OK);
+    store_close(c->s);
+    c->s = NULL;
+    assert_int_equal(store_open(c->path, T_MAP_MB, &c->s, err, sizeof err), GW_E_STORE_IO);
+    assert_null(c->s);
+    assert_non_null(strstr(err, "newer"));
+}
+
+static void
+test_store_open_refuses_a_file_as_folder(void **state)
+{
+    struct t_ctx *c = *state;
+    char err[256] = "";
+    FILE *f = fopen(c->path, "w");
+
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(store_open(c->path, T_MAP_MB, &c->s, err, sizeof err), GW_E_STORE_IO);
+    assert_null(c->s);
+    assert_true(err[0] != '\0');
+}
+
+/* ---- rows ---- */
+
+static void
+test_store_full_row_round_trip(void **state)
+{
+    struct t_ctx *c = *state;
+    struct gw_row want = t_full_row(), got[2];
+    struct gw_row *r = gw_malloc(sizeof *r);
+    struct store_stats st;
+    uint64_t next = 1;
+    size_t n = 9;
+
+    t_open(c);
+    assert_non_null(r);
+    *r = want;
+    t_submit(c->s, r);
+    t_flush(c->s);
+    assert_int_equal(store_rows_page(c->s, 0, got, 2, &n, &next), GW_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(next, 0);
+    t_assert_row_equal(&want, &got[0]);
+    store_stats_get(c->s, &st);
+    assert_int_equal(st.rows_committed, 1);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.rows_dropped, 0);
+}
+
+static void
+test_store_rows_page_newest_first_across_pages(void **state)
+{
+    struct t_ctx *c = *state;
+    static struct gw_row got[64];
+    /* Submit order differs from time order: pages follow ts_ms, not submit order. */
+    static const unsigned order[25] = {3, 0,  24, 7,  1,  12, 9,  2,  18, 5,  22, 4, 11,
+                                       6, 20, 8,  15, 10, 13, 14, 16, 17, 19, 21, 23};
+    uint64_t cursor = 0, next;
+    size_t n, total = 0, pages = 0;
+
+    t_open(c);
+    for (unsigned i = 0; i < 25; i++)
+        t_submit(c->s, t_row(order[i], 1000000 + 1000 * (uint64_t)order[i], "alice"));
+    t_flush(c->s);
+    do {
+        assert_int_equal(store_rows_page(c->s, cursor, got + total, 10, &n, &next), GW_OK);
+        assert_int_equal(n, pages < 2 ? 10 : 5);
+        total += n;
+        pages++;
+        cursor = next;
+    } while (cursor != 0);
+    assert_int_equal(pages, 3);
+    assert_int_equal(total, 25);
+    for (unsigned i = 0; i < 25; i++)
+        assert_int_equal(got[i].ts_ms, 1000000 + 1000 * (uint64_t)(24 - i));
+}
+
+static void
+test_store_rows_page_exact_fit_has_no_next(void **state)
+{
+    struct t_ctx *c = *state;
+    struct gw_row got[4];
+    uint64_t next = 7;
+    size_t n;
+
+    t_open(c);
+    assert_int_equal(store_rows_page(c->s, 0, got, 4, &n, &next), GW_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(next, 0);
+    for (unsigned i = 0; i < 4; i++)
+        t_submit(c->s, t_row(i, 5000 + i, "bob"));
+    t_flush(c->s);
+    assert_int_equal(store_rows_page(c->s, 0, got, 4, &n, &next), GW_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(next, 0);
+}
+
+static void
+test_store_rows_with_equal_ts_page_without_loss(void **state)
+{
+    struct t_ctx *c = *state;
+    static struct gw_row got[32];
+    char seen[20] = {0};
+
+    t_open(c);
+    for (unsigned i = 0; i < 20; i++)
+        t_submit(c->s, t_row(i, 777, "carol"));
+    t_flush(c->s);
+    assert_int_equal(t_all_rows(c->s, got, 32, 3), 20);
+    for (unsigned i = 0; i < 20; i++) {
+        unsigned id = (unsigned)strtoul(got[i].id, NULL, 16);
+
+        assert_true(id < 20);
+        assert_int_equal(seen[id], 0);
+        seen[id] = 1;
+    }
+}
+
+static void
+test_store_rows_survive_close_and_reopen(void **state)
+{
+    struct t_ctx *c = *state;
+    struct gw_row got[8];
+    uint64_t next;
+    size_t n;
+
+    t_open(c);
+    t_submit(c->s, t_row(1, 1000, "alice"));
+    t_submit(c->s, t_row(2, 2000, "bob"));
+    t_submit(c->s, t_row(3, 3000, "alice"));
+    assert_int_equal(store_writer_start(c->s, 5, 0), GW_OK);
+    store_writer_stop(c->s);
+    t_reopen(c);
+    assert_int_equal(store_rows_page(c->s, 0, got, 8, &n, &next), GW_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(got[0].ts_ms, 3000);
+    assert_int_equal(got[2].ts_ms, 1000);
+    assert_string_equal(got[1].client, "bob");
+}
+
+static void
+test_store_close_commits_rows_submitted_while_stopped(void **state)
+{
+    struct t_ctx *c = *state;
+    struct gw_row got[4];
+    uint64_t next;
+    size_t n;
+
+    t_open(c);
+    t_submit(c->s, t_row(1, 1000, "alice"));
+    t_reopen(c); /* no writer ever ran */
+    assert_int_equal(store_rows_page(c->s, 0, got, 4, &n, &next), GW_OK);
+    assert_int_equal(n, 1);
+}
+
+static void
+test_store_sequence_continues_after_reopen(void **state)
+{
+    struct t_ctx *c = *state;
+    struct gw_row got[1];
+    uint64_t next;
+    size_t n;
+
+    t_open(c);
+    for (unsigned i = 1; i <= 3; i++)
+        t_submit(c->s, t_row(i, 1000 * (uint64_t)i, "alice"));
+    t_flush(c->s);
+    /* With one row per page, <next> is the sequence of the row returned. */
+    assert_int_equal(store_rows_page(c->s, 0, got, 1, &n, &next), GW_OK);
+    assert_int_equal(next, 3);
+    t_reopen(c);
+    t_submit(c->s, t_row(4, 4000, "alice"));
+    t_flush(c->s);
+    assert_int_equal(store_rows_page(c->s, 0, got, 1, &n, &next), GW_OK);
+    assert_int_equal(got[0].ts_ms, 4000);
+    assert_int_equal(next, 4);
+    /* Even with every row pruned, sequences are not reused. */
+    assert_int_equal(store_prune(c->s, 10 * T_DAY_MS, 1, NULL), GW_OK);
+    assert_int_equal(store_rows_page(c->s, 0, got, 1, &n, &next), GW_OK);
+    assert_int_equal(n, 0);
+    t_reopen(c);
+    t_submit(c->s, t_row(5, 5000, "alice"));
+    t_submit(c->s, t_row(6, 6000, "alice"));
+    t_flush(c->s);
+    assert_int_equal(store_rows_page(c->s, 0, got, 1, &n, &next), GW_OK);
+    assert_int_equal(next, 6);
+}
+
+struct t_scan {
+    uint64_t ts[64];
+    char client[64][GW_NAME_MAX + 1];
+    size_t n;
+    size_t stop_at; /* non-zero: return 1 once n reaches it */
+};
+
+static int
+t_on_row(void *arg, const struct gw_row *row)
+{
+    struct t_scan *sc = arg;
+
+    assert_true(sc->n < 64);
+    sc->ts[sc->n] = row->ts_ms;
+    strcpy(sc->client[sc->n], row->client);
+    sc->n++;
+    return sc->stop_at && sc->n >= sc->stop_at;
+}
+
+static void
+test_store_rows_by_client_since_oldest_first(void **state)
+{
+    struct t_ctx *c = *state;
+    struct t_scan sc;
+
+    t_open(c);
+    /* Neighbours in key order: "al" sorts before "alice", "alice2" after. */
+    t_submit(c->s, t_row(1, 5000, "alice"));
+    t_submit(c->s, t_row(2, 1000, "alice"));
+    t_submit(c->s, t_row(3, 3000, "alice"));
+    t_submit(c->s, t_row(4, 3000, "alice2"));
+    t_submit(c->s, t_row(5, 4000, "al"));
+    t_submit(c->s, t_row(6, 2000, "bob"));
+    t_submit(c->s, t_row(7, 3000, "alice"));
+    t_submit(c->s, t_row(8, 9000, ""));
+    t_flush(c->s);
+
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "alice", 3000, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 3);
+    assert_int_equal(sc.ts[0], 3000);
+    assert_int_equal(sc.ts[1], 3000);
+    assert_int_equal(sc.ts[2], 5000);
+    for (size_t i = 0; i < sc.n; i++)
+        assert_string_equal(sc.client[i], "alice");
+
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "alice", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 4);
+    assert_int_equal(sc.ts[0], 1000);
+
+    memset(&sc, 0, sizeof sc);
+    sc.stop_at = 2;
+    assert_int_equal(store_rows_by_client(c->s, "alice", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 2);
+
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "al", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 1);
+    assert_int_equal(sc.ts[0], 4000);
+
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 1);
+    assert_int_equal(sc.ts[0], 9000);
+
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "nobody", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 0);
+}
+
+/* ---- retention ---- */
+
+static void
+test_store_retention_deletes_old_rows_only(void **state)
+{
+    struct t_ctx *c = *state;
+    uint64_t now = 400 * T_DAY_MS, pruned = 0;
+    struct gw_row got[8];
+    struct store_stats st;
+    struct t_scan sc;
+
+    t_open(c);
+    t_submit(c->s, t_row(1, now - 40 * T_DAY_MS, "alice"));
+    t_submit(c->s, t_row(2, now - 31 * T_DAY_MS - 1, "bob"));
+    t_submit(c->s, t_row(3, now - 31 * T_DAY_MS, "alice"));
+    t_submit(c->s, t_row(4, now - 1, "bob"));
+    t_flush(c->s);
+    assert_int_equal(store_prune(c->s, now, 31, &pruned), GW_OK);
+    assert_int_equal(pruned, 2);
+    assert_int_equal(t_all_rows(c->s, got, 8, 8), 2);
+    assert_int_equal(got[0].ts_ms, now - 1);
+    assert_int_equal(got[1].ts_ms, now - 31 * T_DAY_MS);
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "alice", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 1);
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "bob", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 1);
+    assert_int_equal(sc.ts[0], now - 1);
+    store_stats_get(c->s, &st);
+    assert_int_equal(st.rows_pruned, 2);
+    /* row_days 0 keeps everything */
+    pruned = 0;
+    assert_int_equal(store_prune(c->s, now * 10, 0, &pruned), GW_OK);
+    assert_int_equal(pruned, 0);
+}
+
+static void
+test_store_retention_runs_in_bounded_chunks(void **state)
+{
+    struct t_ctx *c = *state;
+    uint64_t now = 400 * T_DAY_MS, pruned = 0;
+    unsigned total = STORE_PRUNE_CHUNK * 2 + 17;
+    struct gw_row got[2];
+    bool more = false;
+    uint64_t next;
+    size_t n;
+
+    t_open(c);
+    for (unsigned i = 0; i < total; i++)
+        t_submit(c->s, t_row(i, 1000 + i, i % 2 ? "alice" : "bob"));
+    t_submit(c->s, t_row(9999, now, "alice"));
+    t_flush(c->s);
+    assert_int_equal(store_prune_chunk(c->s, now - T_DAY_MS, 10, &more, &pruned), GW_OK);
+    assert_true(more);
+    assert_int_equal(pruned, 10);
+    assert_int_equal(store_prune(c->s, now, 1, &pruned), GW_OK);
+    assert_int_equal(pruned, total);
+    assert_int_equal(store_rows_page(c->s, 0, got, 2, &n, &next), GW_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(got[0].ts_ms, now);
+}
+
+static void
+test_store_cursor_of_pruned_row_ends_listing(void **state)
+{
+    struct t_ctx *c = *state;
+    uint64_t now = 400 * T_DAY_MS, cursor;
+    struct gw_row got[2];
+    size_t n;
+
+    t_open(c);
+    for (unsigned i = 0; i < 4; i++)
+        t_submit(c->s, t_row(i, 1000 + i, "alice"));
+    t_flush(c->s);
+    assert_int_equal(store_rows_page(c->s, 0, got, 2, &n, &cursor), GW_OK);
+    assert_true(cursor != 0);
+    assert_int_equal(store_prune(c->s, now, 1, NULL), GW_OK);
+    assert_int_equal(store_rows_page(c->s, cursor, got, 2, &n, &cursor), GW_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(cursor, 0);
+}
+
+static void
+test_store_writer_start_prunes_old_rows(void **state)
+{
+    struct t_ctx *c = *state;
+    uint64_t now = t_now_ms();
+    struct store_stats st;
+    struct gw_row got[4];
+
+    t_open(c);
+    t_submit(c->s, t_row(1, now - 90 * T_DAY_MS, "alice"));
+    t_submit(c->s, t_row(2, now - 60 * T_DAY_MS, "alice"));
+    t_submit(c->s, t_row(3, now, "alice"));
+    t_flush(c->s); /* row_days 0: nothing pruned */
+    store_stats_get(c->s, &st);
+    assert_int_equal(st.rows_pruned, 0);
+    assert_int_equal(store_writer_start(c->s, 5, 31), GW_OK);
+    /* Wait for the counter (bounded, about 10 s), not for a fixed time. */
+    for (unsigned i = 0; i < 10000; i++) {
+        store_stats_get(c->s, &st);
+        if (st.rows_pruned == 2)
+            break;
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+    store_writer_stop(c->s);
+    assert_int_equal(st.rows_pruned, 2);
+    assert_int_equal(t_all_rows(c->s, got, 4, 4), 1);
+    assert_int_equal(got[0].ts_ms, now);
+}
+
+/* ---- concurrency and drops ---- */
+
+struct t_producer {
+    struct store *s;
+    unsigned t;
+    unsigned failed;
+    uint64_t now;
+};
+
+static void *
+t_produce(void *arg)
+{
+    struct t_producer *p = arg;
+    char client[16];
+
+    snprintf(client, sizeof client, "c%u", p->t);
+    for (unsigned i = 0; i < T_PER_THREAD; i++) {
+        struct gw_row *r = gw_calloc(1, sizeof *r);
+
+        if (!r) {
+            p->failed++;
+            continue;
+        }
+        snprintf(r->id, sizeof r->id, "%u", i);
+        r->ts_ms = p->now + i; /* recent: the writer's retention keeps them */
+        snprintf(r->client, sizeof r->client, "%s", client);
+        if (store_row_submit(p->s, &r) != GW_OK || r != NULL)
+            p->failed++;
+    }
+    return NULL;
+}
+
+struct t_count {
+    unsigned char seen[T_PER_THREAD];
+    unsigned n, dup;
+};
+
+static int
+t_on_count(void *arg, const struct gw_row *row)
+{
+    struct t_count *tc = arg;
+    unsigned long i = strtoul(row->id, NULL, 10);
+
+    if (i >= T_PER_THREAD || tc->seen[i])
+        tc->dup++;
+    else
+        tc->seen[i] = 1;
+    tc->n++;
+    return 0;
+}
+
+static void
+test_store_submit_from_four_threads_keeps_every_row_once(void **state)
+{
+    struct t_ctx *c = *state;
+    struct t_producer prod[T_THREADS];
+    pthread_t th[T_THREADS];
+    struct store_stats st;
+    static struct t_count tc[T_THREADS];
+
+    t_open(c);
+    assert_int_equal(store_writer_start(c->s, 2, 31), GW_OK);
+    for (unsigned t = 0; t < T_THREADS; t++) {
+        prod[t] = (struct t_producer){.s = c->s, .t = t, .now = t_now_ms()};
+        assert_int_equal(pthread_create(&th[t], NULL, t_produce, &prod[t]), 0);
+    }
+    for (unsigned t = 0; t < T_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        assert_int_equal(prod[t].failed, 0);
+    }
+    store_writer_stop(c->s);
+    store_stats_get(c->s, &st);
+    assert_int_equal(st.rows_committed, T_THREADS * T_PER_THREAD);
+    assert_int_equal(st.rows_dropped, 0);
+    assert_true(st.batches >= 1);
+    for (unsigned t = 0; t < T_THREADS; t++) {
+        char client[16];
+
+        snprintf(client, sizeof client, "c%u", t);
+        memset(&tc[t], 0, sizeof tc[t]);
+        assert_int_equal(store_rows_by_client(c->s, client, 0, t_on_count, &tc[t]), GW_OK);
+        assert_int_equal(tc[t].n, T_PER_THREAD);
+        assert_int_equal(tc[t].dup, 0);
+    }
+}
+
+static void
+test_store_queue_full_drops_and_counts(void **state)
+{
+    struct t_ctx *c = *state;
+    struct gw_row *r;
+    struct store_stats st;
+    char err[256];
+
+    assert_int_equal(store_open_ring(c->path, T_MAP_MB, 4, &c->s, err, sizeof err), GW_OK);
+    for (unsigned i = 0; i < 3; i++)
+        t_submit(c->s, t_row(i, 1000 + i, "alice"));
+    for (unsigned i = 0; i < 2; i++) {
+        r = t_row(10 + i, 2000, "alice");
+        assert_int_equal(store_row_submit(c->s, &r), GW_E_STORE_QUEUE_FULL);
+        assert_null(r);
+    }
+    store_stats_get(c->s, &st);
+    assert_int_equal(st.rows_dropped, 2);
+    t_flush(c->s);
+    store_stats_get(c->s, &st);
+    assert_int_equal(st.rows_committed, 3);
+    assert_int_equal(st.rows_dropped, 2);
+}
+
+static void
+test_store_open_ring_refuses_non_power_of_two(void **state)
+{
+    struct t_ctx *c = *state;
+    char err[256];
+
+    assert_int_equal(store_open_ring(c->path, T_MAP_MB, 6, &c->s, err, sizeof err), GW_E_STORE_IO);
+    assert_null(c->s);
+}
+
+static void
+test_store_map_full_drops_batch_without_crash(void **state)
+{
+    struct t_ctx *c = *state;
+    struct store_stats st;
+    struct gw_row got[2];
+    unsigned total = 20000;
+    uint64_t next;
+    size_t n;
+    char err[256];
+
+    assert_int_equal(store_open(c->path, 1, &c->s, err, sizeof err), GW_OK);
+    for (unsigned i = 0; i < total; i++)
+        t_submit(c->s, t_row(i, 1000 + i, "alice"));
+    /* 20000 rows cannot fit in 1 MiB: each batch that hits the end of the map is
+     * dropped whole, the writer goes on with the next one. */
+    t_flush(c->s);
+    store_stats_get(c->s, &st);
+    assert_true(st.rows_dropped > 0);
+    assert_int_equal(st.rows_dropped + st.rows_committed, total);
+    /* Nothing is left queued, and what was committed reads back. */
+    assert_int_equal(store_rows_page(c->s, 0, got, 2, &n, &next), GW_OK);
+    assert_int_equal(n, st.rows_committed > 0 ? (st.rows_committed > 1 ? 2 : 1) : 0);
+}
+
+#define T_TEST(f) cmocka_unit_test_setup_teardown(f, t_setup, t_teardown)
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_codec_full_row_round_trip),
+        cmocka_unit_test(test_codec_rejects_every_truncation),
+        cmocka_unit_test(test_codec_newer_version_with_appended_field_still_reads),
+        cmocka_unit_test(test_codec_too_many_attempts_is_refused),
+        cmocka_unit_test(test_codec_small_buffer_returns_zero),
+        T_TEST(test_store_open_creates_nested_folders),
+        T_TEST(test_store_open_refuses_newer_schema),
+        T_TEST(test_store_open_refuses_a_file_as_folder),
+        T_TEST(test_store_full_row_round_trip),
+        T_TEST(test_store_rows_page_newest_first_across_pages),
+        T_TEST(test_store_rows_page_exact_fit_has_no_next),
+        T_TEST(test_store_rows_with_equal_ts_page_without_loss),
+        T_TEST(test_store_rows_survive_close_and_reopen),
+        T_TEST(test_store_close_commits_rows_submitted_while_stopped),
+        T_TEST(test_store_sequence_continues_after_reopen),
+        T_TEST(test_store_rows_by_client_since_oldest_first),
+        T_TEST(test_store_retention_deletes_old_rows_only),
+        T_TEST(test_store_retention_runs_in_bounded_chunks),
+        T_TEST(test_store_cursor_of_pruned_row_ends_listing),
+        T_TEST(test_store_writer_start_prunes_old_rows),
+        T_TEST(test_store_submit_from_four_threads_keeps_every_row_once),
+        T_TEST(test_store_queue_full_drops_and_counts),
+        T_TEST(test_store_open_ring_refuses_non_power_of_two),
+        T_TEST(test_store_map_full_drops_batch_without_crash),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
