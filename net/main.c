@@ -116,6 +116,20 @@ load_conf(const char *path, FILE *out)
     return conf;
 }
 
+/* Providers of another API shape are accepted in the config (the shapes are part of
+ * the contract) but this build only relays Chat Completions: say so once. */
+static void
+warn_unspoken(const struct gw_conf *conf)
+{
+    size_t i;
+
+    for (i = 0; i < conf->n_providers; i++)
+        if (conf->providers[i].dialect != GW_DIALECT_OPENAI)
+            GW_LOG(GW_LOG_WARN, NULL, "provider_unused",
+                   "provider %s: dialect %s is not converted by this build yet; it is never "
+                   "chosen", conf->providers[i].name, gw_dialect_str(conf->providers[i].dialect));
+}
+
 /* ---- signals ---- */
 
 static void
@@ -133,6 +147,7 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
         return;
     }
     g->drain_secs = conf->server.drain_secs;
+    warn_unspoken(conf);
     gw_conf_publish(&g->gt, conf);
     GW_LOG(GW_LOG_INFO, NULL, "reloaded", "config %s reloaded (listen and store changes need a "
            "restart)", g->conf_path);
@@ -239,6 +254,7 @@ run(struct gwd *g)
     event_add(ev_term, NULL);
     event_add(ev_int, NULL);
     event_add(ev_tick, &second);
+    warn_unspoken(conf);
     GW_LOG(GW_LOG_INFO, NULL, "ready", "gwd %s data=%s control=%s:%u workers=%u", GWD_VERSION,
            bound, conf->control.listen.host, net_control_port(g->control), n_workers);
     gw_conf_release(conf);

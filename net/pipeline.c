@@ -629,6 +629,19 @@ gateway_key(const struct net_conn *c, struct gw_str *key)
     return false;
 }
 
+/* Keeps the candidates this build can talk to: Chat Completions upstreams only, until
+ * the conversions between API shapes land (gwd warns about the others at startup). */
+static size_t
+speakable(const struct gw_conf_provider **v, size_t n)
+{
+    size_t i, k = 0;
+
+    for (i = 0; i < n; i++)
+        if (v[i]->dialect == GW_DIALECT_OPENAI)
+            v[k++] = v[i];
+    return k;
+}
+
 /* SHA-256 of <key>, reusing the digest of the connection's previous request when the
  * key is the same (a connection only ever compares against its own earlier key). */
 static void
@@ -687,7 +700,8 @@ chat_completions(struct net_stream *s)
         stream_refuse(s, GW_E_MODEL_NOT_ALLOWED, "this key may not use that model", true);
         return;
     }
-    s->n_cands = gw_conf_candidates(s->conf, model.ptr, model.len, s->cands, NET_MAX_CANDIDATES);
+    s->n_cands = speakable(s->cands, gw_conf_candidates(s->conf, model.ptr, model.len, s->cands,
+                                                        NET_MAX_CANDIDATES));
     if (s->n_cands == 0) {
         stream_refuse(s, GW_E_MODEL_NOT_FOUND, "no upstream offers that model", true);
         return;
