@@ -59,8 +59,11 @@ gw_conf_acquire(struct gw_thread *t)
     ck_epoch_begin(t->epoch, NULL);
     c = ck_pr_load_ptr(&gw_conf_live); /* pairs with the publisher's fence */
     GW_TSAN_ACQUIRE(&gw_conf_live);
+    /* Relaxed: the epoch section, not this increment, keeps c alive until it is done.
+     * The count uses GCC's __atomic builtins rather than ck_pr: ck's decrement-to-zero
+     * is a CAS loop over a volatile load that ThreadSanitizer cannot model. */
     if (c)
-        ck_pr_inc_uint(&c->ref); /* c cannot be reclaimed in here */
+        __atomic_fetch_add(&c->ref, 1, __ATOMIC_RELAXED); /* c cannot be reclaimed in here */
     ck_epoch_end(t->epoch, NULL);
     return c;
 }
@@ -68,18 +71,12 @@ gw_conf_acquire(struct gw_thread *t)
 void
 gw_conf_release(struct gw_conf *c)
 {
-    bool zero;
-
     if (!c)
         return;
-    /* The decrement is a full barrier (lock dec): every read of *c by this thread
-     * happens before another thread can see the count reach zero and free it. */
-    GW_TSAN_RELEASE(c);
-    ck_pr_dec_uint_zero(&c->ref, &zero);
-    if (zero) {
-        GW_TSAN_ACQUIRE(c); /* every other holder's reads happen before the free */
+    /* Acquire-release: every holder's reads of *c happen before the thread that takes
+     * the count to zero frees it. */
+    if (__atomic_sub_fetch(&c->ref, 1, __ATOMIC_ACQ_REL) == 0)
         gw_conf_free(c);
-    }
 }
 
 static void
