@@ -19,6 +19,9 @@
 
 #include "core/codes.h"
 
+struct gw_upstate;
+struct gw_wrr;
+
 enum gw_dialect {
     GW_DIALECT_OPENAI = 0, /* OpenAI Chat Completions */
     GW_DIALECT_RESPONSES,
@@ -118,6 +121,9 @@ struct gw_conf_provider {
     struct gw_conf_quota_model *quota_models;
     size_t n_quota_models;
     enum gw_quota_pool quota_pool; /* default model */
+    /* Shared mutable state, set by gw_routes_attach before the snapshot is published
+     * (core/route.h); lives in the registry, not in the snapshot. */
+    struct gw_upstate *state;
 };
 
 /* A group member: written as a plain provider name, or as {name, weight, model}. */
@@ -138,6 +144,7 @@ struct gw_conf_group {
     enum gw_balance_by balance_by;
     bool balance_by_set; /* written in the file (written back only then) */
     unsigned index;
+    struct gw_wrr *wrr;  /* load-balance round state, set by gw_routes_attach */
 };
 
 /* clients[].limits[] (DESIGN.md 8): stored; validated and enforced by a later issue. */
