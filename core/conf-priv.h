@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * core/conf-priv.h - the file model of the configuration: the structs libcyaml fills
  * from the YAML (one member per key, pointers so that "not written" is NULL), the
- * schema that describes them, and the defaults. Shared by core/conf.c,
- * core/conf_schema.c and tests/unit/core/test_conf.c only.
+ * schema that describes them, and the defaults; the same for the price table file, and
+ * the loader helpers core/conf_prices.c shares. Shared by core/conf.c,
+ * core/conf_schema.c, core/conf_prices.c and their unit tests only.
  * Owns:    a struct gw_conf_file is owned by libcyaml (freed with cyaml_free).
  * Threads: any; the schema is a constant table.
  * See:     core/conf.h, core/conf.c, core/conf_schema.c
@@ -151,9 +152,47 @@ struct gw_conf_file {
 /* The schema of a whole file (top-level value, a pointer to struct gw_conf_file). */
 extern const cyaml_schema_value_t gw_conf_file_schema;
 
+/* ---- the price table file (etc/prices.yaml) ---- */
+
+struct gw_prices_file_entry {
+    char *model;
+    double *input;
+    double *output;
+    double *cache_read;
+    double *cache_write;
+    int64_t *context_window;
+    int64_t *max_output_tokens;
+};
+
+struct gw_prices_file {
+    struct gw_prices_file_entry *models;
+    unsigned models_count;
+};
+
+/* The schema of a price table file (a pointer to struct gw_prices_file). */
+extern const cyaml_schema_value_t gw_prices_file_schema;
+
+/* ---- helpers shared by core/conf.c and core/conf_prices.c ---- */
+
+/* Loads <len> bytes of YAML with <schema> as gw_conf_parse does (gw allocator, aliases
+ * refused). GW_OK with the data in <*out> (NULL for an empty document; free it with
+ * gw_conf_cyaml_free); else the libcyaml error as one problem in <probs> (path, value,
+ * code: config.syntax, unknown_field, wrong_type, duplicate_field) and its code, or
+ * GW_E_NOMEM with <probs> emptied. */
+enum gw_code gw_conf_cyaml_load(const char *yaml, size_t len, const cyaml_schema_value_t *schema,
+                                void **out, struct gw_conf_problems *probs);
+void gw_conf_cyaml_free(const cyaml_schema_value_t *schema, void *data);
+
+/* Appends one problem (<value> capped as in every problem). GW_E_NOMEM when out of
+ * memory, <probs> then unchanged. */
+enum gw_code gw_conf_problem_add(struct gw_conf_problems *probs, enum gw_code code,
+                                 const char *path, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
 /* Fills every default of <c> (DESIGN.md 3; one place for all of them): numbers, the
- * control listen address and token variable, store.path ("gw-data", not yet resolved).
- * Strings are allocated. GW_E_NOMEM on failure (what was set is freed by gw_conf_free). */
+ * control listen address and token variable, store.path ("gw-data") and prices_path
+ * ("prices.yaml"), both not yet resolved. Strings are allocated. GW_E_NOMEM on failure
+ * (what was set is freed by gw_conf_free). */
 enum gw_code gw_conf_defaults(struct gw_conf *c);
 
 #endif

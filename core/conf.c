@@ -152,35 +152,28 @@ fmt_into(char *out, size_t size, const char *fmt, ...)
 
 /* ---- problems ---- */
 
-/* Records one problem: path is "<base>.<field>" (or either alone), <value> as shown. */
-__attribute__((format(printf, 6, 7))) static void
-problem(struct ctx *x, enum gw_code code, const char *base, const char *field, const char *value,
-        const char *fmt, ...)
+/* Appends one problem to <p>: path is "<base>.<field>" (or either alone), <value> as
+ * shown (capped). False when out of memory (<p> is then unchanged). */
+__attribute__((format(printf, 6, 0))) static bool
+problem_v(struct gw_conf_problems *p, enum gw_code code, const char *base, const char *field,
+          const char *value, const char *fmt, va_list ap)
 {
-    struct gw_conf_problems *p = x->probs;
     struct gw_conf_problem *v;
     struct gw_buf path = {0}, msg = {0};
-    va_list ap;
     char shown[VALUE_SHOWN + 4];
 
     if (p->n % 8 == 0) {
         v = gw_realloc(p->v, (p->n + 8) * sizeof(*v));
-        if (!v) {
-            x->nomem = true;
-            return;
-        }
+        if (!v)
+            return false;
         p->v = v;
     }
     v = &p->v[p->n];
     if (gw_buf_printf(&path, "%s%s%s", base ? base : "", base && base[0] && field ? "." : "",
                       field ? field : "") != GW_OK)
         goto nomem;
-    va_start(ap, fmt);
-    if (gw_buf_vprintf(&msg, fmt, ap) != GW_OK) {
-        va_end(ap);
+    if (gw_buf_vprintf(&msg, fmt, ap) != GW_OK)
         goto nomem;
-    }
-    va_end(ap);
     if (!value)
         value = "";
     if (strlen(value) > VALUE_SHOWN)
@@ -197,15 +190,40 @@ problem(struct ctx *x, enum gw_code code, const char *base, const char *field, c
         gw_free(v->value);
         gw_free(v->path);
         gw_free(v->msg);
-        x->nomem = true;
-        return;
+        return false;
     }
     p->n++;
-    return;
+    return true;
 nomem:
     gw_buf_fini(&path);
     gw_buf_fini(&msg);
-    x->nomem = true;
+    return false;
+}
+
+/* Records one problem of this parse; out of memory is sticky in x->nomem. */
+__attribute__((format(printf, 6, 7))) static void
+problem(struct ctx *x, enum gw_code code, const char *base, const char *field, const char *value,
+        const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    if (!problem_v(x->probs, code, base, field, value, fmt, ap))
+        x->nomem = true;
+    va_end(ap);
+}
+
+enum gw_code
+gw_conf_problem_add(struct gw_conf_problems *probs, enum gw_code code, const char *path,
+                    const char *value, const char *fmt, ...)
+{
+    va_list ap;
+    bool ok;
+
+    va_start(ap, fmt);
+    ok = problem_v(probs, code, path, NULL, value, fmt, ap);
+    va_end(ap);
+    return ok ? GW_OK : GW_E_NOMEM;
 }
 
 static void
@@ -854,10 +872,13 @@ gw_conf_defaults(struct gw_conf *c)
     gw_free(c->control.listen.host);
     gw_free(c->control.token_env);
     gw_free(c->store.path);
+    gw_free(c->prices_path);
     c->control.listen.host = gw_strdup("127.0.0.1");
     c->control.token_env = gw_strdup("GW_CONTROL_TOKEN");
     c->store.path = gw_strdup("gw-data");
-    if (!c->control.listen.host || !c->control.token_env || !c->store.path)
+    c->prices_path = gw_strdup("prices.yaml"); /* prices_explicit stays false */
+    c->prices_explicit = false;
+    if (!c->control.listen.host || !c->control.token_env || !c->store.path || !c->prices_path)
         return GW_E_NOMEM;
     return GW_OK;
 }
@@ -970,10 +991,18 @@ build_store(struct ctx *x, const struct gw_conf_file *f)
         take_int(x, "retention", "row_days", f->retention->row_days, 1, 3650, GW_E_CFG_RANGE,
                  &c->retention.row_days);
     if (f->prices) {
-        if (!f->prices[0])
+        if (!f->prices[0]) {
             problem(x, GW_E_CFG_BAD_VALUE, "prices", NULL, "", "must be a file path");
-        else
-            c->prices_path = resolve_path(x, f->prices);
+        } else {
+            gw_free(c->prices_path);
+            c->prices_path = dup_s(x, f->prices);
+            c->prices_explicit = true;
+        }
+    }
+    if (c->prices_path) { /* the default "prices.yaml" lives next to the config, too */
+        p = resolve_path(x, c->prices_path);
+        gw_free(c->prices_path);
+        c->prices_path = p;
     }
 }
 
@@ -1116,6 +1145,21 @@ build_model_specs(struct ctx *x, const char *base, yaml_node_t *ms, struct gw_co
             problem(x, GW_E_CFG_DUPLICATE_FIELD, mb, NULL, shown, "model written twice");
             continue;
         }
+        if (strcmp(shown, "*") == 0) {
+            /* A spec describes one model; "*" would give every model one context window. */
+            problem(x, GW_E_CFG_MODEL_SPEC_WILDCARD, sb, NULL, shown,
+                    "a model spec names one model id, not \"*\"");
+            continue;
+        }
+        if ((v->type == YAML_SCALAR_NODE && v->data.scalar.length == 0) ||
+            (v->type == YAML_MAPPING_NODE &&
+             v->data.mapping.pairs.top == v->data.mapping.pairs.start)) {
+            problem(x, GW_E_CFG_MODEL_SPEC_EMPTY, mb, NULL,
+                    v->type == YAML_MAPPING_NODE ? "{}" : "(nothing)",
+                    "write at least one of context_window, max_output_tokens, input, output, "
+                    "cache_read, cache_write");
+            continue;
+        }
         if (v->type != YAML_MAPPING_NODE) {
             node_shown(v, shown, sizeof(shown));
             problem(x, GW_E_CFG_WRONG_TYPE, mb, NULL, shown, "expected a mapping");
@@ -1139,6 +1183,9 @@ build_model_specs(struct ctx *x, const char *base, yaml_node_t *ms, struct gw_co
             } else if (fi < 2) {
                 if (!scalar_int(fv, &iv))
                     problem(x, GW_E_CFG_WRONG_TYPE, mb, key, shown, "expected an integer");
+                else if (iv == 0)
+                    problem(x, GW_E_CFG_MODEL_SPEC_ZERO, mb, key, shown,
+                            "must be 1..100000000 tokens (leave it out when unknown)");
                 else if (iv < 1 || iv > 100000000)
                     problem(x, GW_E_CFG_RANGE, mb, key, shown, "must be 1..100000000 tokens");
                 else if (fi == 0)
@@ -1364,8 +1411,30 @@ build_providers(struct ctx *x, const struct gw_conf_file *f)
 
 /* ---- groups ---- */
 
+/* What a member check needs to know about its group and the file. */
+struct group_view {
+    const struct gw_conf_file *f; /* provider names as written (so that a provider refused
+                                   * for its name does not also make members unknown) */
+    bool lb_known;                /* the type was valid (else lb checks are noise) */
+    bool lb;                      /* type: load-balance */
+};
+
+static bool
+file_has_provider(const struct gw_conf_file *f, const char *name)
+{
+    unsigned k;
+
+    for (k = 0; k < f->providers_count; k++)
+        if (f->providers[k].name && strcmp(f->providers[k].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* Reads one member: a plain provider name (weight 1, plain = true) or {name, weight,
+ * model}. <mb> is its path ("groups[0].providers[1]"). */
 static void
-build_member(struct ctx *x, const char *mb, yaml_node_t *n, struct gw_conf_member *m)
+build_member(struct ctx *x, const char *mb, yaml_node_t *n, const struct group_view *gv,
+             struct gw_conf_member *m)
 {
     static const char *const keys[] = {"name", "weight", "model", NULL};
     char shown[VALUE_SHOWN + 1];
@@ -1397,10 +1466,15 @@ build_member(struct ctx *x, const char *mb, yaml_node_t *n, struct gw_conf_membe
         if (fi < 0) {
             problem(x, GW_E_CFG_UNKNOWN_FIELD, mb, key, key, "unknown key '%s'", key);
         } else if (fi == 1) {
+            m->weight_set = true;
             if (!scalar_int(v, &iv))
                 problem(x, GW_E_CFG_WRONG_TYPE, mb, key, shown, "expected an integer");
+            else if (gv->lb_known && !gv->lb)
+                problem(x, GW_E_ENG_GROUP_WEIGHT_NOT_LB, mb, key, shown,
+                        "weights apply to load-balance groups only; remove it or set "
+                        "type: load-balance");
             else if (iv < 1 || iv > 100)
-                problem(x, GW_E_CFG_RANGE, mb, key, shown, "must be 1..100");
+                problem(x, GW_E_ENG_GROUP_WEIGHT_RANGE, mb, key, shown, "must be 1..100");
             else
                 m->weight = (unsigned)iv;
         } else if (!v || v->type != YAML_SCALAR_NODE) {
@@ -1418,11 +1492,42 @@ build_member(struct ctx *x, const char *mb, yaml_node_t *n, struct gw_conf_membe
         missing(x, mb, "name", "the provider's name");
 }
 
+/* Cross-member checks of one group: every member names a provider, and none twice. */
 static void
-build_group(struct ctx *x, unsigned i, const struct gw_conf_file_group *fg, yaml_node_t *tree)
+check_members(struct ctx *x, const char *base, const struct group_view *gv,
+              const struct gw_conf_group *g)
 {
+    size_t j, k;
+
+    for (j = 0; j < g->n_members; j++) {
+        const struct gw_conf_member *m = &g->members[j];
+        char mb[PATH_LEN];
+
+        if (!m->provider || !m->provider[0])
+            continue; /* already reported (missing or empty name) */
+        /* The path names the field that holds the name: the item itself when plain. */
+        fmt_into(mb, sizeof(mb), "%s.providers[%zu]%s", base, j, m->plain ? "" : ".name");
+        if (!file_has_provider(gv->f, m->provider)) {
+            problem(x, GW_E_ENG_GROUP_UNKNOWN_MEMBER, mb, NULL, m->provider,
+                    "no provider has this name");
+            continue;
+        }
+        for (k = 0; k < j; k++)
+            if (g->members[k].provider && strcmp(g->members[k].provider, m->provider) == 0) {
+                problem(x, GW_E_ENG_GROUP_DUPLICATE_MEMBER, mb, NULL, m->provider,
+                        "already member providers[%zu] of this group", k);
+                break;
+            }
+    }
+}
+
+static void
+build_group(struct ctx *x, unsigned i, const struct gw_conf_file *f, yaml_node_t *tree)
+{
+    const struct gw_conf_file_group *fg = &f->groups[i];
     struct gw_conf_group *g = &x->c->groups[i];
     yaml_node_t *mem = map_get(x, tree, "providers");
+    struct group_view gv = {f, false, false};
     char base[PATH_LEN];
     size_t n, j;
     int w = 0;
@@ -1436,18 +1541,31 @@ build_group(struct ctx *x, unsigned i, const struct gw_conf_file_group *fg, yaml
     else
         g->name = dup_s(x, fg->name);
     if (take_word(x, base, "type", fg->type, group_type_words,
-                  "fallback, load-balance, url-test, cheapest", &w))
+                  "fallback, load-balance, url-test, cheapest", &w)) {
         g->type = fg->type ? (enum gw_group_type)w : GW_GROUP_FALLBACK;
-    if (fg->model)
+        gv.lb_known = true;
+        gv.lb = g->type == GW_GROUP_LOAD_BALANCE;
+    }
+    if (fg->model) {
+        if (!fg->model[0])
+            problem(x, GW_E_CFG_BAD_VALUE, base, "model", "",
+                    "a model id must not be empty (leave it out to ask for the requested name)");
         g->model = dup_s(x, fg->model);
+    }
     if (take_word(x, base, "balance_by", fg->balance_by, balance_words,
                   "weights, latency, health, latency-health", &w) &&
         fg->balance_by) {
         g->balance_by = (enum gw_balance_by)w;
         g->balance_by_set = true;
+        if (gv.lb_known && !gv.lb)
+            problem(x, GW_E_ENG_GROUP_BALANCE_NOT_LB, base, "balance_by", fg->balance_by,
+                    "balance_by applies to load-balance groups only; this group is %s",
+                    gw_group_type_str(g->type));
     }
     if (!mem) {
-        missing(x, base, "providers", "a list of members");
+        problem(x, GW_E_ENG_GROUP_EMPTY, base, "providers", "(none)",
+                "a group needs at least one member (a provider name or {name, weight, "
+                "model})");
         return;
     }
     if (mem->type != YAML_SEQUENCE_NODE) {
@@ -1459,7 +1577,9 @@ build_group(struct ctx *x, unsigned i, const struct gw_conf_file_group *fg, yaml
     }
     n = (size_t)(mem->data.sequence.items.top - mem->data.sequence.items.start);
     if (n == 0) {
-        missing(x, base, "providers", "at least one member");
+        problem(x, GW_E_ENG_GROUP_EMPTY, base, "providers", "[]",
+                "a group needs at least one member (a provider name or {name, weight, "
+                "model})");
         return;
     }
     g->members = gw_calloc(n, sizeof(*g->members));
@@ -1474,8 +1594,9 @@ build_group(struct ctx *x, unsigned i, const struct gw_conf_file_group *fg, yaml
 
         fmt_into(mb, sizeof(mb), "%s.providers[%zu]", base, j);
         if (it)
-            build_member(x, mb, it, &g->members[j]);
+            build_member(x, mb, it, &gv, &g->members[j]);
     }
+    check_members(x, base, &gv, g);
 }
 
 static void
@@ -1494,7 +1615,7 @@ build_groups(struct ctx *x, const struct gw_conf_file *f)
     }
     c->n_groups = f->groups_count;
     for (i = 0; i < f->groups_count; i++)
-        build_group(x, i, &f->groups[i], seq_get(x, seq, i));
+        build_group(x, i, f, seq_get(x, seq, i));
     for (i = 0; i < c->n_groups; i++)
         for (j = 0; j < i; j++)
             if (c->groups[i].name && c->groups[j].name &&
@@ -1502,8 +1623,8 @@ build_groups(struct ctx *x, const struct gw_conf_file *f)
                 char base[PATH_LEN];
 
                 fmt_into(base, sizeof(base), "groups[%u]", i);
-                problem(x, GW_E_CFG_DUPLICATE_NAME, base, "name", c->groups[i].name,
-                        "already used by groups[%u]", j);
+                problem(x, GW_E_ENG_GROUP_DUPLICATE_NAME, base, "name", c->groups[i].name,
+                        "already the name of groups[%u]", j);
                 break;
             }
 }
@@ -1667,6 +1788,68 @@ build_clients(struct ctx *x, const struct gw_conf_file *f)
     gw_free(has_key);
 }
 
+/* ---- shared with core/conf_prices.c ---- */
+
+/* The libcyaml configuration of every load: the gw allocator, error-level text kept in
+ * <log>, and no aliases (a config does not need them, and expanding them is how a small
+ * file becomes a huge one). */
+static cyaml_config_t
+cyaml_cfg(struct gw_buf *log)
+{
+    const cyaml_config_t cfg = {
+        .log_fn = on_cyaml_log,
+        .log_ctx = log,
+        .mem_fn = on_cyaml_mem,
+        .log_level = CYAML_LOG_ERROR,
+        .flags = CYAML_CFG_NO_ALIAS,
+    };
+
+    return cfg;
+}
+
+enum gw_code
+gw_conf_cyaml_load(const char *yaml, size_t len, const cyaml_schema_value_t *schema, void **out,
+                   struct gw_conf_problems *probs)
+{
+    struct gw_buf log = {0};
+    const cyaml_config_t cfg = cyaml_cfg(&log);
+    cyaml_data_t *data = NULL;
+    struct ctx x = {0};
+    cyaml_err_t err;
+    enum gw_code rc = GW_OK;
+
+    *out = NULL;
+    x.probs = probs;
+    x.yaml = yaml ? yaml : "";
+    x.len = yaml ? len : 0;
+    err = cyaml_load_data((const uint8_t *)x.yaml, x.len, &cfg, schema, &data, NULL);
+    if (err == CYAML_ERR_OOM) {
+        rc = GW_E_NOMEM;
+    } else if (err != CYAML_OK) {
+        report_cyaml_error(&x, err, log.data ? log.data : "");
+        rc = x.nomem ? GW_E_NOMEM : probs->n ? probs->v[0].code : GW_E_CFG_SYNTAX;
+    } else {
+        *out = data;
+    }
+    if (x.have_doc)
+        yaml_document_delete(&x.doc);
+    gw_buf_fini(&log);
+    if (rc == GW_E_NOMEM)
+        gw_conf_problems_fini(probs);
+    return rc;
+}
+
+void
+gw_conf_cyaml_free(const cyaml_schema_value_t *schema, void *data)
+{
+    struct gw_buf log = {0};
+    const cyaml_config_t cfg = cyaml_cfg(&log);
+
+    if (data)
+        cyaml_free(&cfg, schema, data, 0);
+    gw_buf_fini(&log);
+}
+
 /* ---- entry point ---- */
 
 enum gw_code
@@ -1675,15 +1858,7 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
 {
     static const struct gw_conf_file empty;
     struct gw_buf log = {0};
-    const cyaml_config_t cfg = {
-        .log_fn = on_cyaml_log,
-        .log_ctx = &log,
-        .mem_fn = on_cyaml_mem,
-        .log_level = CYAML_LOG_ERROR,
-        /* Aliases are refused: a config does not need them, and expanding them is how
-         * a small file becomes a huge one. */
-        .flags = CYAML_CFG_NO_ALIAS,
-    };
+    const cyaml_config_t cfg = cyaml_cfg(&log);
     struct gw_conf_file *f = NULL;
     struct ctx x = {0};
     cyaml_err_t err;
@@ -1831,6 +2006,7 @@ gw_conf_free(struct gw_conf *c)
     }
     gw_free(c->groups);
     gw_free(c->prices_path);
+    gw_prices_free(c->prices);
     gw_free(c->dir);
     gw_free(c);
 }

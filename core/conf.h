@@ -6,7 +6,8 @@
  * Owns:    a struct gw_conf owns every string and array inside it.
  * Threads: parse/validate on any thread (main at startup and reload, control for --check);
  *          a published snapshot is read-only and shared by all threads.
- * See:     core/conf.c, core/conf_schema.c, etc/gw.example.yaml, tests/unit/core/test_conf.c
+ * See:     core/conf.c, core/conf_schema.c, core/conf_prices.c, etc/gw.example.yaml,
+ *          etc/prices.yaml, tests/unit/core/test_conf.c, tests/unit/core/test_prices.c
  */
 #ifndef GW_CORE_CONF_H
 #define GW_CORE_CONF_H
@@ -72,8 +73,8 @@ struct gw_conf_cred {
     char *secret; /* resolved value (from env or value); never logged */
 };
 
-/* providers[].model_specs.<model>: wins over prices.yaml field by field (DESIGN.md 9).
- * Stored now, used later. A field not written is 0 / negative as noted. */
+/* providers[].model_specs.<model>: wins over prices.yaml field by field (DESIGN.md 9);
+ * read through gw_conf_model_spec. A field not written is 0 / negative as noted. */
 struct gw_conf_model_spec {
     char *model;
     uint64_t context_window;    /* tokens; 0 = not written */
@@ -132,9 +133,11 @@ struct gw_conf_member {
     unsigned weight; /* default 1 */
     char *model;     /* NULL = the group's model */
     bool plain;      /* written as a plain name (so it is written back as one) */
+    bool weight_set; /* a mapping member with `weight` written (written back only then) */
 };
 
-/* groups[] (DESIGN.md 3): stored; validated beyond spelling by a later issue. */
+/* groups[] (DESIGN.md 3). Validated: members name providers, each once; weights 1..100
+ * and balance_by only on load-balance; names unique (engine.* codes). */
 struct gw_conf_group {
     char *name;
     enum gw_group_type type;
@@ -144,7 +147,7 @@ struct gw_conf_group {
     enum gw_balance_by balance_by;
     bool balance_by_set; /* written in the file (written back only then) */
     unsigned index;
-    struct gw_wrr *wrr;  /* load-balance round state, set by gw_routes_attach */
+    struct gw_wrr *wrr; /* load-balance round state, set by gw_routes_attach */
 };
 
 /* clients[].limits[] (DESIGN.md 8): stored; validated and enforced by a later issue. */
@@ -167,6 +170,35 @@ struct gw_conf_client {
     struct gw_conf_limit *limits;
     size_t n_limits;
     unsigned index; /* position in the file */
+};
+
+/* One row of the price table (etc/prices.yaml, DESIGN.md 9). A field not written is
+ * negative (prices) or 0 (token counts). */
+struct gw_price {
+    char *model;                /* exact model id, unique in the table */
+    double input;               /* USD per 1M uncached input tokens; < 0 = not given */
+    double output;              /* USD per 1M output tokens (reasoning included) */
+    double cache_read;          /* USD per 1M input tokens read from the prompt cache */
+    double cache_write;         /* USD per 1M input tokens written to the prompt cache */
+    uint64_t context_window;    /* tokens; 0 = not given */
+    uint64_t max_output_tokens; /* tokens; 0 = not given */
+};
+
+/* The price table: rows sorted by model id (strcmp order) for binary search. Immutable
+ * once built; owned by the config it is attached to (gw_conf_set_prices). */
+struct gw_prices {
+    struct gw_price *v;
+    size_t n;
+};
+
+/* What one resolve function (gw_conf_model_spec) decides about a (provider, model):
+ * providers[].model_specs wins over the price table field by field; billing free makes
+ * the four prices 0. A value whose *_known flag is false is 0 and must not be used. */
+struct gw_model_spec {
+    double input, output, cache_read, cache_write; /* USD per 1M tokens */
+    uint64_t context_window, max_output_tokens;    /* tokens */
+    bool input_known, output_known, cache_read_known, cache_write_known;
+    bool context_window_known, max_output_tokens_known;
 };
 
 struct gw_conf {
@@ -212,7 +244,13 @@ struct gw_conf {
     size_t n_clients;
     struct gw_conf_group *groups;
     size_t n_groups;
-    char *prices_path;            /* `prices`, resolved against dir; NULL when absent */
+    /* `prices`, resolved against dir. When the key is absent it is the default
+     * "prices.yaml" resolved the same way, and prices_explicit is false: the loader (net)
+     * then treats a missing file as an empty table instead of an error. Never NULL in a
+     * parsed config. */
+    char *prices_path;
+    bool prices_explicit;         /* `prices` was written in the file */
+    struct gw_prices *prices;     /* the loaded table (gw_conf_set_prices); NULL = none */
     char *dir;                    /* the config file's folder */
     uint64_t generation;          /* set by the publisher */
     unsigned ref;                 /* core/snap.c: references (live pointer holds one) */
@@ -283,5 +321,53 @@ const char *gw_billing_str(enum gw_billing b);
 const char *gw_group_type_str(enum gw_group_type t);
 const char *gw_balance_by_str(enum gw_balance_by b);
 const char *gw_limit_per_str(enum gw_limit_per p);
+
+/* ---- prices and model specs (core/conf_prices.c) ---- */
+
+/* Set for the routing engine (core/route.c): gw_conf_price_input exists. */
+#define GW_CONF_HAS_PRICES 1
+
+/* Parses and validates <len> bytes of a price table (etc/prices.yaml: a `models:` list of
+ * {model, input, output, cache_read, cache_write, context_window, max_output_tokens}).
+ * <probs> must be zeroed or fresh from gw_conf_problems_fini; problem paths are relative
+ * to that file ("models[3].input"). Checks: model present and not blank; every model id
+ * once (config.price_duplicate_model); prices finite and 0..1000000 (config.range);
+ * token counts 1..100000000 when written (config.range). Empty input is an empty table.
+ * On success GW_OK and a new table in <*out> (free with gw_prices_free, or hand it to
+ * gw_conf_set_prices). On refusal the first problem's code, <*out> NULL and every
+ * problem in <probs> (a YAML or schema error is the only one reported). GW_E_NOMEM when
+ * out of memory (<probs> then empty). Any thread; never blocks; no I/O. */
+enum gw_code gw_prices_parse(const char *yaml, size_t len, struct gw_prices **out,
+                             struct gw_conf_problems *probs);
+
+/* Frees <t> and its rows; NULL is a no-op. */
+void gw_prices_free(struct gw_prices *t);
+
+/* The row for <model>: the exact id, else the id without a trailing version suffix
+ * ("-2025-04-14", "-20250514", "-latest"), so "gpt-4.1-2025-04-14" finds "gpt-4.1" and
+ * "claude-sonnet-4-20250514" finds "claude-sonnet-4". NULL when neither is listed (or
+ * <t> is NULL). The pointer lives as long as <t>. Any thread; never blocks. */
+const struct gw_price *gw_prices_find(const struct gw_prices *t, const char *model);
+
+/* Attaches the price table <*pp> to <c>, replacing (and freeing) any table it held.
+ * Always takes ownership: *pp is NULL on return. <*pp> may be NULL (no table: every
+ * price unknown unless model_specs gives it). Call before <c> is published (main, at
+ * startup and on each reload, after gw_conf_parse and gw_prices_parse of the file at
+ * c->prices_path); a published snapshot is never changed. Returns GW_OK. */
+enum gw_code gw_conf_set_prices(struct gw_conf *c, struct gw_prices **pp);
+
+/* The one resolve function of DESIGN.md 9: the prices, context window and max output of
+ * <model> as served by provider <p> (NULL: the price table alone). Each field comes from
+ * <p>'s model_specs entry for <model> when it gives that field, else from c->prices
+ * (gw_prices_find rules; model_specs entries match the same way), else is unknown.
+ * billing: free makes the four prices 0 and known. Fills <*out> completely. Any thread;
+ * reads only the snapshot; never blocks. */
+void gw_conf_model_spec(const struct gw_conf *c, const struct gw_conf_provider *p,
+                        const char *model, struct gw_model_spec *out);
+
+/* USD per 1M input tokens of <model> on <p> as gw_conf_model_spec resolves it: 0 for
+ * billing free, < 0 when unknown. What the routing engine's cheapest order reads. */
+double gw_conf_price_input(const struct gw_conf *c, const struct gw_conf_provider *p,
+                           const char *model);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * core/conf_schema.c - the libcyaml schema of the configuration file: one row per key,
- * in the order of DESIGN.md 3 and etc/gw.example.yaml.
+ * in the order of DESIGN.md 3 and etc/gw.example.yaml; and of the price table file
+ * (etc/prices.yaml, read by core/conf_prices.c).
  * Every key is optional here: what is required is checked by core/conf.c after the
  * load, so that every missing key is reported, not just the first.
  * Three places hold keys libcyaml cannot describe (mappings keyed by model id, and a
@@ -209,4 +210,31 @@ static const cyaml_schema_field_t file_fields[] = {
 
 const cyaml_schema_value_t gw_conf_file_schema = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct gw_conf_file, file_fields),
+};
+
+/* ---- the price table (etc/prices.yaml) ---- */
+
+static const cyaml_schema_field_t price_fields[] = {
+    FIELD_STR("model", struct gw_prices_file_entry, model),
+    CYAML_FIELD_FLOAT_PTR("input", OPT, struct gw_prices_file_entry, input),
+    CYAML_FIELD_FLOAT_PTR("output", OPT, struct gw_prices_file_entry, output),
+    CYAML_FIELD_FLOAT_PTR("cache_read", OPT, struct gw_prices_file_entry, cache_read),
+    CYAML_FIELD_FLOAT_PTR("cache_write", OPT, struct gw_prices_file_entry, cache_write),
+    FIELD_INT("context_window", struct gw_prices_file_entry, context_window),
+    FIELD_INT("max_output_tokens", struct gw_prices_file_entry, max_output_tokens),
+    CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t price_entry = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct gw_prices_file_entry, price_fields),
+};
+
+static const cyaml_schema_field_t prices_file_fields[] = {
+    CYAML_FIELD_SEQUENCE("models", OPT | CYAML_FLAG_POINTER, struct gw_prices_file, models,
+                         &price_entry, 0, UNL),
+    CYAML_FIELD_END,
+};
+
+const cyaml_schema_value_t gw_prices_file_schema = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct gw_prices_file, prices_file_fields),
 };

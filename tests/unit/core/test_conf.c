@@ -117,6 +117,9 @@ read_file(const char *path, size_t *len)
 #define LISTEN "server: {listen: [\"127.0.0.1:8080\"]}\n"
 #define PROV_P                                                                                     \
     "  - {name: p, dialect: openai, base_url: \"http://h\", keys: [{value: v}], models: [m]}\n"
+#define PROV_Q                                                                                     \
+    "  - {name: q, dialect: openai, base_url: \"http://q\", keys: [{value: w}], models: [\"*\"], " \
+    "model_specs: {m: {input: 1}}}\n"
 #define PROVS "providers:\n" PROV_P
 #define MINIMAL LISTEN PROVS
 #define DIGEST_A "3a9049c62b74d338ebcabad13065aa0a5435e1efdba0176c9c17a5bfa1fac5ff"
@@ -154,7 +157,10 @@ test_conf_defaults_apply_when_keys_absent(void **state)
     assert_string_equal(c->store.path, "/etc/gw/gw-data");
     assert_int_equal(c->store.map_size_mb, 4096);
     assert_int_equal(c->retention.row_days, 31);
-    assert_null(c->prices_path);
+    /* prices absent: the default file next to the config, marked not explicit */
+    assert_string_equal(c->prices_path, "/etc/gw/prices.yaml");
+    assert_false(c->prices_explicit);
+    assert_null(c->prices);
     assert_int_equal(c->failover.failures_to_pause, 3);
     assert_int_equal(c->failover.pause_secs, 60);
     assert_int_equal(c->failover.max_pause_secs, 600);
@@ -227,6 +233,7 @@ test_conf_written_values_replace_defaults(void **state)
     assert_int_equal(c->store.map_size_mb, 16);
     assert_int_equal(c->retention.row_days, 3650);
     assert_string_equal(c->prices_path, "/etc/gw/prices.yaml");
+    assert_true(c->prices_explicit);
     assert_int_equal(c->failover.failures_to_pause, 100);
     assert_int_equal(c->failover.pause_secs, 5);
     assert_int_equal(c->failover.max_pause_secs, 5);
@@ -261,9 +268,10 @@ test_conf_listen_port_zero_means_any_free_port(void **state)
 
     (void)state;
     vars = NULL;
-    assert_int_equal(parse("server: {listen: [\"127.0.0.1:0\"]}\ncontrol: {listen: \"[::1]:0\"}\n" PROVS,
-                           &c, &p),
-                     GW_OK);
+    assert_int_equal(
+        parse("server: {listen: [\"127.0.0.1:0\"]}\ncontrol: {listen: \"[::1]:0\"}\n" PROVS, &c,
+              &p),
+        GW_OK);
     assert_int_equal(c->server.listen[0].port, 0);
     assert_string_equal(c->control.listen.host, "::1");
     assert_int_equal(c->control.listen.port, 0);
@@ -288,6 +296,8 @@ test_conf_relative_paths_without_dir_stay_as_written(void **state)
     (void)state;
     assert_int_equal(gw_conf_parse(yaml, strlen(yaml), NULL, NULL, &c, &p), GW_OK);
     assert_string_equal(c->store.path, "data");
+    assert_string_equal(c->prices_path, "prices.yaml");
+    assert_false(c->prices_explicit);
     gw_conf_free(c);
 }
 
@@ -399,8 +409,20 @@ static const struct bad_case bad_cases[] = {
      "0"},
     {PROV_WITH("model_specs: {\"\": {context_window: 1}}"), GW_E_CFG_MODEL_SPEC_BLANK_MODEL,
      "providers[0].model_specs", ""},
-    {PROV_WITH("model_specs: {m: {context_window: 0}}"), GW_E_CFG_RANGE,
+    {PROV_WITH("model_specs: {m: {context_window: 0}}"), GW_E_CFG_MODEL_SPEC_ZERO,
      "providers[0].model_specs.m.context_window", "0"},
+    {PROV_WITH("model_specs: {m: {max_output_tokens: 0}}"), GW_E_CFG_MODEL_SPEC_ZERO,
+     "providers[0].model_specs.m.max_output_tokens", "0"},
+    {PROV_WITH("model_specs: {m: {context_window: -5}}"), GW_E_CFG_RANGE,
+     "providers[0].model_specs.m.context_window", "-5"},
+    {PROV_WITH("model_specs: {m: {}}"), GW_E_CFG_MODEL_SPEC_EMPTY, "providers[0].model_specs.m",
+     "{}"},
+    {PROV_WITH("model_specs: {m: }"), GW_E_CFG_MODEL_SPEC_EMPTY, "providers[0].model_specs.m",
+     "(nothing)"},
+    {PROV_WITH("model_specs: {\"*\": {context_window: 8}}"), GW_E_CFG_MODEL_SPEC_WILDCARD,
+     "providers[0].model_specs", "*"},
+    {PROV_WITH("model_specs: {\" \": {context_window: 8}}"), GW_E_CFG_MODEL_SPEC_BLANK_MODEL,
+     "providers[0].model_specs", " "},
     {PROV_WITH("model_specs: {m: {input: -1}}"), GW_E_CFG_RANGE, "providers[0].model_specs.m.input",
      "-1"},
     {PROV_WITH("model_specs: {m: {context: 5}}"), GW_E_CFG_UNKNOWN_FIELD,
@@ -421,8 +443,33 @@ static const struct bad_case bad_cases[] = {
      GW_E_CFG_BAD_VALUE, "clients[0].limits[0].per", "year"},
     {MINIMAL "groups: [{name: g, type: random, providers: [p]}]\n", GW_E_CFG_BAD_VALUE,
      "groups[0].type", "random"},
-    {MINIMAL "groups: [{name: g, providers: [{name: p, weight: 101}]}]\n", GW_E_CFG_RANGE,
-     "groups[0].providers[0].weight", "101"},
+    {MINIMAL "groups: [{name: g, type: load-balance, providers: [{name: p, weight: 101}]}]\n",
+     GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[0].providers[0].weight", "101"},
+    {MINIMAL "groups: [{name: g, type: load-balance, providers: [{name: p, weight: 0}]}]\n",
+     GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[0].providers[0].weight", "0"},
+    {MINIMAL "groups: [{name: g, providers: [{name: p, weight: 2}]}]\n",
+     GW_E_ENG_GROUP_WEIGHT_NOT_LB, "groups[0].providers[0].weight", "2"},
+    {MINIMAL "groups: [{name: g, type: cheapest, providers: [{name: p, weight: 1}]}]\n",
+     GW_E_ENG_GROUP_WEIGHT_NOT_LB, "groups[0].providers[0].weight", "1"},
+    {MINIMAL "groups: [{name: g, type: url-test, balance_by: latency, providers: [p]}]\n",
+     GW_E_ENG_GROUP_BALANCE_NOT_LB, "groups[0].balance_by", "latency"},
+    {MINIMAL "groups: [{name: g, balance_by: weights, providers: [p]}]\n",
+     GW_E_ENG_GROUP_BALANCE_NOT_LB, "groups[0].balance_by", "weights"},
+    {MINIMAL "groups: [{name: g, providers: [nobody]}]\n", GW_E_ENG_GROUP_UNKNOWN_MEMBER,
+     "groups[0].providers[0]", "nobody"},
+    {MINIMAL "groups: [{name: g, providers: [p, {name: ghost, model: x}]}]\n",
+     GW_E_ENG_GROUP_UNKNOWN_MEMBER, "groups[0].providers[1].name", "ghost"},
+    {MINIMAL "groups: [{name: g, providers: [p, {name: p, model: x}]}]\n",
+     GW_E_ENG_GROUP_DUPLICATE_MEMBER, "groups[0].providers[1].name", "p"},
+    {MINIMAL "groups: [{name: g, providers: [p, p]}]\n", GW_E_ENG_GROUP_DUPLICATE_MEMBER,
+     "groups[0].providers[1]", "p"},
+    {MINIMAL "groups: [{name: g, providers: []}]\n", GW_E_ENG_GROUP_EMPTY, "groups[0].providers",
+     "[]"},
+    {MINIMAL "groups: [{name: g}]\n", GW_E_ENG_GROUP_EMPTY, "groups[0].providers", "(none)"},
+    {MINIMAL "groups: [{name: g, providers: [p]}, {name: g, providers: [p]}]\n",
+     GW_E_ENG_GROUP_DUPLICATE_NAME, "groups[1].name", "g"},
+    {MINIMAL "groups: [{name: g, model: \"\", providers: [p]}]\n", GW_E_CFG_BAD_VALUE,
+     "groups[0].model", ""},
     {MINIMAL "groups: [{name: g, providers: [{weight: 2}]}]\n", GW_E_CFG_MISSING_FIELD,
      "groups[0].providers[0].name", NULL},
 };
@@ -614,6 +661,148 @@ test_conf_reports_every_problem_at_once(void **state)
     assert_true(has_problem(&p, GW_E_CFG_RANGE, "server.workers", "999"));
     assert_true(has_problem(&p, GW_E_CFG_RANGE, "server.drain_secs", "9999"));
     assert_true(has_problem(&p, GW_E_CFG_RANGE, "retention.row_days", "0"));
+    gw_conf_problems_fini(&p);
+}
+
+static void
+test_conf_group_problems_are_all_reported_at_once(void **state)
+{
+    static const char yaml[] =
+        MINIMAL PROV_Q "groups:\n"
+                       "  - {name: a, type: fallback, balance_by: health,\n"
+                       "     providers: [p, {name: q, weight: 3}, ghost, p]}\n"
+                       "  - {name: b, type: load-balance, providers: [{name: q, weight: 0}, {name: "
+                       "p, weight: 101}]}\n"
+                       "  - {name: a, providers: []}\n";
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    /* the first problem found (groups[0].balance_by) gives the return code */
+    assert_int_equal(parse(yaml, &c, &p), GW_E_ENG_GROUP_BALANCE_NOT_LB);
+    assert_null(c);
+    assert_int_equal(p.n, 8);
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_BALANCE_NOT_LB, "groups[0].balance_by", "health"));
+    assert_true(
+        has_problem(&p, GW_E_ENG_GROUP_WEIGHT_NOT_LB, "groups[0].providers[1].weight", "3"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_UNKNOWN_MEMBER, "groups[0].providers[2]", "ghost"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_DUPLICATE_MEMBER, "groups[0].providers[3]", "p"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[1].providers[0].weight", "0"));
+    assert_true(
+        has_problem(&p, GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[1].providers[1].weight", "101"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_EMPTY, "groups[2].providers", "[]"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_DUPLICATE_NAME, "groups[2].name", "a"));
+    gw_conf_problems_fini(&p);
+}
+
+static void
+test_conf_group_edges_are_accepted(void **state)
+{
+    static const char yaml[] = MINIMAL PROV_Q
+        "groups:\n"
+        "  - {name: lb, type: load-balance, balance_by: latency-health,\n"
+        "     providers: [{name: p, weight: 1}, {name: q, weight: 100, model: m2}]}\n"
+        "  - {name: fb, providers: [{name: q, model: m3}, p]}\n"
+        "  - {name: ut, type: url-test, providers: [p]}\n"
+        "  - {name: ch, type: cheapest, model: m, providers: [q, p]}\n";
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    if (parse(yaml, &c, &p) != GW_OK)
+        print_problems(&p);
+    assert_non_null(c);
+    assert_int_equal(c->groups[0].members[0].weight, 1);
+    assert_true(c->groups[0].members[0].weight_set);
+    assert_int_equal(c->groups[0].members[1].weight, 100);
+    assert_string_equal(c->groups[0].members[1].model, "m2");
+    assert_int_equal(c->groups[0].balance_by, GW_BALANCE_LATENCY_HEALTH);
+    /* a mapping member without a weight is fine outside load-balance */
+    assert_false(c->groups[1].members[0].plain);
+    assert_false(c->groups[1].members[0].weight_set);
+    assert_int_equal(c->groups[1].members[0].weight, 1);
+    assert_true(c->groups[1].members[1].plain);
+    assert_int_equal(c->groups[3].type, GW_GROUP_CHEAPEST);
+    assert_string_equal(c->groups[3].model, "m");
+    gw_conf_free(c);
+}
+
+static void
+test_conf_group_member_of_a_misnamed_provider_is_not_also_unknown(void **state)
+{
+    static const char yaml[] =
+        LISTEN "providers:\n  - {name: Bad, dialect: openai, base_url: \"http://h\", "
+               "keys: [{value: v}], models: [m]}\n"
+               "groups: [{name: g, type: bogus, providers: [Bad, {name: Bad2, weight: 2}]}]\n";
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    assert_int_equal(parse(yaml, &c, &p), GW_E_CFG_BAD_NAME);
+    /* the provider's own name problem, the type, and Bad2 is unknown; no weight noise
+     * while the type itself is wrong, no "unknown member Bad" */
+    assert_true(has_problem(&p, GW_E_CFG_BAD_NAME, "providers[0].name", "Bad"));
+    assert_true(has_problem(&p, GW_E_CFG_BAD_VALUE, "groups[0].type", "bogus"));
+    assert_true(
+        has_problem(&p, GW_E_ENG_GROUP_UNKNOWN_MEMBER, "groups[0].providers[1].name", "Bad2"));
+    assert_int_equal(p.n, 3);
+    gw_conf_problems_fini(&p);
+}
+
+static void
+test_conf_min_speed_range_names_field_value_min_and_max(void **state)
+{
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+    char line[256];
+
+    (void)state;
+    assert_int_equal(parse(PROV_WITH("min_speed: {tokens_per_sec: 2000, window_secs: 3}"), &c, &p),
+                     GW_E_CFG_MIN_SPEED_RANGE);
+    assert_int_equal(p.n, 2);
+    gw_conf_problem_format(&p.v[0], line, sizeof(line));
+    assert_string_equal(line, "providers[0].min_speed.tokens_per_sec: 2000 "
+                              "(config.min_speed_range) must be 1..1000");
+    gw_conf_problem_format(&p.v[1], line, sizeof(line));
+    assert_string_equal(line, "providers[0].min_speed.window_secs: 3 "
+                              "(config.min_speed_range) must be 5..120");
+    gw_conf_problems_fini(&p);
+    /* one field alone is incomplete */
+    assert_int_equal(parse(PROV_WITH("min_speed: {tokens_per_sec: 10}"), &c, &p),
+                     GW_E_CFG_MISSING_FIELD);
+    assert_true(
+        has_problem(&p, GW_E_CFG_MISSING_FIELD, "providers[0].min_speed.window_secs", NULL));
+    gw_conf_problems_fini(&p);
+    /* the edges are accepted */
+    assert_int_equal(parse(PROV_WITH("min_speed: {tokens_per_sec: 1, window_secs: 120}"), &c, &p),
+                     GW_OK);
+    assert_int_equal(c->providers[0].min_speed_tps, 1);
+    assert_int_equal(c->providers[0].min_speed_window_secs, 120);
+    gw_conf_free(c);
+    assert_int_equal(parse(PROV_WITH("min_speed: {tokens_per_sec: 1000, window_secs: 5}"), &c, &p),
+                     GW_OK);
+    gw_conf_free(c);
+}
+
+static void
+test_conf_slow_start_wait_is_checked_only_with_next_on_slow_start(void **state)
+{
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    assert_int_equal(parse(FO("stream_start_wait_secs: 5, next_on_slow_start: true"), &c, &p),
+                     GW_OK);
+    assert_int_equal(c->failover.stream_start_wait_secs, 5);
+    gw_conf_free(c);
+    assert_int_equal(parse(FO("stream_start_wait_secs: 1, next_on_slow_start: false"), &c, &p),
+                     GW_OK);
+    gw_conf_free(c);
+    assert_int_equal(parse(FO("stream_start_wait_secs: 2, next_on_slow_start: yes"), &c, &p),
+                     GW_E_CFG_SLOW_START_TOO_SHORT);
+    assert_int_equal(p.n, 1);
+    assert_true(
+        has_problem(&p, GW_E_CFG_SLOW_START_TOO_SHORT, "failover.stream_start_wait_secs", "2"));
     gw_conf_problems_fini(&p);
 }
 
@@ -978,7 +1167,9 @@ static void
 test_conf_group_members_plain_and_mapping_are_told_apart(void **state)
 {
     static const char yaml[] =
-        MINIMAL "groups:\n"
+        MINIMAL "  - {name: relay, dialect: anthropic, base_url: \"http://r\", keys: [{value: v}], "
+                "models: [\"*\"]}\n"
+                "groups:\n"
                 "  - name: smart\n"
                 "    type: load-balance\n"
                 "    model: gpt-4.1\n"
@@ -987,7 +1178,7 @@ test_conf_group_members_plain_and_mapping_are_told_apart(void **state)
                 "  - name: plain\n"
                 "    providers:\n"
                 "      - p\n"
-                "      - name: p\n";
+                "      - name: relay\n";
     struct gw_conf_problems p;
     struct gw_conf *c;
     const struct gw_conf_group *g;
@@ -1006,6 +1197,7 @@ test_conf_group_members_plain_and_mapping_are_told_apart(void **state)
     assert_int_equal(g->members[0].weight, 7);
     assert_string_equal(g->members[0].model, "claude");
     assert_false(g->members[0].plain);
+    assert_true(g->members[0].weight_set);
     assert_string_equal(g->members[1].provider, "p");
     assert_int_equal(g->members[1].weight, 1);
     assert_null(g->members[1].model);
@@ -1016,7 +1208,10 @@ test_conf_group_members_plain_and_mapping_are_told_apart(void **state)
     assert_int_equal(g->balance_by, GW_BALANCE_WEIGHTS);
     assert_null(g->model);
     assert_true(g->members[0].plain);
+    assert_false(g->members[0].weight_set);
     assert_false(g->members[1].plain);
+    assert_false(g->members[1].weight_set);
+    assert_string_equal(g->members[1].provider, "relay");
     assert_int_equal(g->members[1].weight, 1);
     gw_conf_free(c);
 }
@@ -1146,7 +1341,19 @@ test_conf_loads_example_config(void **state)
         print_problems(&p);
     assert_non_null(c);
     assert_int_equal(c->n_providers, 3);
-    assert_int_equal(c->n_groups, 1);
+    /* one group of each type, both member forms */
+    assert_int_equal(c->n_groups, 4);
+    assert_int_equal(c->groups[0].type, GW_GROUP_LOAD_BALANCE);
+    assert_true(c->groups[0].balance_by_set);
+    assert_int_equal(c->groups[0].members[0].weight, 7);
+    assert_false(c->groups[0].members[0].plain);
+    assert_true(c->groups[0].members[1].plain);
+    assert_int_equal(c->groups[1].type, GW_GROUP_FALLBACK);
+    assert_int_equal(c->groups[2].type, GW_GROUP_URL_TEST);
+    assert_int_equal(c->groups[3].type, GW_GROUP_CHEAPEST);
+    assert_true(c->prices_explicit);
+    assert_int_equal(c->providers[0].min_speed_tps, 15);
+    assert_int_equal(c->providers[0].n_model_specs, 1);
     assert_int_equal(c->n_clients, 2);
     assert_string_equal(c->control.token, "ctl");
     assert_string_equal(c->providers[1].path_prefix, "/gw");
@@ -1200,10 +1407,11 @@ test_conf_every_allocation_failure_ends_cleanly(void **state)
 
     (void)state;
     vars = v;
-    oom_walk(MINIMAL "store: {path: data}\nprices: p.yaml\n"
-                     "groups: [{name: g, providers: [p, {name: p, model: x}]}]\n"
-                     "clients: [{name: a, key_env: K, models: [m], limits: [{per: day, "
-                     "requests: 1}]}]\n",
+    oom_walk(MINIMAL PROV_Q "store: {path: data}\nprices: p.yaml\n"
+                            "groups: [{name: g, type: load-balance, balance_by: health,\n"
+                            "          providers: [p, {name: q, model: x, weight: 3}]}]\n"
+                            "clients: [{name: a, key_env: K, models: [m], limits: [{per: day, "
+                            "requests: 1}]}]\n",
              GW_OK);
     oom_walk("server: {listen: [\"h\"], workers: 999}\n" PROVS, GW_E_CFG_BAD_LISTEN);
     oom_walk("server: {bogus: 1}\n", GW_E_CFG_UNKNOWN_FIELD);
@@ -1245,6 +1453,11 @@ main(void)
         cmocka_unit_test(test_conf_alias_is_refused),
         cmocka_unit_test(test_conf_empty_document_reports_what_is_required),
         cmocka_unit_test(test_conf_reports_every_problem_at_once),
+        cmocka_unit_test(test_conf_group_problems_are_all_reported_at_once),
+        cmocka_unit_test(test_conf_group_edges_are_accepted),
+        cmocka_unit_test(test_conf_group_member_of_a_misnamed_provider_is_not_also_unknown),
+        cmocka_unit_test(test_conf_min_speed_range_names_field_value_min_and_max),
+        cmocka_unit_test(test_conf_slow_start_wait_is_checked_only_with_next_on_slow_start),
         cmocka_unit_test(test_conf_problem_format_is_path_value_code_msg),
         cmocka_unit_test(test_conf_env_key_is_resolved),
         cmocka_unit_test(test_conf_env_unset_names_field_and_variable),

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT
+ * core/health.c - per-upstream shared state: consecutive failures and escalating
+ * pauses, the success window (last 50 outcomes within 30 minutes), the TTFC sample ring
+ * (last 50 within 30 minutes, median from 3) and the startup link-test seed.
+ * Pure: every time is an argument; no clock, no I/O.
+ * Locking: one ck_spinlock_fas per upstate guards every field but the name. It is held
+ * for a few instructions (a counter update, a ring slot, or copying the two rings out
+ * for gw_upstate_facts); sorting for the median happens after it is released. In TSan
+ * builds the lock is annotated (GW_TSAN_ACQUIRE/RELEASE on the lock word) because ck's
+ * unlock is a plain volatile store that TSan does not see as a release.
+ * Pause rules (DESIGN.md 6), as decided here:
+ *  - failures_to_pause consecutive failures start a pause of pause_secs * 2^pauses
+ *    (pauses = pauses in a row so far), capped at max_pause_secs; starting a pause
+ *    resets the consecutive count, so the next pause needs failures_to_pause more.
+ *  - failures recorded while a pause is running (requests in flight when it started)
+ *    are the same outage: they enter the success window but neither count towards the
+ *    next pause nor escalate; a Retry-After may still lengthen the pause.
+ *  - a Retry-After (capped at 1 h) longer than the pause this call computed pauses
+ *    until now + Retry-After, whatever the count; on its own it does not escalate.
+ *  - a success resets the count and the escalation, and does not end a running pause.
+ * Owns:    the registry owns every upstate and its name.
+ * Threads: record/facts on any thread; registry calls on main only.
+ * See:     core/health.h, core/route.c, tests/unit/core/test_health.c
+ */
+#include "core/health.h"
+
+#include <string.h>
+
+#include <ck_spinlock.h>
+
+#include "core/alloc.h"
+#include "core/tsan.h"
+
+struct gw_outcome {
+    uint64_t at_ms;
+    bool ok;
+};
+
+struct gw_sample {
+    uint64_t at_ms;
+    uint32_t ttfc_ms;
+};
+
+/* Owned by the registry (gw_upstates.v); never moves or dies before gw_upstates_free. */
+struct gw_upstate {
+    char *name; /* written once by main before any snapshot points here */
+    ck_spinlock_fas_t lock;
+    /* ---- guarded by lock ---- */
+    unsigned consecutive_failures;
+    unsigned pauses;
+    uint64_t paused_until_ms;
+    struct gw_outcome outcomes[GW_HEALTH_OUTCOMES]; /* ring */
+    unsigned out_next, out_n;
+    struct gw_sample samples[GW_HEALTH_SAMPLES]; /* ring */
+    unsigned smp_next, smp_n;
+    int32_t link_ms;
+};
+
+/* Registry: touched by main only (attach), so a plain growing array. */
+struct gw_upstates {
+    struct gw_upstate **v;
+    size_t n, cap;
+};
+
+/* ---- lock ---- */
+
+static void
+up_lock(struct gw_upstate *u)
+{
+    ck_spinlock_fas_lock(&u->lock);
+    /* The previous holder's writes happen before ours (pairs with up_unlock). */
+    GW_TSAN_ACQUIRE(&u->lock);
+}
+
+static void
+up_unlock(struct gw_upstate *u)
+{
+    /* Our writes happen before the next holder's reads (pairs with up_lock). */
+    GW_TSAN_RELEASE(&u->lock);
+    ck_spinlock_fas_unlock(&u->lock);
+}
+
+/* ---- registry (main thread) ---- */
+
+struct gw_upstates *
+gw_upstates_new(void)
+{
+    return gw_calloc(1, sizeof(struct gw_upstates));
+}
+
+void
+gw_upstates_free(struct gw_upstates *r)
+{
+    size_t i;
+
+    if (!r)
+        return;
+    for (i = 0; i < r->n; i++) {
+        gw_free(r->v[i]->name);
+        gw_free(r->v[i]);
+    }
+    gw_free(r->v);
+    gw_free(r);
+}
+
+struct gw_upstate *
+gw_upstates_get(struct gw_upstates *r, const char *name)
+{
+    struct gw_upstate *u;
+    size_t i;
+
+    for (i = 0; i < r->n; i++)
+        if (strcmp(r->v[i]->name, name) == 0)
+            return r->v[i];
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 8;
+        struct gw_upstate **v = gw_realloc(r->v, cap * sizeof(*v));
+
+        if (!v)
+            return NULL;
+        r->v = v;
+        r->cap = cap;
+    }
+    u = gw_calloc(1, sizeof(*u));
+    if (!u)
+        return NULL;
+    u->name = gw_strdup(name);
+    if (!u->name) {
+        gw_free(u);
+        return NULL;
+    }
+    ck_spinlock_fas_init(&u->lock);
+    u->link_ms = -1;
+    r->v[r->n++] = u;
+    return u;
+}
+
+/* ---- recording (any thread) ---- */
+
+/* Caller holds the lock. */
+static void
+push_outcome(struct gw_upstate *u, uint64_t now_ms, bool ok)
+{
+    u->outcomes[u->out_next].at_ms = now_ms;
+    u->outcomes[u->out_next].ok = ok;
+    u->out_next = (u->out_next + 1) % GW_HEALTH_OUTCOMES;
+    if (u->out_n < GW_HEALTH_OUTCOMES)
+        u->out_n++;
+}
+
+void
+gw_upstate_success(struct gw_upstate *u, uint64_t now_ms)
+{
+    up_lock(u);
+    push_outcome(u, now_ms, true);
+    u->consecutive_failures = 0;
+    u->pauses = 0;
+    up_unlock(u);
+}
+
+/* pause_secs * 2^pauses in ms, at most max_pause_secs (no overflow for any input). */
+static uint64_t
+pause_len_ms(const struct gw_conf *f, unsigned pauses)
+{
+    uint64_t secs = f->failover.pause_secs;
+    uint64_t cap = f->failover.max_pause_secs;
+    unsigned i;
+
+    for (i = 0; i < pauses && secs < cap; i++)
+        secs *= 2;
+    if (secs > cap)
+        secs = cap;
+    return secs * 1000;
+}
+
+bool
+gw_upstate_failure(struct gw_upstate *u, uint64_t now_ms, const struct gw_conf *f,
+                   uint64_t retry_after_ms)
+{
+    uint64_t pause_ms = 0, until;
+    bool paused_now, started;
+
+    if (retry_after_ms > GW_HEALTH_RETRY_AFTER_CAP_MS)
+        retry_after_ms = GW_HEALTH_RETRY_AFTER_CAP_MS;
+    up_lock(u);
+    push_outcome(u, now_ms, false);
+    until = u->paused_until_ms;
+    paused_now = until > now_ms;
+    if (!paused_now) {
+        u->consecutive_failures++;
+        if (f->failover.failures_to_pause > 0 &&
+            u->consecutive_failures >= f->failover.failures_to_pause) {
+            pause_ms = pause_len_ms(f, u->pauses);
+            u->pauses++;
+            u->consecutive_failures = 0;
+        }
+    }
+    if (retry_after_ms > pause_ms)
+        pause_ms = retry_after_ms;
+    started = pause_ms > 0 && now_ms + pause_ms > until;
+    if (started)
+        u->paused_until_ms = now_ms + pause_ms;
+    up_unlock(u);
+    return started;
+}
+
+void
+gw_upstate_sample(struct gw_upstate *u, uint64_t now_ms, uint32_t ttfc_ms)
+{
+    up_lock(u);
+    u->samples[u->smp_next].at_ms = now_ms;
+    u->samples[u->smp_next].ttfc_ms = ttfc_ms;
+    u->smp_next = (u->smp_next + 1) % GW_HEALTH_SAMPLES;
+    if (u->smp_n < GW_HEALTH_SAMPLES)
+        u->smp_n++;
+    up_unlock(u);
+}
+
+void
+gw_upstate_link_seed(struct gw_upstate *u, uint32_t link_ms)
+{
+    up_lock(u);
+    u->link_ms = link_ms > INT32_MAX ? INT32_MAX : (int32_t)link_ms;
+    up_unlock(u);
+}
+
+/* ---- facts ---- */
+
+/* Recorded within the last 30 minutes of <now_ms>. A time slightly after now (another
+ * thread's clock read a moment later) counts as fresh. */
+static bool
+is_fresh(uint64_t at_ms, uint64_t now_ms)
+{
+    return at_ms + GW_HEALTH_OUTCOME_MAX_AGE_MS >= now_ms;
+}
+
+void
+gw_upstate_facts(struct gw_upstate *u, uint64_t now_ms, struct gw_upfacts *out)
+{
+    struct gw_outcome outs[GW_HEALTH_OUTCOMES];
+    struct gw_sample smps[GW_HEALTH_SAMPLES];
+    uint32_t v[GW_HEALTH_SAMPLES];
+    unsigned n_out, n_smp, i, j, n, ok;
+    uint64_t until;
+
+    /* Copy out under the lock; filter and sort after releasing it. */
+    up_lock(u);
+    until = u->paused_until_ms;
+    out->consecutive_failures = u->consecutive_failures;
+    out->pauses = u->pauses;
+    out->link_ms = u->link_ms;
+    n_out = u->out_n;
+    n_smp = u->smp_n;
+    memcpy(outs, u->outcomes, sizeof(outs));
+    memcpy(smps, u->samples, sizeof(smps));
+    up_unlock(u);
+
+    out->paused_until_ms = until > now_ms ? until : 0;
+
+    /* Ring slots beyond n are zeroed or stale only before the ring first fills; the
+     * first n slots are the filled ones until then, and all of them afterwards. */
+    n = 0;
+    ok = 0;
+    for (i = 0; i < n_out; i++) {
+        if (!is_fresh(outs[i].at_ms, now_ms))
+            continue;
+        n++;
+        ok += outs[i].ok;
+    }
+    out->n_outcomes = n;
+    out->success_rate = n >= GW_HEALTH_MIN_OUTCOMES ? (double)ok / n : -1.0;
+
+    n = 0;
+    for (i = 0; i < n_smp; i++) {
+        uint32_t x;
+
+        if (!is_fresh(smps[i].at_ms, now_ms))
+            continue;
+        /* insertion sort: at most 50 values */
+        x = smps[i].ttfc_ms;
+        for (j = n; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+        n++;
+    }
+    out->n_samples = n;
+    if (n < GW_HEALTH_MIN_SAMPLES) {
+        out->ttfc_median_ms = -1;
+    } else {
+        uint64_t m = n % 2 ? v[n / 2] : ((uint64_t)v[n / 2 - 1] + v[n / 2]) / 2;
+
+        out->ttfc_median_ms = m > INT32_MAX ? INT32_MAX : (int32_t)m;
+    }
+}
