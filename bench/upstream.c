@@ -43,6 +43,7 @@
 #define UP_MAX_INPUT (64u << 20) /* bytes buffered per connection before we give up */
 #define UP_MAX_CHUNKS 100000u
 #define UP_READ_SIZE 16384u
+#define UP_MAX_PACE 32u /* segments of a --pace profile */
 
 enum up_fault {
     UP_FAULT_NONE,
@@ -57,6 +58,13 @@ static const char *const fault_names[] = {
     "none", "status", "hang-headers", "hang-content", "drop-before", "drop-mid",
 };
 
+/* One segment of a pace profile: <count> content chunks, each <gap_ms> after the
+ * previous one (the very first chunk of an answer comes at ttft, whatever its gap). */
+struct up_pace_seg {
+    uint32_t count;
+    uint32_t gap_ms;
+};
+
 /* The knobs of one answer: the flags' values, overridden per request by x-bench-*. */
 struct up_params {
     uint64_t ttft_ms;
@@ -68,6 +76,8 @@ struct up_params {
     uint64_t cached;
     enum up_fault fault;
     bool has_retry_after;
+    unsigned pace_n; /* 0: no profile, chunks are interval_ms apart */
+    struct up_pace_seg pace[UP_MAX_PACE];
 };
 
 /* Process-wide settings, written by main before the workers start, then read-only. */
@@ -195,6 +205,74 @@ parse_fault(const char *s, size_t n, enum up_fault *f)
         }
     }
     return false;
+}
+
+/* Parses a pace profile "COUNTxMS[,COUNTxMS...]" (e.g. "5x100,3x6000,20x100": 5 chunks
+ * 100 ms apart, then 3 chunks 6 s apart, then 20 chunks 100 ms apart) from <s>/<n> into
+ * <q>; blanks around items are allowed. false (and <q> untouched) when it does not parse,
+ * a count is 0, the chunks add up to more than UP_MAX_CHUNKS or there are more than
+ * UP_MAX_PACE segments. */
+static bool
+parse_pace(const char *s, size_t n, struct up_params *q)
+{
+    struct up_pace_seg seg[UP_MAX_PACE];
+    unsigned k = 0;
+    uint64_t total = 0;
+    size_t i = 0;
+
+    while (i < n) {
+        size_t end = i, x;
+        uint64_t cnt, gap;
+
+        while (end < n && s[end] != ',')
+            end++;
+        for (x = i; x < end && s[x] != 'x' && s[x] != 'X'; x++)
+            ;
+        if (x == end || k == UP_MAX_PACE || !bench_parse_u64n(s + i, x - i, UP_MAX_CHUNKS, &cnt) ||
+            !bench_parse_u64n(s + x + 1, end - x - 1, 3600000, &gap) || cnt == 0)
+            return false;
+        total += cnt;
+        if (total > UP_MAX_CHUNKS)
+            return false;
+        seg[k++] = (struct up_pace_seg){(uint32_t)cnt, (uint32_t)gap};
+        i = end < n ? end + 1 : end;
+        if (end < n && i == n)
+            return false; /* a trailing comma */
+    }
+    if (k == 0)
+        return false;
+    memcpy(q->pace, seg, k * sizeof(seg[0]));
+    q->pace_n = k;
+    return true;
+}
+
+/* Total content chunks of <q>'s pace profile. */
+static uint64_t
+pace_total(const struct up_params *q)
+{
+    uint64_t t = 0;
+
+    for (unsigned i = 0; i < q->pace_n; i++)
+        t += q->pace[i].count;
+    return t;
+}
+
+/* Offset in ms of content chunk <k> (0-based) from the first one under <q>'s profile. */
+static uint64_t
+pace_offset_ms(const struct up_params *q, uint64_t k)
+{
+    uint64_t off = 0, idx = 0;
+
+    for (unsigned i = 0; i < q->pace_n && idx <= k; i++) {
+        uint64_t last = idx + q->pace[i].count - 1, from = idx == 0 ? 1 : idx;
+
+        if (last > k)
+            last = k;
+        if (last >= from)
+            off += (last - from + 1) * q->pace[i].gap_ms;
+        idx += q->pace[i].count;
+    }
+    return off;
 }
 
 /* Appends <s> JSON-escaped without the quotes. */
@@ -600,6 +678,8 @@ arm_timer_us(struct up_conn *c, uint64_t us)
 static uint64_t
 chunk_due_us(const struct up_conn *c, uint64_t k)
 {
+    if (c->p.pace_n)
+        return c->t0_us + (c->p.ttft_ms + pace_offset_ms(&c->p, k)) * 1000u;
     return c->t0_us + (c->p.ttft_ms + k * c->p.interval_ms) * 1000u;
 }
 
@@ -665,6 +745,8 @@ answer_chat(struct up_conn *c)
     c->t0_us = bench_now_us();
     scan_request(c, c->body.data ? c->body.data : "", c->body.len);
     record_last(c);
+    if (c->p.pace_n)
+        c->p.chunks = pace_total(&c->p);
     if (c->p.chunks > UP_MAX_CHUNKS)
         c->p.chunks = UP_MAX_CHUNKS;
     switch (c->p.fault) {
@@ -695,7 +777,10 @@ answer_chat(struct up_conn *c)
             stream_step(c);
         return;
     }
-    wait = c->p.ttft_ms + (c->p.chunks > 1 ? (c->p.chunks - 1) * c->p.interval_ms : 0);
+    if (c->p.pace_n)
+        wait = c->p.ttft_ms + (c->p.chunks > 0 ? pace_offset_ms(&c->p, c->p.chunks - 1) : 0);
+    else
+        wait = c->p.ttft_ms + (c->p.chunks > 1 ? (c->p.chunks - 1) * c->p.interval_ms : 0);
     if (wait > 0) {
         c->state = UP_ST_WAIT;
         arm_timer_us(c, wait * 1000u);
@@ -796,6 +881,10 @@ apply_override(struct up_conn *c, const char *name, const char *v, size_t vl)
 
     if (strcmp(name, "fault") == 0) {
         (void)parse_fault(v, vl, &q->fault);
+        return;
+    }
+    if (strcmp(name, "pace") == 0) {
+        (void)parse_pace(v, vl, q);
         return;
     }
     if (!bench_parse_u64n(v, vl, UINT32_MAX, &x))
@@ -1135,7 +1224,7 @@ usage(void)
             "         [--chunks N] [--interval-ms N] [--text STR] [--cached N]\n"
             "         [--fault none|status|hang-headers|hang-content|drop-before|drop-mid]\n"
             "         [--status N] [--retry-after SECS] [--error-body JSON] [--drop-after N]\n"
-            "         [--no-usage] [--quiet]\n"
+            "         [--pace COUNTxMS[,COUNTxMS...]] [--no-usage] [--quiet]\n"
             "see docs/gwbench.md\n");
 }
 
@@ -1188,6 +1277,16 @@ parse_flags(int argc, char **argv)
                 return 2;
             }
             g.def.has_retry_after = true;
+            continue;
+        }
+        if ((r = bench_arg(argc, argv, &i, "--pace", &v)) != 0) {
+            if (r < 0 || !parse_pace(v, strlen(v), &g.def)) {
+                fprintf(stderr,
+                        "gwbench upstream: --pace wants COUNTxMS[,COUNTxMS...] (counts 1.., "
+                        "at most %u segments), got '%s'\n",
+                        UP_MAX_PACE, r < 0 ? "" : v);
+                return 2;
+            }
             continue;
         }
         if ((r = bench_arg(argc, argv, &i, "--fault", &v)) != 0) {

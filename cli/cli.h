@@ -35,5 +35,8 @@ int cli_usage(void);
 int cli_cmd_status(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_traffic(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_check(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_dry_run(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_providers(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_groups(const struct cli_opts *o, int argc, char **argv);
 
 #endif

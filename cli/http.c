@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
- * cli/http.c - a minimal blocking HTTP/1.1 GET for gwctl: parse the URL, connect with
- * timeouts, send one request with Connection: close, frame the answer with http-parser.
+ * cli/http.c - a minimal blocking HTTP/1.1 client for gwctl: parse the URL, connect with
+ * timeouts, send one GET or POST with Connection: close, frame the answer with
+ * http-parser.
  * Owns:    the socket and parser of one call.
  * Threads: the main thread only; blocks.
  * See:     cli/http.h
@@ -175,8 +176,8 @@ on_complete(http_parser *p)
 }
 
 int
-cli_http_get(const struct cli_opts *o, const char *path, struct cli_http_resp *resp, char *err,
-             size_t errlen)
+cli_http_request(const struct cli_opts *o, const char *method, const char *path, const char *body,
+                 size_t len, struct cli_http_resp *resp, char *err, size_t errlen)
 {
     struct cli_url u;
     struct gw_buf req = {0};
@@ -195,10 +196,15 @@ cli_http_get(const struct cli_opts *o, const char *path, struct cli_http_resp *r
         return -1;
     }
     if (gw_buf_printf(&req,
-                      "GET %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: gwctl\r\n"
-                      "Accept: application/json\r\nConnection: close\r\n%s%s%s\r\n",
-                      u.prefix, path, u.authority, tok ? "Authorization: Bearer " : "",
-                      tok ? o->token : "", tok ? "\r\n" : "") != GW_OK) {
+                      "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: gwctl\r\n"
+                      "Accept: application/json\r\nConnection: close\r\n%s%s%s",
+                      method, u.prefix, path, u.authority, tok ? "Authorization: Bearer " : "",
+                      tok ? o->token : "", tok ? "\r\n" : "") != GW_OK ||
+        (body && gw_buf_printf(&req, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+                               len) != GW_OK) ||
+        gw_buf_append(&req, "\r\n", 2) != GW_OK ||
+        (body && gw_buf_append(&req, body, len) != GW_OK)) {
+        gw_buf_fini(&req);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -251,7 +257,15 @@ out:
 }
 
 int
-cli_api_get(const struct cli_opts *o, const char *path, json_t **out)
+cli_http_get(const struct cli_opts *o, const char *path, struct cli_http_resp *resp, char *err,
+             size_t errlen)
+{
+    return cli_http_request(o, "GET", path, NULL, 0, resp, err, errlen);
+}
+
+int
+cli_api_call(const struct cli_opts *o, const char *method, const char *path, const char *body,
+             size_t len, json_t **out)
 {
     struct cli_http_resp resp;
     char err[512];
@@ -259,7 +273,7 @@ cli_api_get(const struct cli_opts *o, const char *path, json_t **out)
     json_error_t jerr;
 
     *out = NULL;
-    if (cli_http_get(o, path, &resp, err, sizeof(err)) != 0) {
+    if (cli_http_request(o, method, path, body, len, &resp, err, sizeof(err)) != 0) {
         fprintf(stderr, "gwctl: %s\n", err);
         return CLI_EXIT_ERROR;
     }
@@ -271,16 +285,22 @@ cli_api_get(const struct cli_opts *o, const char *path, json_t **out)
             fprintf(stderr, "gwctl: %s: %s (HTTP %d)\n", json_string_value(code),
                     json_is_string(msg) ? json_string_value(msg) : "", resp.status);
         else
-            fprintf(stderr, "gwctl: GET %s: HTTP %d\n", path, resp.status);
+            fprintf(stderr, "gwctl: %s %s: HTTP %d\n", method, path, resp.status);
         json_decref(j);
         gw_buf_fini(&resp.body);
         return CLI_EXIT_ERROR;
     }
     gw_buf_fini(&resp.body);
     if (!j) {
-        fprintf(stderr, "gwctl: GET %s: the answer is not JSON: %s\n", path, jerr.text);
+        fprintf(stderr, "gwctl: %s %s: the answer is not JSON: %s\n", method, path, jerr.text);
         return CLI_EXIT_ERROR;
     }
     *out = j;
     return CLI_EXIT_OK;
+}
+
+int
+cli_api_get(const struct cli_opts *o, const char *path, json_t **out)
+{
+    return cli_api_call(o, "GET", path, NULL, 0, out);
 }

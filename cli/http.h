@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * cli/http.h - gwctl's HTTP client: one blocking GET per connection to the control API
+ * cli/http.h - gwctl's HTTP client: one blocking GET or POST per connection to the control API
  * (HTTP/1.1, Connection: close), responses framed by http-parser (content-length,
  * chunked or close), JSON bodies decoded with jansson.
  * Owns:    the socket of one call, closed before it returns.
@@ -21,17 +21,26 @@ struct cli_http_resp {
     struct gw_buf body; /* the body; caller frees with gw_buf_fini */
 };
 
-/* GETs <path> (starting with '/') from the server of <o>->url, sending <o>->token as a
- * bearer token when set. Returns 0 and fills <resp> (any HTTP status) once a whole
- * response was read; -1 with a message in <err> (size <errlen>) when the URL is not
+/* Sends <method> <path> (starting with '/') to the server of <o>->url, with <o>->token as
+ * a bearer token when set and, when <body> is not NULL, <len> bytes of <body> as
+ * application/json. Returns 0 and fills <resp> (any HTTP status) once a whole response
+ * was read; -1 with a message in <err> (size <errlen>) when the URL is not
  * http://HOST[:PORT][/PREFIX], the server cannot be reached or the answer is not HTTP. */
+int cli_http_request(const struct cli_opts *o, const char *method, const char *path,
+                     const char *body, size_t len, struct cli_http_resp *resp, char *err,
+                     size_t errlen);
+/* cli_http_request with GET and no body. */
 int cli_http_get(const struct cli_opts *o, const char *path, struct cli_http_resp *resp, char *err,
                  size_t errlen);
 
-/* GETs <path> and decodes a 2xx JSON answer into <*out> (caller json_decref()s it).
- * On failure prints one line to stderr - "gwctl: <code>: <message> (HTTP <status>)" for an
- * error body, the transport error otherwise - and returns CLI_EXIT_ERROR; CLI_EXIT_OK on
- * success. */
+/* Sends <method> <path> with <body> (NULL: none) and decodes a 2xx JSON answer into
+ * <*out> (caller json_decref()s it). On failure prints one line to stderr -
+ * "gwctl: <code>: <message> (HTTP <status>)" for an error body, the transport error
+ * otherwise - and returns CLI_EXIT_ERROR; CLI_EXIT_OK on success. */
+int cli_api_call(const struct cli_opts *o, const char *method, const char *path, const char *body,
+                 size_t len, json_t **out);
+
+/* cli_api_call with GET and no body. */
 int cli_api_get(const struct cli_opts *o, const char *path, json_t **out);
 
 #endif

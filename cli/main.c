@@ -20,6 +20,10 @@ usage_print(FILE *f)
           "  status                   health and API version of the gateway\n"
           "  traffic [--limit N] [--cursor C] [-f]\n"
           "                           recent requests, newest first (-f: follow)\n"
+          "  providers                upstreams: state, pause, slots, latency, success\n"
+          "  groups                   groups: type, members, weights, balance_by\n"
+          "  dry-run MODEL [--key NAME] [--body FILE]\n"
+          "                           the upstreams a request would try, in order\n"
           "  check FILE               validate a config file offline\n"
           "\n"
           "global flags (before the subcommand):\n"
@@ -98,6 +102,12 @@ main(int argc, char **argv)
         return cli_cmd_status(&o, argc - i, argv + i);
     if (strcmp(cmd, "traffic") == 0)
         return cli_cmd_traffic(&o, argc - i, argv + i);
+    if (strcmp(cmd, "providers") == 0)
+        return cli_cmd_providers(&o, argc - i, argv + i);
+    if (strcmp(cmd, "groups") == 0)
+        return cli_cmd_groups(&o, argc - i, argv + i);
+    if (strcmp(cmd, "dry-run") == 0)
+        return cli_cmd_dry_run(&o, argc - i, argv + i);
     if (strcmp(cmd, "check") == 0)
         return cli_cmd_check(&o, argc - i, argv + i);
     if (strcmp(cmd, "help") == 0) {

@@ -1,15 +1,25 @@
 /* SPDX-License-Identifier: MIT
  * dialects/openai.c - OpenAI Chat Completions: request parse and render, streamed
  * chunk and answer inspection (content bytes, usage), error bodies and error chunks.
- * Pure converter over jansson: no I/O, no clock.
- * Render edits the client's bytes in place (the "model" value, include_usage) so that
- * everything else, numbers included, reaches the upstream exactly as the client wrote
- * it; jansson's dump (which rewrites 0.7 as 0.69999999999999996) is only the fallback
- * for bodies the splice does not handle (escaped or duplicate keys).
- * Owns:    a dl_openai_req owns its parsed document; every other call frees what it
- *          parses before returning.
+ * Pure converter: no I/O, no clock.
+ * The hot paths (request parse, chunk and answer inspection) make one validating pass
+ * over the bytes with dialects/json_scan.h and keep only what they need: no tree, no
+ * allocation but the dl_openai_req itself. They accept and refuse exactly what
+ * jansson's json_loadb does and read the same values, duplicate keys included (the last
+ * one counts); tests/fuzz/fuzz_openai.c checks this against jansson. Known differences:
+ * the line/column of a refusal may point a token earlier than jansson's, and the input
+ * estimate counts every copy of a duplicate key inside "tools"/"functions".
+ * Render edits the client's bytes in place (the "model" value, include_usage) at the
+ * offsets the parse found, so that everything else, numbers included, reaches the
+ * upstream exactly as the client wrote it; jansson's dump (which rewrites 0.7 as
+ * 0.69999999999999996) is only the fallback for bodies the splice does not handle
+ * (escaped or duplicate keys where the edit goes).
+ * Owns:    a dl_openai_req owns a copy of the model; it keeps the parsed body's address
+ *          and length only to recognise it. Every other call frees what it allocates
+ *          before returning.
  * Threads: any; one request on one thread.
- * See:     dialects/openai.h, tests/unit/dialects/test_openai.c, tests/fuzz/fuzz_openai.c
+ * See:     dialects/openai.h, dialects/json_scan.h, tests/unit/dialects/test_openai.c,
+ *          tests/fuzz/fuzz_openai.c
  */
 #include "dialects/openai.h"
 
@@ -17,96 +27,341 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "dialects/json_scan.h"
 
-struct dl_openai_req {
-    json_t *root;       /* the parsed body; owned */
-    json_t *model_json; /* a reference to the client's "model" string: keeps <model> alive
-                         * when a fallback render replaces it in <root> */
-    struct gw_str model;
-    bool stream;
-    bool wants_usage;
-    uint64_t estimate;
-};
+/* What a value is, from its first byte (the scanner validates the rest). */
+enum kind { K_ABSENT, K_NULL, K_TRUE, K_FALSE, K_STRING, K_NUMBER, K_OBJECT, K_ARRAY };
 
-/* ---- small jansson helpers ---- */
-
-static size_t
-str_bytes(const json_t *v)
+static enum kind
+kind_of(int c)
 {
-    return json_is_string(v) ? json_string_length(v) : 0;
-}
-
-/* A non-negative whole number of tokens; anything else counts as 0. */
-static uint64_t
-get_count(const json_t *obj, const char *key)
-{
-    const json_t *v = json_object_get(obj, key);
-
-    if (json_is_integer(v))
-        return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
-    if (json_is_real(v) && json_real_value(v) > 0 && json_real_value(v) < 1.8e19)
-        return (uint64_t)json_real_value(v);
-    return 0;
-}
-
-/* Bytes of tool_calls[*].function.arguments and .name. */
-static size_t
-tool_call_bytes(const json_t *calls)
-{
-    size_t i, n = 0;
-    const json_t *c;
-
-    if (!json_is_array(calls))
-        return 0;
-    json_array_foreach(calls, i, c)
-    {
-        const json_t *f = json_object_get(c, "function");
-
-        n += str_bytes(json_object_get(f, "arguments"));
-        n += str_bytes(json_object_get(f, "name"));
+    switch (c) {
+    case 'n': return K_NULL;
+    case 't': return K_TRUE;
+    case 'f': return K_FALSE;
+    case '"': return K_STRING;
+    case '{': return K_OBJECT;
+    case '[': return K_ARRAY;
+    default: return K_NUMBER;
     }
-    return n;
+}
+
+#define KEY_IS(j, k, lit) dl_json_key_is((j), (k), (lit), sizeof(lit) - 1)
+
+/* ---- byte counts: one value at the cursor each ---- */
+
+/* Reads the value at the cursor into <*out> (a byte count); false on an error. */
+typedef bool (*scan_fn)(struct dl_json *j, size_t *out);
+
+/* Decoded bytes of a string; 0 for any other value (skipped). */
+static bool
+str_bytes(struct dl_json *j, size_t *out)
+{
+    struct dl_json_str s;
+
+    *out = 0;
+    if (dl_json_peek(j) != '"')
+        return dl_json_skip(j, NULL);
+    if (!dl_json_string(j, &s))
+        return false;
+    *out = s.dlen;
+    return true;
+}
+
+/* An object's member <key> through <fn> (the last one, as jansson keeps it); 0 when it
+ * is missing or the value is not an object. */
+static bool
+member_bytes(struct dl_json *j, const char *key, size_t klen, scan_fn fn, size_t *out)
+{
+    struct dl_json_str k;
+    bool first = true;
+    size_t v = 0;
+    int rc;
+
+    *out = 0;
+    if (dl_json_peek(j) != '{')
+        return dl_json_skip(j, NULL);
+    if (!dl_json_obj_enter(j))
+        return false;
+    while ((rc = dl_json_obj_next(j, &first, &k)) > 0)
+        if (!(dl_json_key_is(j, &k, key, klen) ? fn(j, &v) : dl_json_skip(j, NULL)))
+            return false;
+    *out = v;
+    return rc == 0;
+}
+
+/* The sum of <fn> over an array's elements, and their number; 0 and 0 when the value is
+ * not an array. */
+static bool
+each_bytes(struct dl_json *j, scan_fn fn, size_t *out, size_t *count)
+{
+    bool first = true;
+    size_t sum = 0, n = 0, v;
+    int rc;
+
+    *out = 0;
+    if (count)
+        *count = 0;
+    if (dl_json_peek(j) != '[')
+        return dl_json_skip(j, NULL);
+    if (!dl_json_arr_enter(j))
+        return false;
+    while ((rc = dl_json_arr_next(j, &first)) > 0) {
+        if (!fn(j, &v))
+            return false;
+        sum += v;
+        n++;
+    }
+    *out = sum;
+    if (count)
+        *count = n;
+    return rc == 0;
+}
+
+static bool
+part_text_bytes(struct dl_json *j, size_t *out)
+{
+    return member_bytes(j, "text", 4, str_bytes, out);
+}
+
+/* A message's content: a string, or the "text" of each content part. */
+static bool
+content_bytes(struct dl_json *j, size_t *out)
+{
+    if (dl_json_peek(j) == '[')
+        return each_bytes(j, part_text_bytes, out, NULL);
+    return str_bytes(j, out);
+}
+
+/* function.arguments and function.name of one tool call. */
+static bool
+function_bytes(struct dl_json *j, size_t *out)
+{
+    struct dl_json_str k;
+    bool first = true;
+    size_t args = 0, name = 0;
+    int rc;
+
+    *out = 0;
+    if (dl_json_peek(j) != '{')
+        return dl_json_skip(j, NULL);
+    if (!dl_json_obj_enter(j))
+        return false;
+    while ((rc = dl_json_obj_next(j, &first, &k)) > 0) {
+        bool ok;
+
+        if (KEY_IS(j, &k, "arguments"))
+            ok = str_bytes(j, &args);
+        else if (KEY_IS(j, &k, "name"))
+            ok = str_bytes(j, &name);
+        else
+            ok = dl_json_skip(j, NULL);
+        if (!ok)
+            return false;
+    }
+    *out = args + name;
+    return rc == 0;
+}
+
+static bool
+tool_call_bytes(struct dl_json *j, size_t *out)
+{
+    return member_bytes(j, "function", 8, function_bytes, out);
+}
+
+static bool
+tool_calls_bytes(struct dl_json *j, size_t *out)
+{
+    return each_bytes(j, tool_call_bytes, out, NULL);
+}
+
+/* Bytes of a message (content, tool calls) or, with <answer>, of a streamed delta or an
+ * answer's message (also reasoning, refusal). */
+static bool
+message_bytes(struct dl_json *j, bool answer, size_t *out)
+{
+    struct dl_json_str k;
+    bool first = true;
+    size_t content = 0, calls = 0, rc1 = 0, rc2 = 0, refusal = 0;
+    int rc;
+
+    *out = 0;
+    if (dl_json_peek(j) != '{')
+        return dl_json_skip(j, NULL);
+    if (!dl_json_obj_enter(j))
+        return false;
+    while ((rc = dl_json_obj_next(j, &first, &k)) > 0) {
+        bool ok;
+
+        if (KEY_IS(j, &k, "content"))
+            ok = content_bytes(j, &content);
+        else if (KEY_IS(j, &k, "tool_calls"))
+            ok = tool_calls_bytes(j, &calls);
+        else if (answer && KEY_IS(j, &k, "reasoning_content"))
+            ok = str_bytes(j, &rc1);
+        else if (answer && KEY_IS(j, &k, "reasoning"))
+            ok = str_bytes(j, &rc2);
+        else if (answer && KEY_IS(j, &k, "refusal"))
+            ok = str_bytes(j, &refusal);
+        else
+            ok = dl_json_skip(j, NULL);
+        if (!ok)
+            return false;
+    }
+    *out = content + calls + rc1 + rc2 + refusal;
+    return rc == 0;
+}
+
+static bool
+request_message_bytes(struct dl_json *j, size_t *out)
+{
+    return message_bytes(j, false, out);
+}
+
+static bool
+answer_message_bytes(struct dl_json *j, size_t *out)
+{
+    return message_bytes(j, true, out);
+}
+
+static bool
+choice_delta_bytes(struct dl_json *j, size_t *out)
+{
+    return member_bytes(j, "delta", 5, answer_message_bytes, out);
+}
+
+static bool
+choice_message_bytes(struct dl_json *j, size_t *out)
+{
+    return member_bytes(j, "message", 7, answer_message_bytes, out);
 }
 
 /* ---- request ---- */
 
-/* Bytes of a message's content: a string, or the "text" of each content part. */
-static size_t
-content_bytes_of(const json_t *content)
+/* What the one pass over a request body finds. Kinds and spans are those of the last
+ * occurrence of each key (jansson keeps the last); render splices at the offsets. */
+struct req_scan {
+    size_t close;           /* offset of the top-level '}' */
+    bool key_escaped;       /* some top-level key holds a backslash */
+    unsigned model_n, so_n; /* occurrences of "model" and "stream_options" */
+    enum kind model, messages, stream, so;
+    struct dl_json_str model_str; /* the last "model" string */
+    size_t model_at, model_end;   /* its value span, quotes included */
+    size_t so_at, so_end;         /* the value span of the last "stream_options" */
+    /* the last "stream_options", when it is an object */
+    size_t so_close, so_members;
+    bool so_key_escaped;
+    unsigned iu_n; /* occurrences of "include_usage" in it */
+    size_t iu_at, iu_end;
+    bool iu_true;
+    /* the estimate's parts */
+    size_t msg_bytes, nmsg, tools_bytes, functions_bytes;
+};
+
+static bool
+scan_stream_options(struct dl_json *j, struct req_scan *rs)
 {
-    size_t i, n = 0;
-    const json_t *part;
+    struct dl_json_str k;
+    bool first = true;
+    int rc;
 
-    if (json_is_string(content))
-        return json_string_length(content);
-    if (!json_is_array(content))
-        return 0;
-    json_array_foreach(content, i, part) n += str_bytes(json_object_get(part, "text"));
-    return n;
-}
-
-static uint64_t
-estimate_input(const json_t *root)
-{
-    const json_t *msgs = json_object_get(root, "messages"), *m, *tools;
-    uint64_t bytes = 0, nmsg = json_array_size(msgs);
-    size_t i;
-
-    json_array_foreach(msgs, i, m)
-    {
-        bytes += content_bytes_of(json_object_get(m, "content"));
-        bytes += tool_call_bytes(json_object_get(m, "tool_calls"));
+    rs->so_members = 0;
+    rs->so_key_escaped = false;
+    rs->iu_n = 0;
+    rs->iu_true = false;
+    if (!dl_json_obj_enter(j))
+        return false;
+    while ((rc = dl_json_obj_next(j, &first, &k)) > 0) {
+        rs->so_members++;
+        if (k.escaped)
+            rs->so_key_escaped = true;
+        if (KEY_IS(j, &k, "include_usage")) {
+            rs->iu_n++;
+            rs->iu_at = j->i;
+            rs->iu_true = j->i < j->n && j->s[j->i] == 't';
+            if (!dl_json_skip(j, NULL))
+                return false;
+            rs->iu_end = j->i;
+        } else if (!dl_json_skip(j, NULL)) {
+            return false;
+        }
     }
-    /* Tool schemas travel as JSON: count their compact form (json_dumpb with no
-     * buffer only measures). "functions" is the legacy spelling. */
-    tools = json_object_get(root, "tools");
-    if (tools && !json_is_null(tools))
-        bytes += json_dumpb(tools, NULL, 0, JSON_COMPACT);
-    tools = json_object_get(root, "functions");
-    if (tools && !json_is_null(tools))
-        bytes += json_dumpb(tools, NULL, 0, JSON_COMPACT);
-    return (bytes + 3) / 4 + 4 * nmsg;
+    rs->so_close = j->i - 1;
+    return rc == 0;
 }
+
+/* Tool schemas travel as JSON: their compact form counts (jansson's json_dumpb of an
+ * array or object; anything else dumps to nothing). */
+static bool
+schema_bytes(struct dl_json *j, size_t *out)
+{
+    int c = dl_json_peek(j);
+
+    *out = 0;
+    return dl_json_skip(j, c == '{' || c == '[' ? out : NULL);
+}
+
+/* The whole request, the cursor at its '{'. */
+static bool
+scan_request(struct dl_json *j, struct req_scan *rs)
+{
+    struct dl_json_str k;
+    bool first = true;
+    int rc;
+
+    memset(rs, 0, sizeof(*rs));
+    if (!dl_json_obj_enter(j))
+        return false;
+    while ((rc = dl_json_obj_next(j, &first, &k)) > 0) {
+        int c = dl_json_peek(j);
+        bool ok;
+
+        if (k.escaped)
+            rs->key_escaped = true;
+        if (KEY_IS(j, &k, "model")) {
+            rs->model_n++;
+            rs->model = kind_of(c);
+            rs->model_at = j->i;
+            ok = c == '"' ? dl_json_string(j, &rs->model_str) : dl_json_skip(j, NULL);
+            rs->model_end = j->i;
+        } else if (KEY_IS(j, &k, "messages")) {
+            rs->messages = kind_of(c);
+            ok = each_bytes(j, request_message_bytes, &rs->msg_bytes, &rs->nmsg);
+        } else if (KEY_IS(j, &k, "stream")) {
+            rs->stream = kind_of(c);
+            ok = dl_json_skip(j, NULL);
+        } else if (KEY_IS(j, &k, "stream_options")) {
+            rs->so_n++;
+            rs->so = kind_of(c);
+            rs->so_at = j->i;
+            ok = c == '{' ? scan_stream_options(j, rs) : dl_json_skip(j, NULL);
+            rs->so_end = j->i;
+        } else if (KEY_IS(j, &k, "tools")) {
+            ok = schema_bytes(j, &rs->tools_bytes);
+        } else if (KEY_IS(j, &k, "functions")) { /* the legacy spelling */
+            ok = schema_bytes(j, &rs->functions_bytes);
+        } else {
+            ok = dl_json_skip(j, NULL);
+        }
+        if (!ok)
+            return false;
+    }
+    if (rc < 0)
+        return false;
+    rs->close = j->i - 1;
+    return dl_json_end(j);
+}
+
+struct dl_openai_req {
+    struct req_scan scan; /* offsets into <body>, for render */
+    const char *body;     /* the bytes parsed, only compared: render recognises them */
+    size_t len;
+    struct gw_str model; /* points at <model_buf> */
+    bool stream;
+    bool wants_usage;
+    uint64_t estimate;
+    char model_buf[]; /* the decoded model, NUL-terminated */
+};
 
 static enum gw_code
 refuse(struct gw_buf *why, const char *reason)
@@ -116,66 +371,63 @@ refuse(struct gw_buf *why, const char *reason)
     return GW_E_BAD_REQUEST;
 }
 
+/* The reason for a body the scanner refused: its position only, never its bytes. */
+static enum gw_code
+refuse_json(const struct dl_json *j, struct gw_buf *why)
+{
+    int line, column;
+
+    if (j->err == DL_JSON_E_NOMEM)
+        return GW_E_NOMEM;
+    dl_json_err_pos(j, &line, &column);
+    if (why && gw_buf_printf(why, "body: %s at line %d column %d",
+                             j->err == DL_JSON_E_RANGE ? "number out of range" : "not valid JSON",
+                             line, column) != GW_OK)
+        return GW_E_NOMEM;
+    return GW_E_BAD_REQUEST;
+}
+
 enum gw_code
 dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, struct gw_buf *why)
 {
     struct dl_openai_req *r;
-    json_error_t err;
-    json_t *root, *v;
+    struct req_scan rs;
+    struct dl_json j;
+    bool ok;
+    int c;
 
     *out = NULL;
     if (len == 0)
         return refuse(why, "body: empty, expected a JSON object");
-    /* JSON_DECODE_ANY so that a valid non-object gets its own reason; JSON_ALLOW_NUL
-     * since \u0000 is valid JSON. jansson's error text quotes the input ("near '...'"),
-     * so only its position is used. */
-    root = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
-    if (!root) {
-        enum json_error_code ec = json_error_code(&err);
-
-        if (ec == json_error_out_of_memory)
-            return GW_E_NOMEM;
-        if (why && gw_buf_printf(why, "body: %s at line %d column %d",
-                                 ec == json_error_numeric_overflow ? "number out of range"
-                                                                   : "not valid JSON",
-                                 err.line, err.column) != GW_OK)
-            return GW_E_NOMEM;
-        return GW_E_BAD_REQUEST;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
+    dl_json_init(&j, body, len);
+    c = dl_json_peek(&j);
+    /* a valid non-object gets its own reason */
+    ok = c == '{' ? scan_request(&j, &rs) : dl_json_skip(&j, NULL) && dl_json_end(&j);
+    if (!ok)
+        return refuse_json(&j, why);
+    if (c != '{')
         return refuse(why, "body: must be a JSON object");
-    }
-    v = json_object_get(root, "model");
-    if (!json_is_string(v) || json_string_length(v) == 0) {
-        json_decref(root);
+    if (rs.model != K_STRING || rs.model_str.dlen == 0)
         return refuse(why, "model: required string");
-    }
-    if (!json_is_array(json_object_get(root, "messages"))) {
-        json_decref(root);
+    if (rs.messages != K_ARRAY)
         return refuse(why, "messages: required array");
-    }
-    v = json_object_get(root, "stream");
-    if (v && !json_is_boolean(v) && !json_is_null(v)) {
-        json_decref(root);
+    if (rs.stream != K_ABSENT && rs.stream != K_TRUE && rs.stream != K_FALSE && rs.stream != K_NULL)
         return refuse(why, "stream: must be a boolean");
-    }
-    v = json_object_get(root, "stream_options");
-    if (v && !json_is_object(v) && !json_is_null(v)) {
-        json_decref(root);
+    if (rs.so != K_ABSENT && rs.so != K_OBJECT && rs.so != K_NULL)
         return refuse(why, "stream_options: must be an object");
-    }
-    r = gw_calloc(1, sizeof(*r));
-    if (!r) {
-        json_decref(root);
+    r = gw_malloc(sizeof(*r) + rs.model_str.dlen + 1);
+    if (!r)
         return GW_E_NOMEM;
-    }
-    r->root = root;
-    r->model_json = json_incref(json_object_get(root, "model"));
-    r->model = (struct gw_str){json_string_value(r->model_json), json_string_length(r->model_json)};
-    r->stream = json_is_true(json_object_get(root, "stream"));
-    r->wants_usage = json_is_true(json_object_get(v, "include_usage"));
-    r->estimate = estimate_input(root);
+    r->scan = rs;
+    r->body = body;
+    r->len = len;
+    dl_json_decode(&j, &rs.model_str, r->model_buf);
+    r->model_buf[rs.model_str.dlen] = '\0';
+    r->model = (struct gw_str){r->model_buf, rs.model_str.dlen};
+    r->stream = rs.stream == K_TRUE;
+    r->wants_usage = rs.so == K_OBJECT && rs.iu_true;
+    /* bytes of text, tool arguments and schemas / 4, rounded up, + 4 per message */
+    r->estimate = (rs.msg_bytes + rs.tools_bytes + rs.functions_bytes + 3) / 4 + 4 * rs.nmsg;
     *out = r;
     return GW_OK;
 }
@@ -183,10 +435,6 @@ dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, st
 void
 dl_openai_req_free(struct dl_openai_req *r)
 {
-    if (!r)
-        return;
-    json_decref(r->model_json);
-    json_decref(r->root);
     gw_free(r);
 }
 
@@ -216,141 +464,26 @@ dl_openai_req_input_estimate(const struct dl_openai_req *r)
 
 /* ---- render: splicing the client's bytes ---- */
 
-/* The body was accepted by jansson, so this scanner only walks valid JSON; it still
- * checks bounds everywhere and reports failure instead of trusting that. */
-
-static size_t
-skip_ws(const char *s, size_t n, size_t i)
+/* <model> as a JSON string. Model names rarely need escapes: copy them whole then. */
+static enum gw_code
+append_model(struct gw_buf *out, struct gw_str model)
 {
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-        i++;
-    return i;
-}
+    size_t i;
 
-/* At '"': moves past the closing quote. <*escaped>: the string holds a backslash. */
-static bool
-skip_string(const char *s, size_t n, size_t *i, bool *escaped)
-{
-    size_t k = *i + 1;
+    for (i = 0; i < model.len; i++) {
+        unsigned char c = (unsigned char)model.ptr[i];
 
-    *escaped = false;
-    while (k < n && s[k] != '"') {
-        if (s[k] == '\\') {
-            *escaped = true;
-            k++;
-        }
-        k++;
+        if (c < 0x20 || c == '"' || c == '\\')
+            return gw_buf_append_json_str(out, model);
     }
-    if (k >= n)
-        return false;
-    *i = k + 1;
-    return true;
-}
-
-static bool
-skip_value(const char *s, size_t n, size_t *i)
-{
-    size_t k = *i, depth = 0;
-    bool esc;
-
-    if (k >= n)
-        return false;
-    if (s[k] == '"')
-        return skip_string(s, n, i, &esc);
-    if (s[k] != '{' && s[k] != '[') { /* number, true, false, null */
-        while (k < n && s[k] != ',' && s[k] != '}' && s[k] != ']' && s[k] != ' ' && s[k] != '\t' &&
-               s[k] != '\n' && s[k] != '\r')
-            k++;
-        if (k == *i)
-            return false;
-        *i = k;
-        return true;
-    }
-    while (k < n) {
-        char c = s[k];
-
-        if (c == '"') {
-            if (!skip_string(s, n, &k, &esc))
-                return false;
-            continue;
-        }
-        if (c == '{' || c == '[')
-            depth++;
-        else if (c == '}' || c == ']') {
-            if (--depth == 0) {
-                *i = k + 1;
-                return true;
-            }
-        }
-        k++;
-    }
-    return false;
-}
-
-#define SCAN_KEYS 2
-
-/* One object level: where it closes, how many members it has, and the value spans of
- * up to SCAN_KEYS wanted keys (with how often each appears). */
-struct obj_scan {
-    const char *want[SCAN_KEYS];
-    size_t vstart[SCAN_KEYS], vend[SCAN_KEYS];
-    unsigned count[SCAN_KEYS];
-    size_t close; /* offset of the closing '}' */
-    size_t members;
-};
-
-/* Scans the object opening at <at>. False when the bytes are not the expected shape or
- * a key is escaped (it could spell a wanted key in another way): the caller falls back. */
-static bool
-scan_object(const char *s, size_t n, size_t at, struct obj_scan *o)
-{
-    size_t i = skip_ws(s, n, at), k;
-
-    if (i >= n || s[i] != '{')
-        return false;
-    i = skip_ws(s, n, i + 1);
-    o->members = 0;
-    memset(o->count, 0, sizeof(o->count));
-    if (i < n && s[i] == '}') {
-        o->close = i;
-        return true;
-    }
-    for (;;) {
-        size_t key = i + 1, keylen;
-        bool esc, hit[SCAN_KEYS];
-
-        if (i >= n || s[i] != '"' || !skip_string(s, n, &i, &esc) || esc)
-            return false;
-        keylen = i - 1 - key;
-        i = skip_ws(s, n, i);
-        if (i >= n || s[i] != ':')
-            return false;
-        i = skip_ws(s, n, i + 1);
-        for (k = 0; k < SCAN_KEYS; k++) {
-            hit[k] = o->want[k] && strlen(o->want[k]) == keylen &&
-                     memcmp(s + key, o->want[k], keylen) == 0;
-            if (hit[k]) {
-                o->count[k]++;
-                o->vstart[k] = i;
-            }
-        }
-        if (!skip_value(s, n, &i))
-            return false;
-        for (k = 0; k < SCAN_KEYS; k++)
-            if (hit[k])
-                o->vend[k] = i;
-        o->members++;
-        i = skip_ws(s, n, i);
-        if (i < n && s[i] == ',') {
-            i = skip_ws(s, n, i + 1);
-            continue;
-        }
-        if (i < n && s[i] == '}') {
-            o->close = i;
-            return true;
-        }
-        return false;
-    }
+    if (gw_buf_reserve(out, model.len + 2) != GW_OK)
+        return GW_E_NOMEM;
+    out->data[out->len++] = '"';
+    memcpy(out->data + out->len, model.ptr, model.len);
+    out->len += model.len;
+    out->data[out->len++] = '"';
+    out->data[out->len] = '\0';
+    return GW_OK;
 }
 
 struct splice {
@@ -358,37 +491,41 @@ struct splice {
     const char *text; /* replacement, or NULL for the model string */
 };
 
-/* Edits the client's bytes. False when the splice cannot be used (fall back). */
+/* True when the splice can edit these bytes: "model" once and unescaped keys at the top,
+ * and, where include_usage must be set, one stream_options with unescaped keys and at
+ * most one include_usage. (An escaped key could spell a wanted one in another way;
+ * duplicates would leave an old value that a reader may take.) */
 static bool
-render_splice(const char *body, size_t len, struct gw_str model, bool set_model, bool set_usage,
-              struct gw_buf *out, enum gw_code *rc)
+splice_fits(const struct req_scan *rs, bool set_usage)
 {
-    struct obj_scan top = {.want = {"model", "stream_options"}};
-    struct obj_scan so = {.want = {"include_usage", NULL}};
+    if (rs->key_escaped || rs->model_n != 1 || rs->so_n > 1)
+        return false;
+    if (set_usage && rs->so == K_OBJECT && (rs->so_key_escaped || rs->iu_n > 1))
+        return false;
+    return true;
+}
+
+static enum gw_code
+render_splice(const struct req_scan *rs, const char *body, size_t len, struct gw_str model,
+              bool set_model, bool set_usage, struct gw_buf *out)
+{
     struct splice ed[2];
     size_t ned = 0, pos = 0, k, start = out->len;
 
-    *rc = GW_OK;
-    if (!scan_object(body, len, 0, &top) || top.count[0] != 1 || top.count[1] > 1)
-        return false;
     if (set_model)
-        ed[ned++] = (struct splice){top.vstart[0], top.vend[0], NULL};
+        ed[ned++] = (struct splice){rs->model_at, rs->model_end, NULL};
     if (set_usage) {
-        if (top.count[1] == 0) {
-            ed[ned++] = (struct splice){top.close, top.close,
+        if (rs->so_n == 0)
+            ed[ned++] = (struct splice){rs->close, rs->close,
                                         ",\"stream_options\":{\"include_usage\":true}"};
-        } else if (body[top.vstart[1]] == 'n') { /* null */
-            ed[ned++] = (struct splice){top.vstart[1], top.vend[1], "{\"include_usage\":true}"};
-        } else {
-            if (!scan_object(body, len, top.vstart[1], &so) || so.count[0] > 1)
-                return false;
-            if (so.count[0] == 1)
-                ed[ned++] = (struct splice){so.vstart[0], so.vend[0], "true"};
-            else
-                ed[ned++] = (struct splice){so.close, so.close,
-                                            so.members ? ",\"include_usage\":true"
+        else if (rs->so == K_NULL)
+            ed[ned++] = (struct splice){rs->so_at, rs->so_end, "{\"include_usage\":true}"};
+        else if (rs->iu_n == 1)
+            ed[ned++] = (struct splice){rs->iu_at, rs->iu_end, "true"};
+        else
+            ed[ned++] = (struct splice){rs->so_close, rs->so_close,
+                                        rs->so_members ? ",\"include_usage\":true"
                                                        : "\"include_usage\":true"};
-        }
     }
     if (ned == 2 && ed[1].from < ed[0].from) {
         struct splice t = ed[0];
@@ -396,53 +533,66 @@ render_splice(const char *body, size_t len, struct gw_str model, bool set_model,
         ed[0] = ed[1];
         ed[1] = t;
     }
+    if (gw_buf_reserve(out, len + model.len * 6 + 48) != GW_OK)
+        return GW_E_NOMEM;
     for (k = 0; k < ned; k++) {
         if (gw_buf_append(out, body + pos, ed[k].from - pos) != GW_OK)
             goto nomem;
-        if (ed[k].text ? gw_buf_append_str(out, gw_str_c(ed[k].text))
-                       : gw_buf_append_json_str(out, model))
+        if (ed[k].text ? gw_buf_append_str(out, gw_str_c(ed[k].text)) : append_model(out, model))
             goto nomem;
         pos = ed[k].to;
     }
     if (gw_buf_append(out, body + pos, len - pos) != GW_OK)
         goto nomem;
-    return true;
+    return GW_OK;
 nomem:
     out->len = start;
     if (out->data)
         out->data[start] = '\0';
-    *rc = GW_E_NOMEM;
-    return true;
+    return GW_E_NOMEM;
 }
 
-/* The fallback: edit the parsed document and dump it compactly, keys in their order. */
+/* The fallback: parse with jansson, edit the document and dump it compactly, keys in
+ * their order. Rare (escaped or duplicate keys), so the cost does not matter here. */
 static enum gw_code
-render_dump(const struct dl_openai_req *r, struct gw_str model, bool set_usage, struct gw_buf *out)
+render_dump(const char *body, size_t len, struct gw_str model, bool set_usage, struct gw_buf *out)
 {
-    json_t *m, *so;
+    enum gw_code rc = GW_E_NOMEM;
+    json_error_t err;
+    json_t *root, *m, *so;
     size_t n;
 
+    root = json_loadb(body, len, JSON_ALLOW_NUL, &err);
+    if (!root)
+        return json_error_code(&err) == json_error_out_of_memory ? GW_E_NOMEM : GW_E_BAD_REQUEST;
+    if (!json_is_object(root)) {
+        rc = GW_E_BAD_REQUEST;
+        goto out;
+    }
     m = json_stringn_nocheck(model.ptr, model.len);
-    if (!m || json_object_set_new(r->root, "model", m) != 0)
-        return GW_E_NOMEM;
+    if (!m || json_object_set_new(root, "model", m) != 0)
+        goto out;
     if (set_usage) {
-        so = json_object_get(r->root, "stream_options");
+        so = json_object_get(root, "stream_options");
         if (!json_is_object(so)) {
             so = json_object();
-            if (!so || json_object_set_new(r->root, "stream_options", so) != 0)
-                return GW_E_NOMEM;
+            if (!so || json_object_set_new(root, "stream_options", so) != 0)
+                goto out;
         }
         if (json_object_set_new(so, "include_usage", json_true()) != 0)
-            return GW_E_NOMEM;
+            goto out;
     }
-    n = json_dumpb(r->root, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    n = json_dumpb(root, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (n == 0 || gw_buf_reserve(out, n) != GW_OK)
-        return GW_E_NOMEM;
-    if (json_dumpb(r->root, out->data + out->len, n, JSON_COMPACT | JSON_PRESERVE_ORDER) != n)
-        return GW_E_NOMEM;
+        goto out;
+    if (json_dumpb(root, out->data + out->len, n, JSON_COMPACT | JSON_PRESERVE_ORDER) != n)
+        goto out;
     out->len += n;
     out->data[out->len] = '\0';
-    return GW_OK;
+    rc = GW_OK;
+out:
+    json_decref(root);
+    return rc;
 }
 
 enum gw_code
@@ -451,118 +601,202 @@ dl_openai_req_render(const struct dl_openai_req *r, const char *body, size_t len
 {
     bool set_model = !gw_str_eq(model, r->model);
     bool set_usage = r->stream && !r->wants_usage;
-    enum gw_code rc;
+    const struct req_scan *rs = &r->scan;
+    struct req_scan again;
 
     if (!set_model && !set_usage)
         return gw_buf_append(out, body, len);
-    if (render_splice(body, len, model, set_model, set_usage, out, &rc))
-        return rc;
-    return render_dump(r, model, set_usage, out);
+    if (body != r->body || len != r->len || body[rs->model_at] != '"' ||
+        body[rs->model_end - 1] != '"' || body[rs->close] != '}') {
+        /* Not the buffer parsed (a copy, or a caller's mistake): scan these bytes. The
+         * byte checks are cheap insurance against a reused buffer. */
+        struct dl_json j;
+
+        dl_json_init(&j, body, len);
+        if (dl_json_peek(&j) != '{' || !scan_request(&j, &again))
+            return j.err == DL_JSON_E_NOMEM ? GW_E_NOMEM
+                                            : render_dump(body, len, model, set_usage, out);
+        rs = &again;
+    }
+    if (splice_fits(rs, set_usage))
+        return render_splice(rs, body, len, model, set_model, set_usage, out);
+    return render_dump(body, len, model, set_usage, out);
 }
 
 /* ---- streamed chunks and answers ---- */
 
-/* OpenAI usage -> gw usage: prompt_tokens counts cached tokens too; gw keeps the
- * uncached input apart from cache reads. */
-static void
-read_usage(const json_t *u, struct gw_usage *usage)
+/* A non-negative whole number of tokens; anything else counts as 0. */
+static bool
+read_count(struct dl_json *j, uint64_t *out)
 {
-    uint64_t prompt = get_count(u, "prompt_tokens");
-    uint64_t cached = get_count(json_object_get(u, "prompt_tokens_details"), "cached_tokens");
+    struct dl_json_num num;
+    int c = dl_json_peek(j);
 
+    *out = 0;
+    if (c != '-' && (c < '0' || c > '9'))
+        return dl_json_skip(j, NULL);
+    return dl_json_number(j, &num) && dl_json_num_count(j, &num, out);
+}
+
+static bool
+read_cached(struct dl_json *j, uint64_t *cached)
+{
+    struct dl_json_str k;
+    bool first = true;
+    int rc;
+
+    *cached = 0;
+    if (dl_json_peek(j) != '{')
+        return dl_json_skip(j, NULL);
+    if (!dl_json_obj_enter(j))
+        return false;
+    while ((rc = dl_json_obj_next(j, &first, &k)) > 0)
+        if (!(KEY_IS(j, &k, "cached_tokens") ? read_count(j, cached) : dl_json_skip(j, NULL)))
+            return false;
+    return rc == 0;
+}
+
+/* OpenAI usage -> gw usage, the cursor at the object: prompt_tokens counts cached tokens
+ * too; gw keeps the uncached input apart from cache reads. */
+static bool
+read_usage(struct dl_json *j, struct gw_usage *usage)
+{
+    uint64_t prompt = 0, cached = 0, completion = 0;
+    struct dl_json_str k;
+    bool first = true;
+    int rc;
+
+    if (!dl_json_obj_enter(j))
+        return false;
+    while ((rc = dl_json_obj_next(j, &first, &k)) > 0) {
+        bool ok;
+
+        if (KEY_IS(j, &k, "prompt_tokens"))
+            ok = read_count(j, &prompt);
+        else if (KEY_IS(j, &k, "completion_tokens"))
+            ok = read_count(j, &completion);
+        else if (KEY_IS(j, &k, "prompt_tokens_details"))
+            ok = read_cached(j, &cached);
+        else
+            ok = dl_json_skip(j, NULL);
+        if (!ok)
+            return false;
+    }
     memset(usage, 0, sizeof(*usage));
     usage->cache_read_tokens = cached;
     usage->input_tokens = prompt > cached ? prompt - cached : 0;
-    usage->output_tokens = get_count(u, "completion_tokens");
-    usage->cache_write_tokens = 0;
+    usage->output_tokens = completion;
+    return rc == 0;
 }
 
-/* Bytes of the text, reasoning, refusal and tool-call parts of a delta or message. */
-static size_t
-delta_bytes(const json_t *d)
+/* What a chunk or an answer holds. */
+struct resp_scan {
+    bool is_error;     /* "error" is there and not null */
+    enum kind choices; /* K_ABSENT, K_ARRAY or another kind */
+    size_t nchoices;
+    size_t bytes; /* of the choices' deltas or messages */
+    bool has_usage;
+    struct gw_usage usage;
+};
+
+/* A chunk or an answer, the cursor at its '{'; <choice> reads one element of "choices". */
+static bool
+scan_response(struct dl_json *j, scan_fn choice, struct resp_scan *rs)
 {
-    return content_bytes_of(json_object_get(d, "content")) +
-           str_bytes(json_object_get(d, "reasoning_content")) +
-           str_bytes(json_object_get(d, "reasoning")) + str_bytes(json_object_get(d, "refusal")) +
-           tool_call_bytes(json_object_get(d, "tool_calls"));
+    struct dl_json_str k;
+    bool first = true;
+    int rc;
+
+    memset(rs, 0, sizeof(*rs));
+    if (!dl_json_obj_enter(j))
+        return false;
+    while ((rc = dl_json_obj_next(j, &first, &k)) > 0) {
+        int c = dl_json_peek(j);
+        bool ok;
+
+        if (KEY_IS(j, &k, "error")) {
+            rs->is_error = c != 'n';
+            ok = dl_json_skip(j, NULL);
+        } else if (KEY_IS(j, &k, "choices")) {
+            rs->choices = kind_of(c);
+            ok = each_bytes(j, choice, &rs->bytes, &rs->nchoices);
+        } else if (KEY_IS(j, &k, "usage")) {
+            rs->has_usage = c == '{';
+            memset(&rs->usage, 0, sizeof(rs->usage));
+            ok = c == '{' ? read_usage(j, &rs->usage) : dl_json_skip(j, NULL);
+        } else {
+            ok = dl_json_skip(j, NULL);
+        }
+        if (!ok)
+            return false;
+    }
+    return rc == 0 && dl_json_end(j);
+}
+
+static inline bool
+is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 enum gw_code
 dl_openai_chunk_inspect(struct gw_str data, struct dl_openai_chunk *out)
 {
-    json_error_t err;
-    json_t *root, *choices, *c, *u;
+    struct resp_scan rs;
+    struct dl_json j;
     size_t i = 0;
 
     memset(out, 0, sizeof(*out));
-    while (i < data.len && (data.ptr[i] == ' ' || data.ptr[i] == '\t' || data.ptr[i] == '\n' ||
-                            data.ptr[i] == '\r'))
+    while (i < data.len && is_ws(data.ptr[i]))
         i++;
     if (data.len - i >= 6 && memcmp(data.ptr + i, "[DONE]", 6) == 0) {
         size_t k = i + 6;
 
-        while (k < data.len && (data.ptr[k] == ' ' || data.ptr[k] == '\t' || data.ptr[k] == '\n' ||
-                                data.ptr[k] == '\r'))
+        while (k < data.len && is_ws(data.ptr[k]))
             k++;
         if (k == data.len) {
             out->done = true;
             return GW_OK;
         }
     }
-    /* Only objects are chunks: skip the parse (and its allocations) for anything else. */
+    /* Only objects are chunks: anything else (valid or not) carries nothing. */
     if (i >= data.len || data.ptr[i] != '{')
         return GW_OK;
-    root = json_loadb(data.ptr, data.len, JSON_ALLOW_NUL, &err);
-    if (!root)
-        return json_error_code(&err) == json_error_out_of_memory ? GW_E_NOMEM : GW_OK;
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return GW_OK;
-    }
-    c = json_object_get(root, "error");
-    if (c && !json_is_null(c))
-        out->is_error = true;
-    choices = json_object_get(root, "choices");
-    json_array_foreach(choices, i, c) out->content_bytes +=
-        delta_bytes(json_object_get(c, "delta"));
-    out->has_content = out->content_bytes > 0;
-    u = json_object_get(root, "usage");
-    if (json_is_object(u)) {
+    dl_json_init(&j, data.ptr, data.len);
+    j.i = i;
+    if (!scan_response(&j, choice_delta_bytes, &rs))
+        return j.err == DL_JSON_E_NOMEM ? GW_E_NOMEM : GW_OK;
+    out->is_error = rs.is_error;
+    out->content_bytes = rs.bytes;
+    out->has_content = rs.bytes > 0;
+    if (rs.has_usage) {
         out->has_usage = true;
-        read_usage(u, &out->usage);
+        out->usage = rs.usage;
         /* The include_usage chunk has "choices": []; some servers leave it out. */
-        out->usage_only =
-            choices == NULL || (json_is_array(choices) && json_array_size(choices) == 0);
+        out->usage_only = rs.choices == K_ABSENT || (rs.choices == K_ARRAY && rs.nchoices == 0);
     }
-    json_decref(root);
     return GW_OK;
 }
 
 bool
 dl_openai_answer_usage(struct gw_str body, struct gw_usage *usage, size_t *content_bytes)
 {
-    json_error_t err;
-    json_t *root, *choices, *c, *u;
-    size_t i, n = 0;
-    bool has = false;
+    struct resp_scan rs;
+    struct dl_json j;
 
     memset(usage, 0, sizeof(*usage));
     if (content_bytes)
         *content_bytes = 0;
-    root = json_loadb(body.ptr, body.len, JSON_ALLOW_NUL, &err);
-    if (!root)
+    dl_json_init(&j, body.ptr, body.len);
+    /* An array (valid or not) has neither choices nor usage; anything else but an
+     * object is not JSON that jansson would load. */
+    if (dl_json_peek(&j) != '{' || !scan_response(&j, choice_message_bytes, &rs))
         return false;
-    choices = json_object_get(root, "choices");
-    json_array_foreach(choices, i, c) n += delta_bytes(json_object_get(c, "message"));
-    u = json_object_get(root, "usage");
-    if (json_is_object(u)) {
-        read_usage(u, usage);
-        has = true;
-    }
     if (content_bytes)
-        *content_bytes = n;
-    json_decref(root);
-    return has;
+        *content_bytes = rs.bytes;
+    if (rs.has_usage)
+        *usage = rs.usage;
+    return rs.has_usage;
 }
 
 /* ---- errors ---- */
@@ -640,4 +874,21 @@ dl_openai_error_chunk(enum gw_code code, struct gw_str message, struct gw_buf *o
         return GW_E_NOMEM;
     }
     return GW_OK;
+}
+
+/* ---- conversation identity (dialects/openai_conv.c) ---- */
+
+void
+dl_openai_req_conversation(const struct dl_openai_req *r, struct dl_openai_conv *out)
+{
+    dl_openai_scan_conversation(r->body, r->len, out);
+}
+
+bool
+dl_openai_req_has_tool_results(const struct dl_openai_req *r)
+{
+    struct dl_openai_conv cv;
+
+    dl_openai_scan_conversation(r->body, r->len, &cv);
+    return cv.last_is_tool;
 }

@@ -2,8 +2,9 @@
  * dialects/openai.h - OpenAI Chat Completions: read a client request, render the
  * body sent upstream, inspect streamed chunks and answers for content and usage,
  * and build error bodies and error chunks in the OpenAI shape.
- * Pure converter over jansson: no I/O, no clock. Callers never see json_t.
- * Owns:    a dl_openai_req owns its parsed document.
+ * Pure converter: no I/O, no clock. Callers never see json_t. The hot paths make one
+ * validating pass over the bytes (dialects/json_scan.h); jansson serves the rare cases.
+ * Owns:    a dl_openai_req owns a copy of the model and the offsets render needs.
  * Threads: any; one request on one thread.
  * See:     dialects/openai.c, tests/unit/dialects/test_openai.c, tests/fuzz/fuzz_openai.c
  */
@@ -38,7 +39,10 @@ uint64_t dl_openai_req_input_estimate(const struct dl_openai_req *r);
 
 /* Writes the body to send upstream into <out>: the client's bytes with "model" set to
  * <model> and, for a stream, stream_options.include_usage forced to true. When nothing
- * changes the original bytes <body>/<len> are copied unchanged. GW_OK or GW_E_NOMEM. */
+ * changes the original bytes <body>/<len> are copied unchanged. GW_OK or GW_E_NOMEM.
+ * <body>/<len> are the bytes given to dl_openai_req_parse: when they are the same buffer
+ * the parse's offsets are used, otherwise they are scanned again (and GW_E_BAD_REQUEST
+ * if they are not a JSON object). */
 enum gw_code dl_openai_req_render(const struct dl_openai_req *r, const char *body, size_t len,
                                   struct gw_str model, struct gw_buf *out);
 
@@ -69,5 +73,21 @@ enum gw_code dl_openai_error_body(enum gw_code code, struct gw_str message, stru
 /* Appends "data: <error body>\n\n": the chunk that ends a broken Chat stream (no
  * [DONE] follows it). */
 enum gw_code dl_openai_error_chunk(enum gw_code code, struct gw_str message, struct gw_buf *out);
+
+/* What identifies the conversation of a request (DESIGN.md 5). Slices point into the
+ * request's body (raw JSON string bytes, escapes left in); empty when absent. */
+struct dl_openai_conv {
+    struct gw_str cache_key;  /* prompt_cache_key */
+    struct gw_str system;     /* content of the first system/developer message */
+    struct gw_str first_user; /* content of the first user message */
+    bool last_is_tool;        /* the last message is a tool result: a turn in progress */
+};
+
+/* Fills <out> from the body <r> was parsed from (a read-only second pass). */
+void dl_openai_req_conversation(const struct dl_openai_req *r, struct dl_openai_conv *out);
+/* True when the request carries tool results (its last message has role "tool"). */
+bool dl_openai_req_has_tool_results(const struct dl_openai_req *r);
+/* The scan behind both, over a validated body. */
+void dl_openai_scan_conversation(const char *body, size_t len, struct dl_openai_conv *out);
 
 #endif

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT
  * net/control.c - the control thread: one event_base and one evhttp server on
  * control.listen answering /healthz, /metrics (Prometheus text) and the bearer-token
- * protected /control/v1/ JSON API (DESIGN.md 14, 18).
+ * protected /control/v1/ JSON API (DESIGN.md 14, 18): version, traffic, overview and
+ * dry-run.
  * Each request acquires the live config snapshot (for the token) and releases it before
  * the handler returns; traffic pages are read from the store in their own read
- * transaction (store_rows_page), so nothing is held across callbacks.
+ * transaction (store_rows_page), so nothing is held across callbacks. The dry-run calls
+ * the data plane's own ordering (gw_route_order with advance = false) and conversation
+ * key (net_conversation_key), so it answers what a request would get, changing nothing.
  * Owns:    the thread, its event_base, the evhttp server and listener, the stop event.
  * Threads: net_control_start/stop on main; every handler on the control thread, which
  *          blocks only on its own sockets and short LMDB reads.
@@ -32,14 +35,22 @@
 
 #include "core/alloc.h"
 #include "core/codes.h"
+#include "core/health.h"
+#include "core/route.h"
 #include "core/row.h"
 #include "core/snap.h"
+#include "core/sticky.h"
 #include "core/str.h"
+#include "dialects/json_scan.h"
+#include "dialects/openai.h"
+#include "net/logger.h"
+#include "net/net-priv.h"
 #include "store/store.h"
 
 #define CONTROL_LIMIT_DEFAULT 50
 #define CONTROL_LIMIT_MAX 500
-#define CONTROL_MAX_BODY (64 * 1024)
+/* A dry-run carries a whole Chat Completions body: allow long conversations. */
+#define CONTROL_MAX_BODY (4 * 1024 * 1024)
 #define CONTROL_MAX_HEADERS (16 * 1024)
 #define CONTROL_TIMEOUT_SECS 30
 #define CONTROL_PREFIX "/control/v1/"
@@ -51,7 +62,7 @@ struct net_control {
     struct evhttp *http;              /* owned */
     struct evhttp_bound_socket *sock; /* owned by http */
     struct event *stop_ev;            /* owned; made active by net_control_stop */
-    struct store *store;              /* borrowed; may be NULL */
+    struct net_deps deps;             /* copied; the objects are borrowed, may be NULL */
     uint16_t port;
     bool running; /* the thread was started */
     pthread_t thread;
@@ -177,6 +188,425 @@ net_control_row_json(const struct gw_row *r)
     return o;
 }
 
+/* ---- overview ---- */
+
+static json_t *
+json_time_or_null(uint64_t ms)
+{
+    char ts[CONTROL_TS_LEN];
+
+    if (ms == 0)
+        return json_null();
+    format_ts(ms, ts);
+    return json_string(ts);
+}
+
+static json_t *
+json_rate_or_null(double rate)
+{
+    return rate < 0 ? json_null() : json_real(rate);
+}
+
+/* 0 means unlimited in the config; the API says null. */
+static json_t *
+json_limit_or_null(unsigned n)
+{
+    return n == 0 ? json_null() : json_integer(n);
+}
+
+/* A provider's facts; "nothing known" when it has no upstate (a config that was never
+ * attached to a gw_routes registry). */
+static void
+facts_of(const struct gw_conf_provider *p, uint64_t now_ms, struct gw_upfacts *f)
+{
+    if (p->state) {
+        gw_upstate_facts(p->state, now_ms, f);
+        return;
+    }
+    memset(f, 0, sizeof(*f));
+    f->ttfc_median_ms = -1;
+    f->success_rate = -1.0;
+    f->link_ms = -1;
+}
+
+static json_t *
+string_list_json(char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; i < n; i++)
+        rc |= json_array_append_new(a, json_string(v[i]));
+    if (rc) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
+static json_t *
+provider_json(const struct gw_conf_provider *p, uint64_t now_ms)
+{
+    struct gw_upfacts f;
+    json_t *o = json_object();
+    const char *state;
+    int rc = 0;
+
+    facts_of(p, now_ms, &f);
+    state = !p->enabled ? "disabled" : f.paused_until_ms ? "paused" : "ok";
+    rc |= json_object_set_new(o, "name", json_string(p->name));
+    rc |= json_object_set_new(o, "dialect", json_string(gw_dialect_str(p->dialect)));
+    rc |= json_object_set_new(o, "state", json_string(state));
+    rc |= json_object_set_new(o, "paused_until", json_time_or_null(f.paused_until_ms));
+    rc |= json_object_set_new(o, "consecutive_failures", json_integer(f.consecutive_failures));
+    /* Slots are issue 4's: nothing is counted yet. */
+    rc |= json_object_set_new(o, "in_flight", json_integer(0));
+    rc |= json_object_set_new(o, "max_concurrent", json_limit_or_null(p->max_concurrent));
+    rc |= json_object_set_new(o, "waiting", json_integer(0));
+    rc |= json_object_set_new(o, "ttfc_ms", json_ms_or_null(f.ttfc_median_ms));
+    rc |= json_object_set_new(o, "success_rate", json_rate_or_null(f.success_rate));
+    rc |= json_object_set_new(o, "samples", json_integer(f.n_samples));
+    rc |= json_object_set_new(o, "outcomes", json_integer(f.n_outcomes));
+    rc |= json_object_set_new(o, "link_ms", json_ms_or_null(f.link_ms));
+    rc |= json_object_set_new(o, "models", string_list_json(p->models, p->n_models));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *
+group_json(const struct gw_conf_group *g)
+{
+    json_t *o = json_object(), *names = json_array(), *weights = json_array(),
+           *models = json_array();
+    bool lb = g->type == GW_GROUP_LOAD_BALANCE;
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; i < g->n_members; i++) {
+        const struct gw_conf_member *m = &g->members[i];
+
+        rc |= json_array_append_new(names, json_string(m->provider));
+        /* Outside load-balance every member counts once (as gw_route_order has it). */
+        rc |= json_array_append_new(weights, json_integer(lb && m->weight ? m->weight : 1));
+        rc |= json_array_append_new(models, m->model ? json_string(m->model) : json_null());
+    }
+    rc |= json_object_set_new(o, "name", json_string(g->name));
+    rc |= json_object_set_new(o, "type", json_string(gw_group_type_str(g->type)));
+    rc |= json_object_set_new(o, "model", g->model ? json_string(g->model) : json_null());
+    rc |= json_object_set_new(o, "providers", names);
+    rc |= json_object_set_new(o, "weights", weights);
+    rc |= json_object_set_new(o, "models", models);
+    rc |= json_object_set_new(o, "balance_by",
+                              lb ? json_string(gw_balance_by_str(g->balance_by)) : json_null());
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *
+key_json(const struct gw_conf_client *cl)
+{
+    json_t *o = json_object();
+    int rc = 0;
+
+    rc |= json_object_set_new(o, "name", json_string(cl->name));
+    rc |= json_object_set_new(o, "max_concurrent", json_limit_or_null(cl->max_concurrent));
+    /* Permits and limit usage are issue 4's; the shape is kept. */
+    rc |= json_object_set_new(o, "in_flight", json_integer(0));
+    rc |= json_object_set_new(o, "waiting", json_integer(0));
+    rc |= json_object_set_new(
+        o, "models", cl->n_models ? string_list_json(cl->models, cl->n_models) : json_null());
+    rc |= json_object_set_new(o, "limits", json_array());
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *
+net_control_overview_json(const struct gw_conf *c, uint64_t now_ms)
+{
+    json_t *o = json_object(), *provs = json_array(), *groups = json_array(), *keys = json_array(),
+           *fo;
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; i < c->n_providers; i++)
+        rc |= json_array_append_new(provs, provider_json(&c->providers[i], now_ms));
+    for (i = 0; i < c->n_groups; i++)
+        rc |= json_array_append_new(groups, group_json(&c->groups[i]));
+    for (i = 0; i < c->n_clients; i++)
+        rc |= json_array_append_new(keys, key_json(&c->clients[i]));
+    fo = json_pack("{s:I,s:I,s:I,s:I,s:b,s:I}", "failures_to_pause",
+                   (json_int_t)c->failover.failures_to_pause, "pause_secs",
+                   (json_int_t)c->failover.pause_secs, "max_pause_secs",
+                   (json_int_t)c->failover.max_pause_secs, "stream_start_wait_secs",
+                   (json_int_t)c->failover.stream_start_wait_secs, "next_on_slow_start",
+                   (int)c->failover.next_on_slow_start, "slot_wait_secs",
+                   (json_int_t)c->failover.slot_wait_secs);
+    rc |= json_object_set_new(o, "providers", provs);
+    rc |= json_object_set_new(o, "groups", groups);
+    rc |= json_object_set_new(o, "keys", keys);
+    rc |= json_object_set_new(o, "failover", fo);
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* ---- dry-run ---- */
+
+static const char *
+cand_state_str(enum gw_cand_state st)
+{
+    switch (st) {
+    case GW_CAND_OK: return "ok";
+    case GW_CAND_PAUSED: return "paused";
+    case GW_CAND_FULL: return "full";
+    case GW_CAND_DISABLED: return "disabled";
+    }
+    return "unknown";
+}
+
+static json_t *
+cand_json(const struct gw_route_cand *k)
+{
+    json_t *o = json_object();
+    int rc = 0;
+
+    rc |= json_object_set_new(o, "provider", json_string(k->prov->name));
+    rc |= json_object_set_new(o, "model", json_stringn(k->model, k->model_len));
+    rc |= json_object_set_new(o, "weight", json_integer(k->weight));
+    rc |= json_object_set_new(o, "factor", json_real(k->factor));
+    rc |= json_object_set_new(o, "effective_weight", json_integer(k->eff_weight));
+    rc |= json_object_set_new(o, "price", k->price < 0 ? json_null() : json_real(k->price));
+    rc |= json_object_set_new(o, "ttfc_ms", json_ms_or_null(k->facts.ttfc_median_ms));
+    rc |= json_object_set_new(o, "success_rate", json_rate_or_null(k->facts.success_rate));
+    rc |= json_object_set_new(o, "link_ms", json_ms_or_null(k->facts.link_ms));
+    rc |= json_object_set_new(o, "state", json_string(cand_state_str(k->state)));
+    rc |= json_object_set_new(o, "paused_until", json_time_or_null(k->facts.paused_until_ms));
+    rc |= json_object_set_new(o, "sticky", json_boolean(k->sticky));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The raw bytes of the top-level "body" value of the JSON object <s>/<n> (the last one,
+ * as jansson keeps the last of duplicate keys), so the Chat Completions parser sees
+ * exactly what the client would send to the data plane, not a re-serialisation. */
+static bool
+body_span(const char *s, size_t n, size_t *start, size_t *end)
+{
+    struct dl_json j;
+    struct dl_json_str key;
+    bool first = true, found = false;
+    int r;
+
+    dl_json_init(&j, s, n);
+    if (dl_json_peek(&j) != '{' || !dl_json_obj_enter(&j))
+        return false;
+    while ((r = dl_json_obj_next(&j, &first, &key)) == 1) {
+        size_t at = j.i;
+
+        if (!dl_json_skip(&j, NULL))
+            return false;
+        if (dl_json_key_is(&j, &key, "body", 4)) {
+            *start = at;
+            *end = j.i;
+            found = true;
+        }
+    }
+    return r == 0 && found;
+}
+
+static const struct gw_conf_client *
+client_by_name(const struct gw_conf *c, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < c->n_clients; i++)
+        if (strcmp(c->clients[i].name, name) == 0)
+            return &c->clients[i];
+    return NULL;
+}
+
+/* Checks the request object's fields: "model" a non-empty string (may be left out when a
+ * body gives it), "client" a string, "body" an object; null counts as absent. */
+static bool
+dry_run_fields(json_t *j, char *why, size_t whylen)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach(j, k, v)
+    {
+        if (strcmp(k, "model") == 0) {
+            if (!json_is_null(v) && (!json_is_string(v) || json_string_length(v) == 0)) {
+                snprintf(why, whylen, "model: expected a non-empty string");
+                return false;
+            }
+        } else if (strcmp(k, "client") == 0) {
+            if (!json_is_null(v) && !json_is_string(v)) {
+                snprintf(why, whylen, "client: expected a client name (a string)");
+                return false;
+            }
+        } else if (strcmp(k, "body") == 0) {
+            if (!json_is_null(v) && !json_is_object(v)) {
+                snprintf(why, whylen, "body: expected a Chat Completions request object");
+                return false;
+            }
+        } else {
+            snprintf(why, whylen, "unknown field \"%.64s\" (expected model, client, body)", k);
+            return false;
+        }
+    }
+    if (!json_is_string(json_object_get(j, "model")) &&
+        !json_is_object(json_object_get(j, "body"))) {
+        snprintf(why, whylen, "model: required (or a body that names it)");
+        return false;
+    }
+    return true;
+}
+
+static json_t *
+dry_run_answer(const struct gw_conf_client *cl, struct gw_str model, const char *sticky,
+               const struct gw_route_cand *out, const struct gw_route_result *res)
+{
+    json_t *o = json_object(), *cands = json_array();
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; i < res->n; i++)
+        rc |= json_array_append_new(cands, cand_json(&out[i]));
+    rc |= json_object_set_new(o, "model", json_stringn(model.ptr, model.len));
+    rc |= json_object_set_new(o, "client", cl ? json_string(cl->name) : json_null());
+    rc |= json_object_set_new(o, "group", res->group ? json_string(res->group->name) : json_null());
+    rc |= json_object_set_new(
+        o, "type",
+        json_string(gw_group_type_str(res->group ? res->group->type : GW_GROUP_FALLBACK)));
+    rc |= json_object_set_new(o, "sticky", sticky ? json_string(sticky) : json_null());
+    rc |= json_object_set_new(
+        o, "pick", res->pick >= 0 ? json_string(out[res->pick].prov->name) : json_null());
+    rc |= json_object_set_new(o, "candidates", cands);
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+enum gw_code
+net_control_dry_run(const struct gw_conf *conf, struct gw_sticky *sticky, const char *req,
+                    size_t len, uint64_t now_ms, json_t **out, char *why, size_t whylen)
+{
+    struct gw_route_cand cands[GW_ROUTE_MAX];
+    struct gw_route_result res;
+    struct gw_route_req rq;
+    const struct gw_conf_client *cl = NULL;
+    struct dl_openai_req *body = NULL;
+    char stuck[GW_NAME_MAX + 1];
+    bool have_stuck = false;
+    struct gw_str model;
+    json_error_t jerr;
+    json_t *j, *v;
+    enum gw_code rc;
+
+    *out = NULL;
+    j = json_loadb(req, len, 0, &jerr);
+    if (!j || !json_is_object(j)) {
+        snprintf(why, whylen, "expected a JSON object {\"model\", \"client\", \"body\"}%s%s",
+                 j ? "" : ": ", j ? "" : jerr.text);
+        json_decref(j);
+        return GW_E_BAD_REQUEST;
+    }
+    if (!dry_run_fields(j, why, whylen)) {
+        rc = GW_E_BAD_REQUEST;
+        goto out;
+    }
+    v = json_object_get(j, "client");
+    if (json_is_string(v)) {
+        cl = client_by_name(conf, json_string_value(v));
+        if (!cl) {
+            snprintf(why, whylen, "no client named \"%.64s\" in the config", json_string_value(v));
+            rc = GW_E_CONTROL_UNKNOWN_CLIENT;
+            goto out;
+        }
+    }
+    if (json_is_object(json_object_get(j, "body"))) {
+        struct gw_buf bwhy = {0};
+        size_t b0 = 0, b1 = 0;
+
+        if (!body_span(req, len, &b0, &b1)) {
+            snprintf(why, whylen, "body: cannot locate the request object");
+            rc = GW_E_BAD_REQUEST;
+            goto out;
+        }
+        rc = dl_openai_req_parse(req + b0, b1 - b0, &body, &bwhy);
+        if (rc != GW_OK) {
+            snprintf(why, whylen, "body: %.*s", (int)(bwhy.len < 200 ? bwhy.len : 200),
+                     bwhy.data ? bwhy.data : "not a Chat Completions request");
+            gw_buf_fini(&bwhy);
+            goto out;
+        }
+        gw_buf_fini(&bwhy);
+    }
+    v = json_object_get(j, "model");
+    if (json_is_string(v)) {
+        model.ptr = json_string_value(v);
+        model.len = json_string_length(v);
+    } else {
+        model = dl_openai_req_model(body);
+    }
+    if (cl && !gw_conf_client_allows(cl, model.ptr, model.len)) {
+        snprintf(why, whylen, "client \"%s\" may not use model \"%.*s\" (outside its scope)",
+                 cl->name, (int)(model.len < 128 ? model.len : 128), model.ptr);
+        rc = GW_E_MODEL_NOT_ALLOWED;
+        goto out;
+    }
+    /* The data plane's stickiness: the same key and the same lookup; the dry-run has no
+     * request headers, so no session header takes part. */
+    if (cl && body && sticky) {
+        uint64_t key = net_conversation_key(cl->name, (struct gw_str){NULL, 0}, body);
+
+        have_stuck =
+            gw_sticky_lookup(sticky, key, now_ms, dl_openai_req_has_tool_results(body), stuck);
+    }
+    memset(&rq, 0, sizeof(rq));
+    rq.model = model.ptr;
+    rq.model_len = model.len;
+    rq.now_ms = now_ms;
+    rq.sticky = have_stuck ? stuck : NULL;
+    rc = gw_route_order(conf, &rq, false, cands, &res);
+    if (rc == GW_E_MODEL_NOT_FOUND) {
+        snprintf(why, whylen, "no group or enabled provider offers model \"%.*s\"",
+                 (int)(model.len < 128 ? model.len : 128), model.ptr);
+        goto out;
+    }
+    if (rc != GW_OK) {
+        snprintf(why, whylen, "cannot order the candidates");
+        goto out;
+    }
+    *out = dry_run_answer(cl, model, have_stuck ? stuck : NULL, cands, &res);
+    if (!*out) {
+        snprintf(why, whylen, "out of memory");
+        rc = GW_E_NOMEM;
+    }
+out:
+    dl_openai_req_free(body);
+    json_decref(j);
+    return rc;
+}
+
 /* ---- replies ---- */
 
 static const char *
@@ -186,6 +616,7 @@ reason_of(int status)
     case 200: return "OK";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 503: return "Service Unavailable";
@@ -267,10 +698,10 @@ on_metrics(struct net_control *c, struct evhttp_request *req)
             fail |= gw_buf_printf(&b, "gw_code_total{code=\"%s\"} %llu\n",
                                   gw_code_str((enum gw_code)i), (unsigned long long)n) != GW_OK;
     }
-    if (c->store) {
+    if (c->deps.store) {
         struct store_stats st;
 
-        store_stats_get(c->store, &st);
+        store_stats_get(c->deps.store, &st);
         fail |= gw_buf_printf(&b,
                               "# HELP gw_store_rows_committed_total Request rows committed.\n"
                               "# TYPE gw_store_rows_committed_total counter\n"
@@ -358,7 +789,7 @@ on_traffic(struct net_control *c, struct evhttp_request *req)
                    "cursor: expected the \"next\" value of a previous page");
         goto out;
     }
-    if (!c->store) {
+    if (!c->deps.store) {
         send_error(req, GW_E_STORE_IO, 503, "the store is not open");
         goto out;
     }
@@ -367,7 +798,7 @@ on_traffic(struct net_control *c, struct evhttp_request *req)
         send_error(req, GW_E_NOMEM, 0, "out of memory");
         goto out;
     }
-    rc = store_rows_page(c->store, cursor, rows, (size_t)limit, &n, &next);
+    rc = store_rows_page(c->deps.store, cursor, rows, (size_t)limit, &n, &next);
     if (rc != GW_OK) {
         send_error(req, rc, 0, "cannot read the request rows");
         goto out;
@@ -394,6 +825,40 @@ on_traffic(struct net_control *c, struct evhttp_request *req)
 out:
     gw_free(rows);
     evhttp_clear_headers(&q);
+}
+
+static void
+on_overview(struct evhttp_request *req, const struct gw_conf *conf)
+{
+    json_t *j = net_control_overview_json(conf, net_now_ms());
+
+    if (!j)
+        send_error(req, GW_E_NOMEM, 0, "out of memory");
+    else
+        send_json(req, 200, j);
+}
+
+static void
+on_dry_run(struct net_control *c, struct evhttp_request *req, const struct gw_conf *conf)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    /* pullup makes the body contiguous; an empty body has no bytes to point at */
+    const char *bytes = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    json_t *ans = NULL;
+    enum gw_code rc;
+    char why[512];
+
+    if (!bytes) {
+        send_error(req, GW_E_NOMEM, 0, "out of memory");
+        return;
+    }
+    rc =
+        net_control_dry_run(conf, c->deps.sticky, bytes, len, net_now_ms(), &ans, why, sizeof(why));
+    if (rc != GW_OK)
+        send_error(req, rc, 0, why);
+    else
+        send_json(req, 200, ans);
 }
 
 static void
@@ -439,12 +904,31 @@ authorized(struct evhttp_request *req, const struct gw_conf *conf, const char **
     return true;
 }
 
+/* The /control/v1/ endpoints and the one method each answers. */
+enum control_ep { EP_VERSION, EP_TRAFFIC, EP_OVERVIEW, EP_DRY_RUN, EP__COUNT };
+
+static const struct {
+    const char *name;
+    enum evhttp_cmd_type method;
+    const char *allow;
+} control_eps[EP__COUNT] = {
+    [EP_VERSION] = {"version", EVHTTP_REQ_GET, "GET"},
+    [EP_TRAFFIC] = {"traffic", EVHTTP_REQ_GET, "GET"},
+    [EP_OVERVIEW] = {"overview", EVHTTP_REQ_GET, "GET"},
+    [EP_DRY_RUN] = {"dry-run", EVHTTP_REQ_POST, "POST"},
+};
+
 static void
 on_control(struct net_control *c, struct evhttp_request *req, const char *sub)
 {
     struct gw_conf *conf = gw_conf_acquire(&c->thr);
     const char *why = NULL;
     char msg[160];
+    unsigned ep;
+
+    for (ep = 0; ep < EP__COUNT; ep++)
+        if (strcmp(sub, control_eps[ep].name) == 0)
+            break;
 
     if (!authorized(req, conf, &why)) {
         if (conf && !conf->control.token && conf->control.token_env) {
@@ -458,12 +942,20 @@ on_control(struct net_control *c, struct evhttp_request *req, const char *sub)
          * so gw_code_total stays about the data plane. */
         gw_code_count(GW_E_CONTROL_UNAUTHORIZED);
         send_error(req, GW_E_CONTROL_UNAUTHORIZED, 401, why);
-    } else if (strcmp(sub, "version") == 0) {
-        on_version(req);
-    } else if (strcmp(sub, "traffic") == 0) {
-        on_traffic(c, req);
-    } else {
+    } else if (ep == EP__COUNT) {
         send_error(req, GW_E_NOT_FOUND, 404, "no such control endpoint");
+    } else if (evhttp_request_get_command(req) != control_eps[ep].method) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", control_eps[ep].allow);
+        snprintf(msg, sizeof(msg), "%s answers %s only", sub, control_eps[ep].allow);
+        send_error(req, GW_E_METHOD_NOT_ALLOWED, 405, msg);
+    } else {
+        switch ((enum control_ep)ep) {
+        case EP_VERSION: on_version(req); break;
+        case EP_TRAFFIC: on_traffic(c, req); break;
+        case EP_OVERVIEW: on_overview(req, conf); break;
+        case EP_DRY_RUN: on_dry_run(c, req, conf); break;
+        case EP__COUNT: break;
+        }
     }
     gw_conf_release(conf);
 }
@@ -476,15 +968,16 @@ on_request(struct evhttp_request *req, void *arg)
 
     if (!path || !*path)
         path = "/";
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+    if (strncmp(path, CONTROL_PREFIX, strlen(CONTROL_PREFIX)) == 0) {
+        /* each endpoint checks its own method, after the token */
+        on_control(c, req, path + strlen(CONTROL_PREFIX));
+    } else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
         send_error(req, GW_E_METHOD_NOT_ALLOWED, 405, "only GET is served here");
     } else if (strcmp(path, "/healthz") == 0) {
         on_healthz(req);
     } else if (strcmp(path, "/metrics") == 0) {
         on_metrics(c, req);
-    } else if (strncmp(path, CONTROL_PREFIX, strlen(CONTROL_PREFIX)) == 0) {
-        on_control(c, req, path + strlen(CONTROL_PREFIX));
     } else {
         send_error(req, GW_E_NOT_FOUND, 404, "no such path");
     }
@@ -528,8 +1021,8 @@ control_free(struct net_control *c)
 }
 
 enum gw_code
-net_control_start(const struct gw_conf_addr *listen, struct store *st, struct net_control **out,
-                  char *err, size_t errlen)
+net_control_start(const struct gw_conf_addr *listen, const struct net_deps *deps,
+                  struct net_control **out, char *err, size_t errlen)
 {
     struct net_control *c = gw_calloc(1, sizeof(*c));
     struct sockaddr_storage ss;
@@ -542,7 +1035,8 @@ net_control_start(const struct gw_conf_addr *listen, struct store *st, struct ne
         snprintf(err, errlen, "control: out of memory");
         return GW_E_NOMEM;
     }
-    c->store = st;
+    if (deps)
+        c->deps = *deps;
     c->base = event_base_new();
     c->http = c->base ? evhttp_new(c->base) : NULL;
     c->stop_ev = c->base ? event_new(c->base, -1, 0, on_stop, c) : NULL;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * net/control.h - the control thread: the control API on control.listen (DESIGN.md 14,
- * 18): /healthz, /metrics, /control/v1/version, /control/v1/traffic, with the bearer
- * token from control.token_env compared in constant time.
+ * 18): /healthz, /metrics, /control/v1/version, /control/v1/traffic,
+ * /control/v1/overview and POST /control/v1/dry-run, with the bearer token from
+ * control.token_env compared in constant time.
  * Owns:    its thread, event_base and evhttp listener.
  * Threads: start/stop on main; everything else on the control thread.
  * See:     net/control.c, cli/ (gwctl), tests/e2e/test_control.py
@@ -16,14 +17,18 @@
 #include "core/codes.h"
 #include "core/conf.h"
 #include "core/row-t.h"
+#include "net/deps.h"
 
-struct store;
+struct gw_sticky;
 struct net_control;
 
 /* Binds <listen> and starts the control thread. The token and other settings are read
  * from the live snapshot (core/snap.h) per request, so a reload applies at once.
- * GW_E_INTERNAL with a message in <err> when the address cannot be bound. */
-enum gw_code net_control_start(const struct gw_conf_addr *listen, struct store *st,
+ * <deps> is copied; the objects it points at are borrowed and must outlive
+ * net_control_stop (deps->store NULL: traffic answers 503 and /metrics has no store
+ * counters; deps->sticky NULL: dry-runs show no stickiness). <deps> itself may be NULL
+ * (both NULL). GW_E_INTERNAL with a message in <err> when the address cannot be bound. */
+enum gw_code net_control_start(const struct gw_conf_addr *listen, const struct net_deps *deps,
                                struct net_control **out, char *err, size_t errlen);
 /* Stops the thread and frees everything. Blocks until the thread has exited. NULL is
  * fine. Main thread (the caller of net_control_start); needs evthread_use_pthreads(). */
@@ -44,5 +49,27 @@ uint16_t net_control_port(const struct net_control *c);
  * '?'. Returns a new reference (caller json_decref()s it), NULL when out of memory.
  * Any thread; pure. */
 json_t *net_control_row_json(const struct gw_row *r);
+
+/* The body of GET /control/v1/overview for config <c> at <now_ms> (wall clock, ms since
+ * the epoch): {providers, groups, keys, failover} as in docs/gwctl.md. Health comes from
+ * each provider's upstate (gw_upstate_facts); slots and key limits are not tracked yet,
+ * so in_flight and waiting are 0 and limits []. Returns a new reference, NULL when out of
+ * memory. Any thread holding <c> (an acquired snapshot); never blocks beyond the
+ * upstates' spinlocks. */
+json_t *net_control_overview_json(const struct gw_conf *c, uint64_t now_ms);
+
+/* Answers POST /control/v1/dry-run: <req>/<len> are the request body bytes
+ * ({"model", "client"?, "body"?}, docs/gwctl.md). Orders the candidates with
+ * gw_route_order(advance = false), exactly as the data plane would for that client and
+ * body at <now_ms>, without charging a load-balance round. Stickiness is looked up in
+ * <sticky> (may be NULL) when both a client and a body are given.
+ * GW_OK and the answer in <*out> (a new reference), or, with <*out> NULL and a message
+ * for the caller in <why>: GW_E_BAD_REQUEST (not JSON, wrong field types, unknown
+ * field, a body the Chat Completions parser refuses), GW_E_CONTROL_UNKNOWN_CLIENT,
+ * GW_E_MODEL_NOT_ALLOWED (outside the client's scope), GW_E_MODEL_NOT_FOUND, GW_E_NOMEM.
+ * Any thread holding <conf>; never blocks beyond short spinlocks. */
+enum gw_code net_control_dry_run(const struct gw_conf *conf, struct gw_sticky *sticky,
+                                 const char *req, size_t len, uint64_t now_ms, json_t **out,
+                                 char *why, size_t whylen);
 
 #endif

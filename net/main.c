@@ -23,14 +23,18 @@
 #include "core/alloc.h"
 #include "core/conf.h"
 #include "core/log.h"
+#include "core/route.h"
 #include "core/snap.h"
+#include "core/sticky.h"
 #include "net/control.h"
+#include "net/linktest.h"
 #include "net/logger.h"
 #include "net/worker.h"
 #include "store/store.h"
 
 #define GWD_VERSION "0.1.0"
 #define GWD_STORE_BATCH_MS 50
+#define GWD_STICKY_ENTRIES 65536 /* conversations remembered */
 
 struct gwd {
     const char *conf_path;
@@ -39,6 +43,9 @@ struct gwd {
     struct store *store;
     struct net_control *control;
     struct net_workers *workers;
+    struct gw_routes *routes;   /* upstream health and group rounds, across reloads */
+    struct net_deps deps;
+    struct net_linktest *linktest;
     unsigned drain_secs;
 };
 
@@ -57,22 +64,16 @@ sha256(const void *data, size_t len, unsigned char out[32])
 
 static const struct gw_conf_env gwd_env = { env_get, sha256, NULL };
 
-/* Reads and validates <path>. Prints every problem to <out>, one a line. */
-static struct gw_conf *
-load_conf(const char *path, FILE *out)
+/* Reads the whole file at <path> into a malloc'd buffer. NULL with errno set on failure. */
+static char *
+read_all(const char *path, size_t *lenp)
 {
-    struct gw_conf_problems probs = { 0 };
-    struct gw_conf *conf = NULL;
-    char *data = NULL, *dircopy, dir[PATH_MAX];
+    char *data = NULL;
     size_t len = 0, cap = 0;
     FILE *f = fopen(path, "rb");
-    enum gw_code rc;
-    size_t i;
 
-    if (!f) {
-        fprintf(out, "%s: %s (config.io) cannot read the config file\n", path, strerror(errno));
+    if (!f)
         return NULL;
-    }
     for (;;) {
         size_t n;
 
@@ -82,7 +83,7 @@ load_conf(const char *path, FILE *out)
             if (!d) {
                 fclose(f);
                 free(data);
-                fprintf(out, "%s: out of memory\n", path);
+                errno = ENOMEM;
                 return NULL;
             }
             data = d;
@@ -94,6 +95,74 @@ load_conf(const char *path, FILE *out)
             break;
     }
     fclose(f);
+    *lenp = len;
+    return data;
+}
+
+static void
+print_problems(FILE *out, const char *prefix, const struct gw_conf_problems *probs)
+{
+    size_t i;
+
+    for (i = 0; i < probs->n; i++) {
+        char line[1024];
+
+        gw_conf_problem_format(&probs->v[i], line, sizeof(line));
+        fprintf(out, "%s%s\n", prefix, line);
+    }
+}
+
+/* The price table named by the config (DESIGN.md 9): a missing default prices.yaml
+ * means no table; a missing explicit one, or a refused one, refuses the config. */
+static bool
+load_prices(struct gw_conf *conf, FILE *out)
+{
+    struct gw_conf_problems probs = { 0 };
+    struct gw_prices *prices = NULL;
+    char prefix[1100];
+    size_t len = 0;
+    char *data = read_all(conf->prices_path, &len);
+    enum gw_code rc;
+
+    if (!data) {
+        if (errno == ENOENT && !conf->prices_explicit)
+            return true;
+        fprintf(out, "prices: %s: %s (config.io) cannot read the price table\n",
+                conf->prices_path, strerror(errno));
+        return false;
+    }
+    rc = gw_prices_parse(data, len, &prices, &probs);
+    free(data);
+    if (rc != GW_OK) {
+        snprintf(prefix, sizeof(prefix), "%s: ", conf->prices_path);
+        print_problems(out, prefix, &probs);
+        if (probs.n == 0)
+            fprintf(out, "%s: (%s) the price table was refused\n", conf->prices_path,
+                    gw_code_str(rc));
+        gw_conf_problems_fini(&probs);
+        return false;
+    }
+    gw_conf_problems_fini(&probs);
+    gw_conf_set_prices(conf, &prices);
+    return true;
+}
+
+/* Reads and validates <path> and its price table. Prints every problem to <out>, one a
+ * line. */
+static struct gw_conf *
+load_conf(const char *path, FILE *out)
+{
+    struct gw_conf_problems probs = { 0 };
+    struct gw_conf *conf = NULL;
+    char *data, *dircopy, dir[PATH_MAX];
+    size_t len = 0;
+    enum gw_code rc;
+
+    data = read_all(path, &len);
+    if (!data) {
+        fprintf(out, "%s: %s (config.io) cannot read the config file\n", path, strerror(errno));
+        return NULL;
+    }
     dircopy = strdup(path);
     if (!dircopy || !realpath(dirname(dircopy), dir))
         snprintf(dir, sizeof(dir), ".");
@@ -101,18 +170,17 @@ load_conf(const char *path, FILE *out)
     rc = gw_conf_parse(data, len, dir, &gwd_env, &conf, &probs);
     free(data);
     if (rc != GW_OK) {
-        for (i = 0; i < probs.n; i++) {
-            char line[1024];
-
-            gw_conf_problem_format(&probs.v[i], line, sizeof(line));
-            fprintf(out, "%s\n", line);
-        }
+        print_problems(out, "", &probs);
         if (probs.n == 0)
             fprintf(out, "%s: (%s) the config was refused\n", path, gw_code_str(rc));
         gw_conf_problems_fini(&probs);
         return NULL;
     }
     gw_conf_problems_fini(&probs);
+    if (!load_prices(conf, out)) {
+        gw_conf_free(conf);
+        return NULL;
+    }
     return conf;
 }
 
@@ -127,7 +195,8 @@ warn_unspoken(const struct gw_conf *conf)
         if (conf->providers[i].dialect != GW_DIALECT_OPENAI)
             GW_LOG(GW_LOG_WARN, NULL, "provider_unused",
                    "provider %s: dialect %s is not converted by this build yet; it is never "
-                   "chosen", conf->providers[i].name, gw_dialect_str(conf->providers[i].dialect));
+                   "chosen",
+                   conf->providers[i].name, gw_dialect_str(conf->providers[i].dialect));
 }
 
 /* ---- signals ---- */
@@ -144,6 +213,11 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
     if (!conf) {
         GW_LOG(GW_LOG_ERROR, NULL, "reload_failed",
                "the new config was refused; the running one stays (problems above)");
+        return;
+    }
+    if (gw_routes_attach(g->routes, conf) != GW_OK) {
+        GW_LOG(GW_LOG_ERROR, NULL, "reload_failed", "out of memory attaching the new config");
+        gw_conf_free(conf);
         return;
     }
     g->drain_secs = conf->server.drain_secs;
@@ -217,6 +291,13 @@ run(struct gwd *g)
     gw_thread_register(&g->gt);
     g->drain_secs = conf->server.drain_secs;
     n_workers = worker_count(conf);
+    g->routes = gw_routes_new();
+    g->deps.sticky = gw_sticky_new(GWD_STICKY_ENTRIES);
+    if (!g->routes || !g->deps.sticky || gw_routes_attach(g->routes, conf) != GW_OK) {
+        fprintf(stderr, "gwd: out of memory at startup\n");
+        gw_conf_free(conf);
+        return 1;
+    }
     gw_conf_publish(&g->gt, conf);
     conf = gw_conf_acquire(&g->gt); /* main's own reference for startup */
 
@@ -225,18 +306,19 @@ run(struct gwd *g)
         fprintf(stderr, "store.path: %s (gw.store.io) %s\n", conf->store.path, err);
         goto out;
     }
+    g->deps.store = g->store;
     if (store_writer_start(g->store, GWD_STORE_BATCH_MS, conf->retention.row_days) != GW_OK) {
         fprintf(stderr, "gwd: cannot start the store writer\n");
         goto out;
     }
     net_logger_start();
-    if (net_control_start(&conf->control.listen, g->store, &g->control, err, sizeof(err)) !=
+    if (net_control_start(&conf->control.listen, &g->deps, &g->control, err, sizeof(err)) !=
         GW_OK) {
         fprintf(stderr, "control.listen: %s:%u: %s\n", conf->control.listen.host,
                 conf->control.listen.port, err);
         goto out;
     }
-    if (net_workers_start(conf->server.listen, conf->server.n_listen, n_workers, g->store,
+    if (net_workers_start(conf->server.listen, conf->server.n_listen, n_workers, &g->deps,
                           &g->workers, bound, sizeof(bound), err, sizeof(err)) != GW_OK) {
         fprintf(stderr, "%s\n", err);
         goto out;
@@ -255,6 +337,7 @@ run(struct gwd *g)
     event_add(ev_int, NULL);
     event_add(ev_tick, &second);
     warn_unspoken(conf);
+    g->linktest = net_linktest_start();
     GW_LOG(GW_LOG_INFO, NULL, "ready", "gwd %s data=%s control=%s:%u workers=%u", GWD_VERSION,
            bound, conf->control.listen.host, net_control_port(g->control), n_workers);
     gw_conf_release(conf);
@@ -272,6 +355,7 @@ run(struct gwd *g)
 out:
     gw_conf_release(conf);
     net_workers_stop(g->workers, 0);
+    net_linktest_join(g->linktest);
     net_control_stop(g->control);
     if (g->store) {
         struct store_stats st;
@@ -285,6 +369,8 @@ out:
     }
     net_logger_stop();
     gw_snap_shutdown(&g->gt);
+    gw_sticky_free(g->deps.sticky);
+    gw_routes_free(g->routes);
     if (g->base)
         event_base_free(g->base);
     return rc;

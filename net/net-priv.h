@@ -35,6 +35,7 @@
 #define NET_STREAM_MAGIC 0x7374726du
 
 struct store;
+struct gw_sticky;
 struct net_stream;
 
 struct net_worker {
@@ -45,6 +46,7 @@ struct net_worker {
     struct net_uppool *pool;
     struct gw_thread gt;          /* epoch record of this thread */
     struct store *store;
+    struct gw_sticky *sticky;     /* shared conversation table (net/deps.h) */
     int fds[NET_MAX_LISTEN];      /* listening sockets handed over by main */
     size_t n_fds;
     struct evconnlistener *listeners[NET_MAX_LISTEN];
@@ -144,6 +146,13 @@ void net_stream_on_drain(struct net_stream *s);
 /* Writes a complete gateway refusal for <code> in the OpenAI shape on <c>. */
 void net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code,
                        const char *message, const char *extra_headers);
+/* The stickiness key of a conversation (core/sticky.h) of <client>: from <session_id>
+ * (a session header; empty when none), else from what the request identifies it by
+ * (prompt_cache_key, else the system prompt and the first user message). The data
+ * plane and the dry-run both use it. */
+struct dl_openai_req;
+uint64_t net_conversation_key(const char *client, struct gw_str session_id,
+                              const struct dl_openai_req *r);
 /* A fresh x-request-id (32 hex) into <out>. */
 void net_worker_request_id(struct net_worker *w, char out[33]);
 

@@ -19,14 +19,17 @@
 #include "core/alloc.h"
 #include "core/assert.h"
 #include "core/log.h"
+#include "core/retry.h"
+#include "core/route.h"
 #include "core/row.h"
+#include "core/speed.h"
 #include "core/sse.h"
+#include "core/sticky.h"
 #include "dialects/openai.h"
 #include "net/logger.h"
 #include "net/upstream.h"
 #include "store/store.h"
 
-#define NET_MAX_CANDIDATES 16
 #define NET_MAX_FWD_HEADERS 64
 #define NET_MAX_ERRBODY (64 * 1024)
 #define NET_MAX_ANSWER (64u * 1024 * 1024)
@@ -42,8 +45,18 @@ struct net_stream {
     struct dl_openai_req *req;
     struct gw_buf body;             /* the client's body (taken from the conn) */
     struct gw_buf upbody;           /* what is sent upstream */
-    const struct gw_conf_provider *cands[NET_MAX_CANDIDATES];
+    struct gw_route_cand cands[GW_ROUTE_MAX]; /* in the order to try (core/route.h) */
     size_t n_cands, cur;
+    int pick;                       /* the routing pick (tried even when paused) */
+    uint64_t conv;                  /* conversation key (core/sticky.h), 0 = none */
+    bool within_turn;               /* the request carries tool results */
+    char retry_after[40];           /* the hop's Retry-After / retry-after-ms values */
+    char retry_after_ms[24];
+    struct event *slow_timer;       /* next_on_slow_start: give up on a silent hop */
+    struct event *speed_timer;      /* min_speed: judge once a second */
+    struct gw_speed *speed;         /* min_speed state while a hop streams */
+    size_t speed_carry;             /* content bytes not yet counted as a token */
+    uint64_t given_up_input;        /* estimated input of hops given up at slow start */
     struct net_upx *upx;
     int up_status;
     bool up_ok, up_sse, stream, wants_usage, headers_sent, chunked, paused;
@@ -59,6 +72,12 @@ struct net_stream {
     int fail_status;
     struct gw_row *row;
 };
+
+static const struct gw_conf_provider *
+cur_prov(const struct net_stream *s)
+{
+    return s->cands[s->cur].prov;
+}
 
 static const char *
 reason(int status)
@@ -145,6 +164,11 @@ stream_free(struct net_stream *s)
     GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
     if (s->upx)
         net_upx_cancel(s->upx);
+    if (s->slow_timer)
+        event_free(s->slow_timer);
+    if (s->speed_timer)
+        event_free(s->speed_timer);
+    gw_free(s->speed);
     dl_openai_req_free(s->req);
     gw_buf_fini(&s->body);
     gw_buf_fini(&s->upbody);
@@ -180,14 +204,26 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
         r->ttfb_ms = s->t_first_us ? (int32_t)ms_since(s->t0_us, s->t_first_us) : -1;
         if (s->usage_seen) {
             r->usage = s->usage;
-        } else if (r->n_attempts > 0 && s->req) {
-            /* No usage reported: the gateway's estimate, marked so. */
+        } else if (r->n_attempts > 0 && s->req && (s->headers_sent || s->content_bytes)) {
+            /* An answer without usage: the gateway's estimate, marked so. */
             r->usage.input_tokens = dl_openai_req_input_estimate(s->req);
             r->usage.output_tokens = (s->content_bytes + 3) / 4;
             r->usage.estimated = true;
         }
+        if (s->given_up_input) {
+            /* Hops given up at slow start may bill their input: kept, estimated. */
+            r->usage.input_tokens += s->given_up_input;
+            r->usage.estimated = true;
+        }
         if (s->t_first_us && now > s->t_first_us + 1000 && r->usage.output_tokens)
             r->tokens_per_sec = (double)r->usage.output_tokens * 1e6 / (double)(now - s->t_first_us);
+        if (s->speed && s->t_first_us) {
+            /* With min_speed the row keeps the speed the judge measured. */
+            double rate = gw_speed_rate(s->speed, net_now_ms());
+
+            if (rate > 0)
+                r->tokens_per_sec = rate;
+        }
         s->row = NULL;
         if (s->w->store)
             store_row_submit(s->w->store, &r);
@@ -236,13 +272,42 @@ attempt_end(struct net_stream *s, enum gw_outcome outcome, int status, enum gw_c
 static void hop_next(struct net_stream *s);
 
 /* The current hop failed before anything reached the client: try the next one. */
+/* Counts a failure of the current hop's upstream (DESIGN.md 6): not for a missing
+ * model (404), which moves on without counting, nor for our own out-of-memory. */
+static void
+count_failure(struct net_stream *s, int status, enum gw_code code)
+{
+    uint64_t now = net_now_ms(), retry_ms;
+
+    if (status == 404 || code == GW_E_NOMEM)
+        return;
+    retry_ms = gw_retry_after_ms(gw_str_c(s->retry_after), gw_str_c(s->retry_after_ms),
+                                 (struct gw_str){ s->errbody.data, s->errbody.len }, now);
+    if (gw_upstate_failure(cur_prov(s)->state, now, s->conf, retry_ms)) {
+        struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
+
+        GW_LOG(GW_LOG_WARN, &ctx, "upstream_paused", "upstream %s paused", cur_prov(s)->name);
+    }
+}
+
+static void
+hop_timers_stop(struct net_stream *s)
+{
+    if (s->slow_timer)
+        evtimer_del(s->slow_timer);
+    if (s->speed_timer)
+        evtimer_del(s->speed_timer);
+}
+
 static void
 hop_failed(struct net_stream *s, int status, enum gw_code code)
 {
-    const struct gw_conf_provider *p = s->cands[s->cur];
+    const struct gw_conf_provider *p = cur_prov(s);
     struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
 
+    hop_timers_stop(s);
     attempt_end(s, GW_OUT_FAILED, status, code);
+    count_failure(s, status, code);
     GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(code), "upstream %s failed (status %d, %zu body bytes)",
            p->name, status, s->errbody.len);
     s->fail_code = code;
@@ -334,12 +399,55 @@ on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
     s->up_sse = false;
     if (a)
         a->ttfb_ms = (int32_t)ms_since(s->t_hop_us, net_mono_us());
-    if (!s->up_ok || !s->stream)
+    if (!s->up_ok) {
+        for (i = 0; i < n_hdrs; i++) {
+            const struct net_hdr *h = &hdrs[i];
+
+            if (gw_str_eq_nocase(h->name, GW_STR_LIT("retry-after")) &&
+                h->value.len < sizeof(s->retry_after))
+                memcpy(s->retry_after, h->value.ptr, h->value.len);
+            else if (gw_str_eq_nocase(h->name, GW_STR_LIT("retry-after-ms")) &&
+                     h->value.len < sizeof(s->retry_after_ms))
+                memcpy(s->retry_after_ms, h->value.ptr, h->value.len);
+        }
+        return;
+    }
+    if (!s->stream)
         return;
     for (i = 0; i < n_hdrs; i++) {
         if (gw_str_eq_nocase(hdrs[i].name, GW_STR_LIT("content-type")) &&
             hdrs[i].value.len >= 17 && strncasecmp(hdrs[i].value.ptr, "text/event-stream", 17) == 0)
             s->up_sse = true;
+    }
+}
+
+static void on_speed_tick(evutil_socket_t fd, short what, void *arg);
+
+/* The hop produced its first content: the hold ends, the sample is taken, and the
+ * minimum-speed judge starts when the upstream has one. */
+static void
+on_first_content(struct net_stream *s)
+{
+    const struct gw_conf_provider *p = cur_prov(s);
+    uint64_t now_us = net_mono_us();
+
+    s->t_first_us = now_us;
+    if (s->slow_timer)
+        evtimer_del(s->slow_timer);
+    gw_upstate_sample(p->state, net_now_ms(), ms_since(s->t_hop_us, now_us));
+    write_stream_head(s);
+    if (p->min_speed_tps) {
+        struct timeval second = { 1, 0 };
+
+        if (!s->speed)
+            s->speed = gw_malloc(sizeof(*s->speed));
+        if (!s->speed_timer)
+            s->speed_timer = event_new(s->w->base, -1, EV_PERSIST, on_speed_tick, s);
+        if (s->speed && s->speed_timer) {
+            gw_speed_init(s->speed, p->min_speed_window_secs, p->min_speed_tps);
+            s->speed_carry = 0;
+            evtimer_add(s->speed_timer, &second);
+        }
     }
 }
 
@@ -362,9 +470,13 @@ on_sse_event(void *arg, const struct gw_sse_event *ev)
     s->content_bytes += ch.content_bytes;
     if (!(ch.usage_only && !s->wants_usage))
         gw_buf_append_str(&s->out, ev->raw);
-    if (ch.has_content && !s->headers_sent) {
-        s->t_first_us = net_mono_us();
-        write_stream_head(s);
+    if (ch.has_content && !s->headers_sent)
+        on_first_content(s);
+    if (ch.content_bytes && s->speed) {
+        /* A token per 4 bytes of content delta (DESIGN.md 18); the rest carries over. */
+        s->speed_carry += ch.content_bytes;
+        gw_speed_add(s->speed, net_now_ms(), s->speed_carry / 4);
+        s->speed_carry %= 4;
     }
     return 0;
 }
@@ -395,6 +507,7 @@ on_up_body(void *arg, const char *data, size_t len)
         s->upx = NULL;
         if (s->headers_sent) {
             /* Oversized event after content: end the stream with an error. */
+            hop_timers_stop(s);
             gw_buf_reset(&s->out);
             dl_openai_error_chunk(GW_E_UPSTREAM_PROTOCOL,
                                   GW_STR_LIT("the upstream sent an invalid stream"), &s->out);
@@ -411,14 +524,71 @@ on_up_body(void *arg, const char *data, size_t len)
     flush_out(s);
 }
 
+/* min_speed (DESIGN.md 6): judged once a second from the first token. Too slow: the
+ * answer ends with a 503 error chunk, the upstream connection is dropped, the upstream
+ * gets one failure and the conversation does not stick to it this turn. */
+static void
+on_speed_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_stream *s = arg;
+    const struct gw_conf_provider *p;
+    struct gw_buf msg = { 0 };
+    double tps = 0;
+
+    (void)fd;
+    (void)what;
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (!s->upx || !s->speed ||
+        gw_speed_judge(s->speed, net_now_ms(), &tps) != GW_SPEED_TOO_SLOW)
+        return;
+    p = cur_prov(s);
+    hop_timers_stop(s);
+    net_upx_cancel(s->upx);
+    s->upx = NULL;
+    gw_buf_printf(&msg, "upstream %s streamed %.1f tokens/s, below its minimum of %u over %u s",
+                  p->name, tps, p->min_speed_tps, p->min_speed_window_secs);
+    {
+        struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
+
+        GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(GW_E_UPSTREAM_TOO_SLOW), "%s",
+               msg.data ? msg.data : "too slow");
+    }
+    gw_buf_reset(&s->out);
+    dl_openai_error_chunk(GW_E_UPSTREAM_TOO_SLOW,
+                          (struct gw_str){ msg.data ? msg.data : "too slow", msg.len }, &s->out);
+    gw_buf_fini(&msg);
+    flush_out(s);
+    write_stream_end(s);
+    memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
+    attempt_end(s, GW_OUT_TOO_SLOW, s->up_status, GW_E_UPSTREAM_TOO_SLOW);
+    gw_upstate_failure(p->state, net_now_ms(), s->conf, 0);
+    if (s->conv && s->w->sticky)
+        gw_sticky_forget(s->w->sticky, s->conv);
+    gw_code_count(GW_E_UPSTREAM_TOO_SLOW);
+    stream_finish(s, 200, GW_E_UPSTREAM_TOO_SLOW, GW_OUT_TOO_SLOW);
+}
+
+/* The hop answered (client errors included): health, and the conversation's upstream. */
+static void
+count_answer(struct net_stream *s)
+{
+    const struct gw_conf_provider *p = cur_prov(s);
+    uint64_t now = net_now_ms();
+
+    hop_timers_stop(s);
+    gw_upstate_success(p->state, now);
+    memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
+    if (s->conv && s->w->sticky)
+        gw_sticky_record(s->w->sticky, s->conv, p->name, now,
+                         s->usage.cache_read_tokens + s->usage.cache_write_tokens);
+}
+
 static void
 finish_ok(struct net_stream *s)
 {
-    const struct gw_conf_provider *p = s->cands[s->cur];
-
-    memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
     attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
     if (s->stream && s->up_sse) {
+        count_answer(s);
         if (!s->headers_sent)
             write_stream_head(s); /* an answer without content: relay it as it is */
         flush_out(s);
@@ -434,6 +604,7 @@ finish_ok(struct net_stream *s)
             s->usage_seen = true;
         s->content_bytes = content;
     }
+    count_answer(s);
     s->t_first_us = net_mono_us();
     respond(s->conn, s->up_status, s->id, "application/json", NULL, s->out.data, s->out.len);
     stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
@@ -454,15 +625,16 @@ on_up_end(void *arg, enum gw_code rc)
                                                              : GW_E_UPSTREAM_DROPPED;
 
             GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(rc), "upstream %s broke mid-stream",
-                   s->cands[s->cur]->name);
+                   cur_prov(s)->name);
+            hop_timers_stop(s);
             gw_buf_reset(&s->out);
             dl_openai_error_chunk(code, GW_STR_LIT("the upstream connection broke mid-stream"),
                                   &s->out);
             flush_out(s);
             write_stream_end(s);
-            memcpy(s->row->upstream, s->cands[s->cur]->name,
-                   strnlen(s->cands[s->cur]->name, GW_NAME_MAX));
+            memcpy(s->row->upstream, cur_prov(s)->name, strnlen(cur_prov(s)->name, GW_NAME_MAX));
             attempt_end(s, GW_OUT_FAILED, s->up_status, code);
+            count_failure(s, s->up_status, code);
             gw_code_count(code);
             stream_finish(s, 200, code, GW_OUT_FAILED);
             return;
@@ -476,9 +648,9 @@ on_up_end(void *arg, enum gw_code rc)
             hop_failed(s, s->up_status, GW_E_UPSTREAM_STATUS);
             return;
         }
-        /* A request error (400, 413, 422, ...): the upstream's answer goes back as is. */
-        memcpy(s->row->upstream, s->cands[s->cur]->name,
-               strnlen(s->cands[s->cur]->name, GW_NAME_MAX));
+        /* A request error (400, 413, 422, ...): the upstream's answer goes back as is;
+         * the upstream answered, so it counts as a success for its health. */
+        count_answer(s);
         attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
         respond(s->conn, s->up_status, s->id, "application/json", NULL, s->errbody.data,
                 s->errbody.len);
@@ -515,22 +687,71 @@ is_forwarded(struct gw_str name)
     return true;
 }
 
-static void
-hop_send(struct net_stream *s, const struct gw_conf_provider *p)
+/* Appends an attempt for candidate <c> with <outcome> (a hop being sent: GW_OUT_NONE). */
+static struct gw_attempt *
+attempt_add(struct net_stream *s, const struct gw_route_cand *c, enum gw_outcome outcome)
 {
+    struct gw_attempt *a = &s->row->attempts[s->row->n_attempts++];
+
+    memset(a, 0, sizeof(*a));
+    memcpy(a->upstream, c->prov->name, strnlen(c->prov->name, GW_NAME_MAX));
+    memcpy(a->model, c->model, c->model_len < GW_MODEL_MAX ? c->model_len : GW_MODEL_MAX);
+    a->outcome = (uint8_t)outcome;
+    a->ttfb_ms = -1;
+    return a;
+}
+
+/* next_on_slow_start (DESIGN.md 6): a streamed hop with no content by the deadline is
+ * given up when a later candidate can take the request now; the last one waits. The
+ * slow upstream is not paused nor counted as failed; its input is kept on the row. */
+static void
+on_slow_start(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_stream *s = arg;
+    struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
+    uint64_t now = net_now_ms();
+    size_t j;
+
+    (void)fd;
+    (void)what;
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (s->headers_sent || !s->upx)
+        return;
+    for (j = s->cur + 1; j < s->n_cands; j++) {
+        const struct gw_route_cand *c = &s->cands[j];
+        struct gw_upfacts f;
+
+        if (c->prov->dialect != GW_DIALECT_OPENAI || c->state == GW_CAND_DISABLED)
+            continue;
+        gw_upstate_facts(c->prov->state, now, &f);
+        if (!f.paused_until_ms)
+            break;
+    }
+    if (j == s->n_cands)
+        return; /* no one could take it now: this hop keeps its chance */
+    net_upx_cancel(s->upx); /* the connection is dropped, so the upstream stops */
+    s->upx = NULL;
+    attempt_end(s, GW_OUT_SLOW_START, s->up_status, GW_OK);
+    s->given_up_input += dl_openai_req_input_estimate(s->req);
+    GW_LOG(GW_LOG_INFO, &ctx, "slow_start", "upstream %s sent no content in %u s; trying %s",
+           cur_prov(s)->name, s->conf->failover.stream_start_wait_secs, s->cands[j].prov->name);
+    s->cur++;
+    hop_next(s);
+}
+
+static void
+hop_send(struct net_stream *s, const struct gw_route_cand *c)
+{
+    const struct gw_conf_provider *p = c->prov;
     struct net_hdr hdrs[NET_MAX_FWD_HEADERS + 3];
     struct gw_buf auth = { 0 }, path = { 0 };
     struct net_up_req rq;
-    struct gw_attempt *a;
-    struct gw_str model = dl_openai_req_model(s->req);
+    struct gw_str model = { c->model, c->model_len };
     size_t n = 0;
     unsigned i;
 
-    a = &s->row->attempts[s->row->n_attempts++];
-    memset(a, 0, sizeof(*a));
-    memcpy(a->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
-    memcpy(a->model, model.ptr, model.len < GW_MODEL_MAX ? model.len : GW_MODEL_MAX);
-    a->ttfb_ms = -1;
+    attempt_add(s, c, GW_OUT_NONE);
+    s->retry_after[0] = s->retry_after_ms[0] = '\0';
 
     gw_buf_reset(&s->upbody);
     gw_buf_reset(&s->errbody);
@@ -574,8 +795,31 @@ hop_send(struct net_stream *s, const struct gw_conf_provider *p)
     s->upx = net_up_send(s->w->pool, &rq, &up_cbs, s);
     gw_buf_fini(&auth);
     gw_buf_fini(&path);
-    if (!s->upx)
+    if (!s->upx) {
         hop_failed(s, 0, GW_E_NOMEM);
+        return;
+    }
+    if (s->stream && s->conf->failover.next_on_slow_start) {
+        struct timeval wait = { (time_t)s->conf->failover.stream_start_wait_secs, 0 };
+
+        if (!s->slow_timer)
+            s->slow_timer = evtimer_new(s->w->base, on_slow_start, s);
+        if (s->slow_timer)
+            evtimer_add(s->slow_timer, &wait);
+    }
+}
+
+static bool
+prov_lists(const struct gw_conf_provider *p, const char *model, size_t len)
+{
+    size_t i;
+
+    if (p->any_model)
+        return true;
+    for (i = 0; i < p->n_models; i++)
+        if (strlen(p->models[i]) == len && memcmp(p->models[i], model, len) == 0)
+            return true;
+    return false;
 }
 
 static void
@@ -583,8 +827,31 @@ hop_next(struct net_stream *s)
 {
     enum gw_code code;
 
-    if (s->cur < s->n_cands && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
-        hop_send(s, s->cands[s->cur]);
+    while (s->cur < s->n_cands && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+        const struct gw_route_cand *c = &s->cands[s->cur];
+        struct gw_upfacts f;
+
+        /* Passed over without an attempt: another API shape (not converted yet). */
+        if (c->prov->dialect != GW_DIALECT_OPENAI || c->state == GW_CAND_DISABLED) {
+            s->cur++;
+            continue;
+        }
+        if (!prov_lists(c->prov, c->model, c->model_len)) {
+            attempt_add(s, c, GW_OUT_SKIPPED_NO_MODEL);
+            s->cur++;
+            continue;
+        }
+        /* A paused member is skipped, unless it is the pick: when every candidate is
+         * paused, the one whose pause ends first is tried rather than refusing. */
+        if (c->state == GW_CAND_PAUSED && (int)s->cur != s->pick) {
+            gw_upstate_facts(c->prov->state, net_now_ms(), &f);
+            if (f.paused_until_ms) {
+                attempt_add(s, c, GW_OUT_SKIPPED_PAUSED);
+                s->cur++;
+                continue;
+            }
+        }
+        hop_send(s, c);
         return;
     }
     /* Every candidate failed, none with an answer of its own to pass back. */
@@ -629,17 +896,78 @@ gateway_key(const struct net_conn *c, struct gw_str *key)
     return false;
 }
 
-/* Keeps the candidates this build can talk to: Chat Completions upstreams only, until
- * the conversions between API shapes land (gwd warns about the others at startup). */
-static size_t
-speakable(const struct gw_conf_provider **v, size_t n)
+static uint64_t
+conversation_key(const char *client, struct gw_str session_id, const struct dl_openai_conv *cv)
 {
-    size_t i, k = 0;
+    const void *parts[4];
+    size_t lens[4], n = 0;
 
-    for (i = 0; i < n; i++)
-        if (v[i]->dialect == GW_DIALECT_OPENAI)
-            v[k++] = v[i];
-    return k;
+    parts[n] = client;
+    lens[n++] = strlen(client);
+    if (session_id.len) {
+        parts[n] = "h";
+        lens[n++] = 1;
+        parts[n] = session_id.ptr;
+        lens[n++] = session_id.len;
+    } else if (cv->cache_key.len) {
+        parts[n] = "k";
+        lens[n++] = 1;
+        parts[n] = cv->cache_key.ptr;
+        lens[n++] = cv->cache_key.len;
+    } else {
+        parts[n] = cv->system.len ? cv->system.ptr : "";
+        lens[n++] = cv->system.len;
+        parts[n] = cv->first_user.len ? cv->first_user.ptr : "";
+        lens[n++] = cv->first_user.len;
+    }
+    return gw_sticky_key(parts, lens, n);
+}
+
+uint64_t
+net_conversation_key(const char *client, struct gw_str session_id, const struct dl_openai_req *r)
+{
+    struct dl_openai_conv cv;
+
+    dl_openai_req_conversation(r, &cv);
+    return conversation_key(client, session_id, &cv);
+}
+
+/* True when <model> names a group whose order can change between requests
+ * (load-balance, url-test, cheapest): there a conversation is kept on its upstream.
+ * In a fallback group (and the implicit one) the order is the file order anyway, so
+ * the body is not scanned a second time for a conversation key. */
+static bool
+order_varies(const struct gw_conf *c, struct gw_str model)
+{
+    size_t i;
+
+    for (i = 0; i < c->n_groups; i++)
+        if (strlen(c->groups[i].name) == model.len &&
+            memcmp(c->groups[i].name, model.ptr, model.len) == 0)
+            return c->groups[i].type != GW_GROUP_FALLBACK;
+    return false;
+}
+
+/* The conversation this request belongs to (DESIGN.md 5): a session header when the
+ * client sends one, else what the dialect says identifies it. */
+static void
+conversation(struct net_stream *s)
+{
+    static const struct gw_str session_headers[] = {
+        GW_STR_LIT("x-claude-code-session-id"),
+        GW_STR_LIT("x-session-id"),
+        GW_STR_LIT("session_id"),
+    };
+    struct dl_openai_conv cv;
+    struct gw_str v, id = { NULL, 0 };
+    size_t i;
+
+    for (i = 0; i < sizeof(session_headers) / sizeof(session_headers[0]) && !id.len; i++)
+        if (net_conn_header(s->conn, session_headers[i], &v) && v.len)
+            id = v;
+    dl_openai_req_conversation(s->req, &cv);
+    s->conv = conversation_key(s->client->name, id, &cv);
+    s->within_turn = cv.last_is_tool;
 }
 
 /* SHA-256 of <key>, reusing the digest of the connection's previous request when the
@@ -700,11 +1028,26 @@ chat_completions(struct net_stream *s)
         stream_refuse(s, GW_E_MODEL_NOT_ALLOWED, "this key may not use that model", true);
         return;
     }
-    s->n_cands = speakable(s->cands, gw_conf_candidates(s->conf, model.ptr, model.len, s->cands,
-                                                        NET_MAX_CANDIDATES));
-    if (s->n_cands == 0) {
-        stream_refuse(s, GW_E_MODEL_NOT_FOUND, "no upstream offers that model", true);
-        return;
+    {
+        struct gw_route_req rq;
+        struct gw_route_result res;
+        char sticky[GW_NAME_MAX + 1];
+
+        memset(&rq, 0, sizeof(rq));
+        rq.model = model.ptr;
+        rq.model_len = model.len;
+        rq.now_ms = net_now_ms();
+        if (s->w->sticky && order_varies(s->conf, model))
+            conversation(s);
+        if (s->conv &&
+            gw_sticky_lookup(s->w->sticky, s->conv, rq.now_ms, s->within_turn, sticky))
+            rq.sticky = sticky;
+        if (gw_route_order(s->conf, &rq, true, s->cands, &res) != GW_OK || res.pick < 0) {
+            stream_refuse(s, GW_E_MODEL_NOT_FOUND, "no upstream offers that model", true);
+            return;
+        }
+        s->n_cands = res.n;
+        s->pick = res.pick;
     }
     s->fail_code = GW_E_UPSTREAM_FAILED;
     hop_next(s);
@@ -774,8 +1117,9 @@ net_stream_client_gone(struct net_stream *s)
         s->upx = NULL;
     }
     if (s->row && s->row->n_attempts) {
-        const struct gw_conf_provider *p = s->cands[s->cur < s->n_cands ? s->cur : 0];
+        const struct gw_conf_provider *p = s->cands[s->cur < s->n_cands ? s->cur : 0].prov;
 
+        hop_timers_stop(s);
         attempt_end(s, GW_OUT_CANCELLED, s->up_status, GW_E_CLIENT_CANCELLED);
         if (s->headers_sent)
             memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));

@@ -207,7 +207,8 @@ workers_free(struct net_workers *ws)
 
 enum gw_code
 net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n_workers,
-                  struct store *st, struct net_workers **out, char *bound, size_t bound_len,
+                  const struct net_deps *deps, struct net_workers **out, char *bound,
+                  size_t bound_len,
                   char *err, size_t errlen)
 {
     struct net_workers *ws;
@@ -230,7 +231,8 @@ net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n
         struct net_worker *w = &ws->v[i];
 
         w->id = i;
-        w->store = st;
+        w->store = deps->store;
+        w->sticky = deps->sticky;
         for (j = 0; j < NET_MAX_LISTEN; j++)
             w->fds[j] = -1;
         if (getrandom(w->rng, sizeof(w->rng), 0) != sizeof(w->rng) || (!w->rng[0] && !w->rng[1]))

@@ -535,3 +535,79 @@ def write_config(tmp_path, cfg, name="gw.yaml"):
     p = Path(tmp_path) / name
     p.write_text(cfg if isinstance(cfg, str) else to_yaml(cfg) + "\n")
     return p
+
+
+# ---------------------------------------------------------------- routing helpers
+# (added for test_routing.py, test_slow_start.py, test_min_speed.py)
+
+def control_post(g, path, body, token=CONTROL_TOKEN):
+    """POST <body> (a dict, sent as JSON) to gwd <g>'s control API; returns Resp."""
+    return http_request(g.control_port, "POST", path,
+                        json.dumps(body, separators=(",", ":")).encode(),
+                        headers=bearer(token) if token else None)
+
+
+def overview(g):
+    r = g.control("/control/v1/overview")
+    assert r.status == 200, f"overview: {r!r}"
+    return r.json()
+
+
+def overview_provider(g, name):
+    """The overview's entry of provider <name>."""
+    for p in overview(g)["providers"]:
+        if p["name"] == name:
+            return p
+    raise AssertionError(f"provider {name} not in the overview")
+
+
+def dry_run(g, model, client="alice", body=None):
+    """POST /control/v1/dry-run; returns the answer (asserting 200)."""
+    req = {"model": model, "client": client}
+    if body is not None:
+        req["body"] = json.loads(body) if isinstance(body, (bytes, str)) else body
+    r = control_post(g, "/control/v1/dry-run", req)
+    assert r.status == 200, f"dry-run: {r!r}"
+    return r.json()
+
+
+def gwctl_run(g, *args, json_out=False, token=CONTROL_TOKEN):
+    """Runs gwctl against gwd <g>; returns (exit code, stdout, stderr)."""
+    argv = [binary("gwctl"), "--url", g.control_url, "--token", token]
+    if json_out:
+        argv.append("--json")
+    argv += [str(a) for a in args]
+    p = subprocess.run(argv, env=base_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=30)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def parse_ts(s):
+    """Unix seconds (float) of an RFC 3339 timestamp such as 2026-01-02T03:04:05.678Z."""
+    from datetime import datetime
+    if s.endswith("Z") or s.endswith("z"):
+        s = s[:-1] + "+00:00"
+    return datetime.fromisoformat(s).timestamp()
+
+
+def rows_of(g, ids, timeout=WAIT_TIMEOUT):
+    """The traffic rows of the request ids <ids>, in the order of <ids> (waits for all)."""
+    want = list(ids)
+
+    def find():
+        got = {}
+        for row in g.traffic(limit=max(100, 2 * len(want))):
+            if row.get("id") in want:
+                got[row["id"]] = row
+        return got if len(got) == len(set(want)) else None
+    got = wait_until(find, timeout, f"{len(want)} traffic rows")
+    return [got[i] for i in want]
+
+
+def chat_messages_body(messages, model="gpt-test", stream=False, **extra):
+    """A Chat Completions body with the given <messages> list."""
+    b = {"model": model, "messages": messages}
+    if stream:
+        b["stream"] = True
+    b.update(extra)
+    return json.dumps(b, separators=(",", ":")).encode()

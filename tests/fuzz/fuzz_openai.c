@@ -3,6 +3,15 @@
  * render (checked: the output is a JSON object with the new model and, for a stream,
  * include_usage true; unchanged renders are the input byte for byte), chunk inspection,
  * answer usage and error bodies, all on the same input.
+ * Differential check: the single-pass scanner of dialects/openai.c must decide and read
+ * exactly what the former jansson implementation (kept below as the t_old_* oracle)
+ * did: the same refusal reason (up to the line/column), model, stream, include_usage,
+ * chunk fields, answer usage and content bytes. The one deliberate difference: the input
+ * estimate counts every copy of a duplicate key inside "tools"/"functions" (jansson
+ * keeps the last), so estimates are compared only for bodies without duplicate keys; and
+ * a raw NUL byte is refused everywhere, where jansson's lexer drops one that directly
+ * follows a number or true/false/null (its unget loses it: "[1\0]" loads as [1]), so
+ * for input holding a raw NUL only "the new code refuses" is checked.
  * Owns:    one input at a time.
  * Threads: single-threaded.
  * See:     dialects/openai.c, tests/fuzz/corpus/openai/
@@ -15,6 +24,270 @@
 #include "dialects/openai.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* ---- the oracle: the former jansson implementation ---- */
+
+static size_t
+t_str_bytes(const json_t *v)
+{
+    return json_is_string(v) ? json_string_length(v) : 0;
+}
+
+static uint64_t
+t_get_count(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+
+    if (json_is_integer(v))
+        return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+    if (json_is_real(v) && json_real_value(v) > 0 && json_real_value(v) < 1.8e19)
+        return (uint64_t)json_real_value(v);
+    return 0;
+}
+
+static size_t
+t_tool_call_bytes(const json_t *calls)
+{
+    size_t i, n = 0;
+    const json_t *c;
+
+    json_array_foreach(calls, i, c)
+    {
+        const json_t *f = json_object_get(c, "function");
+
+        n += t_str_bytes(json_object_get(f, "arguments"));
+        n += t_str_bytes(json_object_get(f, "name"));
+    }
+    return n;
+}
+
+static size_t
+t_content_bytes(const json_t *content)
+{
+    size_t i, n = 0;
+    const json_t *part;
+
+    if (json_is_string(content))
+        return json_string_length(content);
+    json_array_foreach(content, i, part) n += t_str_bytes(json_object_get(part, "text"));
+    return n;
+}
+
+static size_t
+t_delta_bytes(const json_t *d)
+{
+    return t_content_bytes(json_object_get(d, "content")) +
+           t_str_bytes(json_object_get(d, "reasoning_content")) +
+           t_str_bytes(json_object_get(d, "reasoning")) +
+           t_str_bytes(json_object_get(d, "refusal")) +
+           t_tool_call_bytes(json_object_get(d, "tool_calls"));
+}
+
+static void
+t_read_usage(const json_t *u, struct gw_usage *usage)
+{
+    uint64_t prompt = t_get_count(u, "prompt_tokens");
+    uint64_t cached = t_get_count(json_object_get(u, "prompt_tokens_details"), "cached_tokens");
+
+    memset(usage, 0, sizeof(*usage));
+    usage->cache_read_tokens = cached;
+    usage->input_tokens = prompt > cached ? prompt - cached : 0;
+    usage->output_tokens = t_get_count(u, "completion_tokens");
+}
+
+/* What the former dl_openai_req_parse said: a reason prefix ("" when accepted). */
+struct t_old_req {
+    const char *reason;
+    json_t *root;
+    bool stream, wants_usage;
+    uint64_t estimate;
+};
+
+static void
+t_old_parse(const char *body, size_t len, struct t_old_req *o)
+{
+    json_error_t err;
+    json_t *root, *v, *msgs, *m, *tools;
+    uint64_t bytes = 0;
+    size_t i;
+
+    memset(o, 0, sizeof(*o));
+    if (len == 0) {
+        o->reason = "body: empty";
+        return;
+    }
+    root = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+    if (!root) {
+        o->reason = json_error_code(&err) == json_error_numeric_overflow
+                        ? "body: number out of range at line "
+                        : "body: not valid JSON at line ";
+        return;
+    }
+    o->root = root;
+    if (!json_is_object(root)) {
+        o->reason = "body: must be a JSON object";
+        return;
+    }
+    v = json_object_get(root, "model");
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        o->reason = "model: required string";
+        return;
+    }
+    msgs = json_object_get(root, "messages");
+    if (!json_is_array(msgs)) {
+        o->reason = "messages: required array";
+        return;
+    }
+    v = json_object_get(root, "stream");
+    if (v && !json_is_boolean(v) && !json_is_null(v)) {
+        o->reason = "stream: must be a boolean";
+        return;
+    }
+    v = json_object_get(root, "stream_options");
+    if (v && !json_is_object(v) && !json_is_null(v)) {
+        o->reason = "stream_options: must be an object";
+        return;
+    }
+    o->reason = "";
+    o->stream = json_is_true(json_object_get(root, "stream"));
+    o->wants_usage = json_is_true(json_object_get(v, "include_usage"));
+    json_array_foreach(msgs, i, m)
+    {
+        bytes += t_content_bytes(json_object_get(m, "content"));
+        bytes += t_tool_call_bytes(json_object_get(m, "tool_calls"));
+    }
+    tools = json_object_get(root, "tools");
+    if (tools && !json_is_null(tools))
+        bytes += json_dumpb(tools, NULL, 0, JSON_COMPACT);
+    tools = json_object_get(root, "functions");
+    if (tools && !json_is_null(tools))
+        bytes += json_dumpb(tools, NULL, 0, JSON_COMPACT);
+    o->estimate = (bytes + 3) / 4 + 4 * json_array_size(msgs);
+}
+
+static void
+t_old_chunk(struct gw_str data, struct dl_openai_chunk *out)
+{
+    json_error_t err;
+    json_t *root, *choices, *c, *u;
+    size_t i = 0;
+
+    memset(out, 0, sizeof(*out));
+    while (i < data.len && (data.ptr[i] == ' ' || data.ptr[i] == '\t' || data.ptr[i] == '\n' ||
+                            data.ptr[i] == '\r'))
+        i++;
+    if (data.len - i >= 6 && memcmp(data.ptr + i, "[DONE]", 6) == 0) {
+        size_t k = i + 6;
+
+        while (k < data.len && (data.ptr[k] == ' ' || data.ptr[k] == '\t' || data.ptr[k] == '\n' ||
+                                data.ptr[k] == '\r'))
+            k++;
+        if (k == data.len) {
+            out->done = true;
+            return;
+        }
+    }
+    if (i >= data.len || data.ptr[i] != '{')
+        return;
+    root = json_loadb(data.ptr, data.len, JSON_ALLOW_NUL, &err);
+    if (!root)
+        return;
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return;
+    }
+    c = json_object_get(root, "error");
+    if (c && !json_is_null(c))
+        out->is_error = true;
+    choices = json_object_get(root, "choices");
+    json_array_foreach(choices, i, c) out->content_bytes +=
+        t_delta_bytes(json_object_get(c, "delta"));
+    out->has_content = out->content_bytes > 0;
+    u = json_object_get(root, "usage");
+    if (json_is_object(u)) {
+        out->has_usage = true;
+        t_read_usage(u, &out->usage);
+        out->usage_only =
+            choices == NULL || (json_is_array(choices) && json_array_size(choices) == 0);
+    }
+    json_decref(root);
+}
+
+static bool
+t_old_answer(struct gw_str body, struct gw_usage *usage, size_t *content_bytes)
+{
+    json_error_t err;
+    json_t *root, *choices, *c, *u;
+    size_t i, n = 0;
+    bool has = false;
+
+    memset(usage, 0, sizeof(*usage));
+    *content_bytes = 0;
+    root = json_loadb(body.ptr, body.len, JSON_ALLOW_NUL, &err);
+    if (!root)
+        return false;
+    choices = json_object_get(root, "choices");
+    json_array_foreach(choices, i, c) n += t_delta_bytes(json_object_get(c, "message"));
+    u = json_object_get(root, "usage");
+    if (json_is_object(u)) {
+        t_read_usage(u, usage);
+        has = true;
+    }
+    *content_bytes = n;
+    json_decref(root);
+    return has;
+}
+
+static bool
+t_usage_eq(const struct gw_usage *a, const struct gw_usage *b)
+{
+    return a->input_tokens == b->input_tokens && a->output_tokens == b->output_tokens &&
+           a->cache_read_tokens == b->cache_read_tokens &&
+           a->cache_write_tokens == b->cache_write_tokens && a->estimated == b->estimated;
+}
+
+/* True when <body> has no duplicate key anywhere (jansson's own check). */
+static bool
+t_no_duplicate_keys(const char *body, size_t len)
+{
+    json_error_t err;
+    json_t *root = json_loadb(body, len, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &err);
+
+    json_decref(root);
+    return root != NULL;
+}
+
+/* Aborts unless the new parse agrees with the oracle. */
+static void
+t_diff_parse(const char *body, size_t size, enum gw_code rc, const struct dl_openai_req *r,
+             const struct gw_buf *why)
+{
+    struct t_old_req o;
+    const json_t *m;
+
+    if (memchr(body, '\0', size)) {
+        if (rc != GW_E_BAD_REQUEST)
+            abort();
+        return;
+    }
+    t_old_parse(body, size, &o);
+    if (o.reason[0] == '\0') {
+        if (rc != GW_OK)
+            abort();
+        m = json_object_get(o.root, "model");
+        if (!gw_str_eq(dl_openai_req_model(r),
+                       (struct gw_str){json_string_value(m), json_string_length(m)}))
+            abort();
+        if (dl_openai_req_is_stream(r) != o.stream || dl_openai_req_wants_usage(r) != o.wants_usage)
+            abort();
+        if (dl_openai_req_input_estimate(r) != o.estimate && t_no_duplicate_keys(body, size))
+            abort();
+    } else if (rc != GW_E_BAD_REQUEST || why->len < strlen(o.reason) ||
+               memcmp(why->data, o.reason, strlen(o.reason)) != 0) {
+        abort();
+    }
+    json_decref(o.root);
+}
 
 /* Aborts unless <out> is a JSON object whose model is <model> and, when <stream>, whose
  * stream_options.include_usage is true. */
@@ -48,7 +321,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t bytes;
     enum gw_code rc;
 
+    struct dl_openai_chunk oc;
+    struct gw_usage ou;
+    size_t obytes;
+    bool has;
+
     rc = dl_openai_req_parse(body, size, &r, &why);
+    t_diff_parse(body, size, rc, r, &why);
     if (rc == GW_OK) {
         struct gw_str asked = dl_openai_req_model(r);
         struct gw_str other = GW_STR_LIT("fuzz-\xc3\xa9-model\"\n");
@@ -66,6 +345,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (dl_openai_req_render(r, body, size, other, &out) != GW_OK)
             abort();
         t_check_render(&out, other, dl_openai_req_is_stream(r));
+        {
+            /* the same bytes elsewhere (re-scanned, not the parse's offsets): same output */
+            char *copy = malloc(size);
+            struct gw_buf again = {0};
+
+            if (!copy)
+                abort();
+            memcpy(copy, body, size);
+            if (dl_openai_req_render(r, copy, size, other, &again) != GW_OK ||
+                again.len != out.len || memcmp(again.data, out.data, out.len) != 0)
+                abort();
+            free(copy);
+            gw_buf_fini(&again);
+        }
         dl_openai_req_free(r);
     } else if (rc != GW_E_BAD_REQUEST || r != NULL || why.len == 0) {
         abort();
@@ -74,7 +367,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (c.has_content != (c.content_bytes > 0) || (c.usage_only && !c.has_usage))
         abort();
-    (void)dl_openai_answer_usage((struct gw_str){body, size}, &u, &bytes);
+    has = dl_openai_answer_usage((struct gw_str){body, size}, &u, &bytes);
+    if (memchr(body, '\0', size)) {
+        /* refused as JSON: nothing read (see the top of the file) */
+        if (c.is_error || c.has_content || c.has_usage || has || bytes != 0)
+            abort();
+    } else {
+        t_old_chunk((struct gw_str){body, size}, &oc);
+        if (c.done != oc.done || c.is_error != oc.is_error || c.has_content != oc.has_content ||
+            c.content_bytes != oc.content_bytes || c.has_usage != oc.has_usage ||
+            c.usage_only != oc.usage_only || !t_usage_eq(&c.usage, &oc.usage))
+            abort();
+        if (has != t_old_answer((struct gw_str){body, size}, &ou, &obytes) || bytes != obytes ||
+            !t_usage_eq(&u, &ou))
+            abort();
+    }
     gw_buf_reset(&out);
     if (size > 0 &&
         dl_openai_error_chunk((enum gw_code)(1 + data[0] % (GW_CODE__COUNT - 1)),

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -498,6 +499,351 @@ test_openai_answer_without_usage_gives_content_bytes(void **state)
     assert_false(dl_openai_answer_usage(GW_STR_LIT("{\"usage\":null}"), &u, NULL));
 }
 
+/* ---- the single-pass scanner: JSON edge cases (jansson decides the same) ---- */
+
+/* A body with <inner> as the value of an extra member. */
+static char *
+t_body_with(const char *inner)
+{
+    static char buf[16384];
+
+    snprintf(buf, sizeof(buf), "{\"model\":\"m\",\"messages\":[],\"x\":%s}", inner);
+    return buf;
+}
+
+static void
+t_accepts(const char *body, size_t len)
+{
+    struct dl_openai_req *r = t_parse_ok(body, len);
+
+    dl_openai_req_free(r);
+}
+
+static void
+test_openai_parse_nesting_limit_is_jansson_2048(void **state)
+{
+    static char buf[8192];
+    size_t k, n;
+
+    (void)state;
+    /* the body object is level 1: 2047 arrays inside it make 2048 levels, jansson's
+     * JSON_PARSER_MAX_DEPTH; the scanner keeps one bit per level, so it cannot recurse */
+    for (n = 2047; n <= 2048; n++) {
+        size_t len = 0;
+
+        len += (size_t)snprintf(buf, sizeof(buf), "{\"model\":\"m\",\"messages\":[],\"x\":");
+        for (k = 0; k < n; k++)
+            buf[len++] = '[';
+        for (k = 0; k < n; k++)
+            buf[len++] = ']';
+        buf[len++] = '}';
+        buf[len] = '\0';
+        if (n == 2047)
+            t_accepts(buf, len);
+        else
+            t_parse_refused(buf, "body: not valid JSON at line 1 column", NULL);
+    }
+    /* objects count the same way, and deep nesting where the parse looks (messages) */
+    t_parse_refused("{\"model\":\"m\",\"messages\":[{\"content\":[[[[[[[[[[[[[[[[[[[[[[[["
+                    "]]]]]]]]]]]]]]]]]]]]]]]}],\"x\":{\"a\":{\"b\":1}}",
+                    "not valid JSON", NULL);
+}
+
+static void
+test_openai_parse_model_escapes_are_decoded(void **state)
+{
+    static const char body[] = "{\"model\":\"gpt\\u002d4o\\/mini \\\"x\\\" \\u00e9\\ud83d\\ude00\","
+                               "\"messages\":[]}";
+    static const char nul[] = "{\"model\":\"a\\u0000b\",\"messages\":[]}";
+    struct dl_openai_req *r;
+    struct gw_buf out = {0};
+
+    (void)state;
+    r = t_parse_ok(body, T_LEN(body));
+    assert_true(gw_str_eq(dl_openai_req_model(r),
+                          GW_STR_LIT("gpt-4o/mini \"x\" \xc3\xa9\xf0\x9f\x98\x80")));
+    /* the same model decoded: nothing changes, the bytes go as they came */
+    assert_int_equal(dl_openai_req_render(r, body, T_LEN(body), dl_openai_req_model(r), &out),
+                     GW_OK);
+    assert_int_equal(out.len, T_LEN(body));
+    assert_memory_equal(out.data, body, out.len);
+    dl_openai_req_free(r);
+    gw_buf_fini(&out);
+    /* U+0000 is valid JSON in a value */
+    r = t_parse_ok(nul, T_LEN(nul));
+    assert_true(gw_str_eq(dl_openai_req_model(r), (struct gw_str){"a\0b", 3}));
+    dl_openai_req_free(r);
+}
+
+static void
+test_openai_parse_unicode_escapes_and_utf8(void **state)
+{
+    /* "\u00e9" 2 bytes, a surrogate pair 4, raw é 2, "\n" 1: 9 bytes -> 3 tokens + 4 */
+    static const char body[] = "{\"model\":\"m\",\"messages\":[{\"content\":"
+                               "\"\\u00e9\\ud83d\\ude00\xc3\xa9\\n\"}]}";
+    struct dl_openai_req *r;
+
+    (void)state;
+    r = t_parse_ok(body, T_LEN(body));
+    assert_int_equal(dl_openai_req_input_estimate(r), 3 + 4);
+    dl_openai_req_free(r);
+    t_parse_refused(t_body_with("\"\\ud800\""), "not valid JSON", NULL);        /* lone high */
+    t_parse_refused(t_body_with("\"\\udc00\\ud800\""), "not valid JSON", NULL); /* lone low */
+    t_parse_refused(t_body_with("\"\\ud800\\u0041\""), "not valid JSON", NULL); /* bad pair */
+    t_parse_refused(t_body_with("\"\\u12\""), "not valid JSON", NULL);
+    t_parse_refused(t_body_with("\"\\x\""), "not valid JSON", NULL);
+    t_parse_refused(t_body_with("\"\xc0\x80\""), "not valid JSON", NULL);     /* overlong */
+    t_parse_refused(t_body_with("\"\xed\xa0\x80\""), "not valid JSON", NULL); /* surrogate */
+    t_parse_refused(t_body_with("\"\xf4\x90\x80\x80\""), "not valid JSON", NULL);
+    t_parse_refused(t_body_with("\"\xe2\x82\""), "not valid JSON", NULL); /* cut short */
+    t_parse_refused(t_body_with("\"\x80\""), "not valid JSON", NULL);
+    t_accepts(t_body_with("\"\xf4\x8f\xbf\xbf \xef\xbf\xbf \\uffff\""),
+              strlen(t_body_with("\"\xf4\x8f\xbf\xbf \xef\xbf\xbf \\uffff\"")));
+}
+
+static void
+test_openai_parse_numbers_as_json_defines_them(void **state)
+{
+    static const char *good[] = {"-0",
+                                 "0",
+                                 "1e5",
+                                 "1E+2",
+                                 "-1.5e-3",
+                                 "0.0",
+                                 "1e-400",
+                                 "9223372036854775807",
+                                 "-9223372036854775808",
+                                 "1.5e308"};
+    static const char *bad[] = {"01",  "1.",  ".5",   "-",   "+1",  "1e",       "1e+",
+                                "0x1", "-01", "1.e5", "--1", "NaN", "Infinity", "1 2"};
+    static const char *range[] = {"9223372036854775808",
+                                  "-9223372036854775809",
+                                  "123456789012345678901234",
+                                  "1e400",
+                                  "-1e400",
+                                  "1.8e308",
+                                  "0.0000001e400"};
+    size_t k;
+
+    (void)state;
+    for (k = 0; k < sizeof(good) / sizeof(good[0]); k++)
+        t_accepts(t_body_with(good[k]), strlen(t_body_with(good[k])));
+    for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+        t_parse_refused(t_body_with(bad[k]), "body: not valid JSON", NULL);
+    for (k = 0; k < sizeof(range) / sizeof(range[0]); k++)
+        t_parse_refused(t_body_with(range[k]), "body: number out of range", NULL);
+    /* jansson lexes a number where it expected ':' and reports its overflow first */
+    t_parse_refused("{\"model\" 1e400:\"m\"}", "body: number out of range", NULL);
+}
+
+static void
+test_openai_parse_refuses_malformed_documents(void **state)
+{
+    static const char body[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+                               "\"hi\"}],\"stream\":true,\"n\":-1.5e3,\"x\":[null,false]}";
+    size_t k;
+
+    (void)state;
+    t_parse_refused("{\"model\":\"m\",\"messages\":[],}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[1,]}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[],\"x\":[,1]}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\",,\"messages\":[]}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\" \"messages\":[]}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[]}}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[]}{}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"a\nb\",\"messages\":[]}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"a\tb\",\"messages\":[]}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"a\x01\",\"messages\":[]}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[],\"x\":tru}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[],\"x\":nulls}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[],\"a\\u0000\":1}", "not valid JSON", NULL);
+    t_parse_refused("{\"model\":\"m\",\"messages\":[],'x':1}", "not valid JSON", NULL);
+    t_parse_refused("\xef\xbb\xbf{\"model\":\"m\",\"messages\":[]}", "not valid JSON", NULL);
+    t_parse_refused(" \n\t ", "not valid JSON", NULL);
+    /* every proper prefix of a valid body is refused */
+    for (k = 1; k < T_LEN(body); k++) {
+        struct dl_openai_req *r = NULL;
+        struct gw_buf why = {0};
+
+        assert_int_equal(dl_openai_req_parse(body, k, &r, &why), GW_E_BAD_REQUEST);
+        assert_null(r);
+        assert_non_null(strstr(why.data, "body: not valid JSON at line 1"));
+        gw_buf_fini(&why);
+    }
+    t_accepts(body, T_LEN(body));
+}
+
+static void
+test_openai_parse_refuses_raw_nul_after_a_token(void **state)
+{
+    /* jansson's lexer drops a NUL right after a number or literal (it loads this); a raw
+     * NUL is never JSON, so the scanner refuses it: a deliberate difference */
+    static const char body[] = "{\"model\":\"m\",\"messages\":[],\"x\":1\0}";
+    struct dl_openai_req *r = NULL;
+    struct gw_buf why = {0};
+
+    (void)state;
+    assert_int_equal(dl_openai_req_parse(body, T_LEN(body), &r, &why), GW_E_BAD_REQUEST);
+    assert_null(r);
+    assert_non_null(strstr(why.data, "body: not valid JSON"));
+    gw_buf_fini(&why);
+}
+
+static void
+test_openai_parse_error_position_counts_lines_and_characters(void **state)
+{
+    struct dl_openai_req *r = NULL;
+    struct gw_buf why = {0};
+    static const char body[] = "{\n  \"model\": \"\xc3\xa9\",\n  \"messages\": [}\n";
+
+    (void)state;
+    assert_int_equal(dl_openai_req_parse(body, T_LEN(body), &r, &why), GW_E_BAD_REQUEST);
+    /* line 3, the '}' is the 16th character (jansson counts characters, not bytes) */
+    assert_string_equal(why.data, "body: not valid JSON at line 3 column 16");
+    gw_buf_fini(&why);
+}
+
+static void
+test_openai_parse_duplicate_keys_last_wins(void **state)
+{
+    struct dl_openai_req *r;
+    static const char body[] = "{\"model\":7,\"model\":\"b\",\"messages\":\"x\",\"messages\":["
+                               "{\"content\":\"abcdefgh\",\"content\":\"ab\"}],"
+                               "\"stream\":true,\"stream\":false,"
+                               "\"stream_options\":{\"include_usage\":true},"
+                               "\"stream_options\":null}";
+
+    (void)state;
+    r = t_parse_ok(body, T_LEN(body));
+    assert_true(gw_str_eq(dl_openai_req_model(r), GW_STR_LIT("b")));
+    assert_false(dl_openai_req_is_stream(r));
+    assert_false(dl_openai_req_wants_usage(r));
+    assert_int_equal(dl_openai_req_input_estimate(r), 1 + 4);
+    dl_openai_req_free(r);
+    t_parse_refused("{\"model\":\"a\",\"model\":\"\",\"messages\":[]}", "model: required", NULL);
+    t_parse_refused("{\"model\":\"a\",\"messages\":[],\"stream\":false,\"stream\":1}",
+                    "stream: must be a boolean", NULL);
+    /* an escaped key is the key it decodes to */
+    r = t_parse_ok("{\"mod\\u0065l\":\"c\",\"messag\\u0065s\":[],\"str\\u0065am\":true}",
+                   strlen("{\"mod\\u0065l\":\"c\",\"messag\\u0065s\":[],\"str\\u0065am\":true}"));
+    assert_true(gw_str_eq(dl_openai_req_model(r), GW_STR_LIT("c")));
+    assert_true(dl_openai_req_is_stream(r));
+    dl_openai_req_free(r);
+}
+
+static void
+test_openai_parse_estimate_counts_tools_as_jansson_dumps_them(void **state)
+{
+    /* reals are dumped by jansson as %.17g (0.5 -> 0.5, 1e3 -> 1000.0, 0.1 ->
+     * 0.10000000000000001), -0 as 0, escapes re-escaped its way */
+    static const char tools[] = "[{\"type\":\"function\",\"function\":{\"name\":\"f\\u00e9\","
+                                "\"parameters\":{\"a\":0.5,\"b\":1e3,\"c\":-0,\"d\":0.1,"
+                                "\"e\":\"x\\/y\\u0001\\t\\\"\",\"f\":[ true , null ],"
+                                "\"g\":-2.5E-7,\"h\":{}}}}]";
+    char body[1024];
+    json_error_t err;
+    json_t *t;
+    size_t dumped;
+    struct dl_openai_req *r;
+
+    (void)state;
+    t = json_loads(tools, 0, &err);
+    assert_non_null(t);
+    dumped = json_dumpb(t, NULL, 0, JSON_COMPACT);
+    json_decref(t);
+    snprintf(body, sizeof(body),
+             "{\"model\":\"m\",\"messages\":[],\"tools\":%s,"
+             "\"functions\":%s}",
+             tools, tools);
+    r = t_parse_ok(body, strlen(body));
+    assert_int_equal(dl_openai_req_input_estimate(r), (2 * dumped + 3) / 4);
+    dl_openai_req_free(r);
+    /* a scalar "tools" dumps to nothing */
+    r = t_parse_ok("{\"model\":\"m\",\"messages\":[],\"tools\":\"abcdefgh\"}",
+                   strlen("{\"model\":\"m\",\"messages\":[],\"tools\":\"abcdefgh\"}"));
+    assert_int_equal(dl_openai_req_input_estimate(r), 0);
+    dl_openai_req_free(r);
+}
+
+static void
+test_openai_render_from_a_copy_of_the_body(void **state)
+{
+    static const char body[] = "{\"model\":\"a\",\"messages\":[],\"stream\":true}";
+    char copy[sizeof(body)];
+    struct dl_openai_req *r;
+    struct gw_buf out = {0};
+
+    (void)state;
+    r = t_parse_ok(body, T_LEN(body));
+    memcpy(copy, body, sizeof(body));
+    assert_int_equal(dl_openai_req_render(r, copy, T_LEN(body), GW_STR_LIT("b"), &out), GW_OK);
+    assert_string_equal(out.data, "{\"model\":\"b\",\"messages\":[],\"stream\":true,"
+                                  "\"stream_options\":{\"include_usage\":true}}");
+    gw_buf_fini(&out);
+    dl_openai_req_free(r);
+}
+
+static void
+test_openai_chunk_counts_decoded_bytes_and_real_counts(void **state)
+{
+    struct dl_openai_chunk c;
+
+    (void)state;
+    /* "\u00e9" is 2 bytes, "\n" 1, "\ud83d\ude00" 4 */
+    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":\"\\u00e9\\n\\ud83d\\ude00\"}}]}");
+    assert_int_equal(c.content_bytes, 7);
+    /* counts written as reals or negative, and an escaped key */
+    c = t_chunk("{\"choices\":[],\"usage\":{\"prompt\\u005ftokens\":1.5e3,"
+                "\"completion_tokens\":-4,\"prompt_tokens_details\":{\"cached_tokens\":2.9}}}");
+    assert_true(c.has_usage);
+    assert_int_equal(c.usage.input_tokens, 1498);
+    assert_int_equal(c.usage.cache_read_tokens, 2);
+    assert_int_equal(c.usage.output_tokens, 0);
+    /* content parts and several choices add up; "choices": null is not usage-only */
+    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":[{\"text\":\"ab\"},{\"text\":7},\"x\"]}},"
+                "{\"delta\":{\"refusal\":\"cd\"}},5],\"usage\":{}}");
+    assert_int_equal(c.content_bytes, 4);
+    assert_false(c.usage_only);
+    c = t_chunk("{\"choices\":null,\"usage\":{}}");
+    assert_false(c.usage_only);
+    c = t_chunk("{\"usage\":{\"prompt_tokens\":3}}");
+    assert_true(c.usage_only);
+    /* broken JSON after the useful part: nothing */
+    c = t_chunk(
+        "{\"choices\":[{\"delta\":{\"content\":\"abc\"}}],\"usage\":{\"prompt_tokens\":3}},");
+    assert_false(c.has_content || c.has_usage);
+    {
+        static const char nul[] = "{\"choices\":[{\"delta\":{\"content\":\"abc\"}}]}\0";
+
+        assert_int_equal(dl_openai_chunk_inspect((struct gw_str){nul, T_LEN(nul)}, &c), GW_OK);
+        assert_false(c.has_content);
+    }
+}
+
+static void
+test_openai_answer_refuses_invalid_and_reads_arrays_as_empty(void **state)
+{
+    struct gw_usage u;
+    size_t bytes = 99;
+
+    (void)state;
+    assert_false(
+        dl_openai_answer_usage(GW_STR_LIT("[{\"usage\":{\"prompt_tokens\":1}}]"), &u, &bytes));
+    assert_int_equal(bytes, 0);
+    assert_false(
+        dl_openai_answer_usage(GW_STR_LIT("{\"choices\":[{\"message\":{\"content\":\"abc\"}}],"
+                                          "\"usage\":{\"prompt_tokens\":1},\"x\":01}"),
+                               &u, &bytes));
+    assert_int_equal(bytes, 0);
+    assert_int_equal(u.input_tokens, 0);
+    assert_true(dl_openai_answer_usage(
+        GW_STR_LIT(" {\"choices\":[{\"message\":{\"content\":\"abc\",\"reasoning\":\"d\"}}],"
+                   "\"usage\":{\"prompt_tokens\":9223372036854775807}} "),
+        &u, &bytes));
+    assert_int_equal(bytes, 4);
+    assert_int_equal(u.input_tokens, 9223372036854775807ULL);
+}
+
 /* ---- errors ---- */
 
 static void
@@ -598,6 +944,18 @@ main(void)
         cmocka_unit_test(test_openai_chunk_done_error_and_garbage),
         cmocka_unit_test(test_openai_answer_usage_reads_usage_and_content),
         cmocka_unit_test(test_openai_answer_without_usage_gives_content_bytes),
+        cmocka_unit_test(test_openai_parse_nesting_limit_is_jansson_2048),
+        cmocka_unit_test(test_openai_parse_model_escapes_are_decoded),
+        cmocka_unit_test(test_openai_parse_unicode_escapes_and_utf8),
+        cmocka_unit_test(test_openai_parse_numbers_as_json_defines_them),
+        cmocka_unit_test(test_openai_parse_refuses_malformed_documents),
+        cmocka_unit_test(test_openai_parse_refuses_raw_nul_after_a_token),
+        cmocka_unit_test(test_openai_parse_error_position_counts_lines_and_characters),
+        cmocka_unit_test(test_openai_parse_duplicate_keys_last_wins),
+        cmocka_unit_test(test_openai_parse_estimate_counts_tools_as_jansson_dumps_them),
+        cmocka_unit_test(test_openai_render_from_a_copy_of_the_body),
+        cmocka_unit_test(test_openai_chunk_counts_decoded_bytes_and_real_counts),
+        cmocka_unit_test(test_openai_answer_refuses_invalid_and_reads_arrays_as_empty),
         cmocka_unit_test(test_openai_error_body_shape_per_code),
         cmocka_unit_test(test_openai_error_body_appends),
         cmocka_unit_test(test_openai_error_chunk_framing),

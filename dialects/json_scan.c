@@ -1,0 +1,715 @@
+/* SPDX-License-Identifier: MIT
+ * dialects/json_scan.c - a validating, allocation-free, single-pass JSON scanner.
+ * Accepts what jansson's json_loadb(JSON_ALLOW_NUL) accepts (the differential check in
+ * tests/fuzz/fuzz_openai.c holds it to that) at a small fraction of the cost: no tree,
+ * no hashtable, no copies. Plain string bytes are checked eight at a time.
+ * Allocates only to hand strtod a copy of a real number longer than 128 bytes.
+ * Owns:    nothing beyond one call.
+ * Threads: any; never blocks.
+ * See:     dialects/json_scan.h, dialects/openai.c, tests/fuzz/fuzz_openai.c
+ */
+#include "dialects/json_scan.h"
+
+#include <errno.h>
+#include <math.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/alloc.h"
+
+bool
+dl_json_fail(struct dl_json *j, enum dl_json_err e)
+{
+    if (j->err == DL_JSON_OK) {
+        j->err = e;
+        j->err_at = j->i;
+    }
+    return false;
+}
+
+static bool
+fail_at(struct dl_json *j, size_t at, enum dl_json_err e)
+{
+    if (j->err == DL_JSON_OK)
+        j->i = at;
+    return dl_json_fail(j, e);
+}
+
+/* ---- strings ---- */
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* Non-zero when one of the 8 bytes of <v> needs a look: '"', '\\', a control byte
+ * (< 0x20) or a non-ASCII byte. Exact about presence; which byte is left to the
+ * byte-wise loop. */
+static inline uint64_t
+swar_special(uint64_t v)
+{
+    uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
+
+    return (v | ((q - ONES) & ~q) | ((b - ONES) & ~b) | ((v - ONES * 0x20) & ~v)) & HIGHS;
+}
+
+static int
+hex4(const unsigned char *p)
+{
+    int v = 0, k;
+
+    for (k = 0; k < 4; k++) {
+        int c = p[k], d;
+
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            d = c - 'A' + 10;
+        else
+            return -1;
+        v = v << 4 | d;
+    }
+    return v;
+}
+
+/* Length of the valid UTF-8 sequence at <p> (lead byte >= 0x80), or 0. The same rules as
+ * jansson's utf8_check_full: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static size_t
+utf8_seq(const unsigned char *p, size_t avail)
+{
+    unsigned c = p[0];
+
+#define CONT(x) ((x) >= 0x80 && (x) <= 0xBF)
+    if (c >= 0xC2 && c <= 0xDF)
+        return avail >= 2 && CONT(p[1]) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (avail < 3 || !CONT(p[1]) || !CONT(p[2]))
+            return 0;
+        if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0))
+            return 0;
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (avail < 4 || !CONT(p[1]) || !CONT(p[2]) || !CONT(p[3]))
+            return 0;
+        if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))
+            return 0;
+        return 4;
+    }
+#undef CONT
+    return 0;
+}
+
+bool
+dl_json_string(struct dl_json *j, struct dl_json_str *o)
+{
+    const unsigned char *s = (const unsigned char *)j->s;
+    size_t n = j->n, i = j->i + 1, adj = 0, ext = 0;
+
+    o->start = i;
+    o->escaped = false;
+    o->nul = false;
+    for (;;) {
+        unsigned c;
+
+#ifdef __SSE2__
+        /* 16 plain bytes at a time: a signed compare below 0x20 catches control bytes
+         * and (as negative) every byte from 0x80 */
+        while (i + 16 <= n) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                                                    _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+                                       _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+            unsigned m = (unsigned)_mm_movemask_epi8(hit);
+
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
+                goto special;
+            }
+            i += 16;
+        }
+#endif
+        while (i + 8 <= n) {
+            uint64_t v, m;
+
+            memcpy(&v, s + i, 8);
+            m = swar_special(v);
+            if (m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                /* the lowest flag is exact (false flags only sit above a true one) */
+                i += (size_t)__builtin_ctzll(m) / 8;
+#endif
+                break;
+            }
+            i += 8;
+        }
+#ifdef __SSE2__
+    special:
+#endif
+        if (i >= n)
+            return fail_at(j, n, DL_JSON_E_SYNTAX);
+        c = s[i];
+        if (c == '"')
+            break;
+        if (c < 0x20)
+            return fail_at(j, i, DL_JSON_E_SYNTAX);
+        if (c < 0x80 && c != '\\') {
+            i++;
+            continue;
+        }
+        if (c >= 0x80) {
+            size_t k = utf8_seq(s + i, n - i);
+
+            if (!k)
+                return fail_at(j, i, DL_JSON_E_SYNTAX);
+            i += k;
+            continue;
+        }
+        /* an escape: raw bytes minus decoded bytes go to <adj>; bytes jansson's dump
+         * writes beyond the decoded ones go to <ext> */
+        o->escaped = true;
+        if (i + 1 >= n)
+            return fail_at(j, n, DL_JSON_E_SYNTAX);
+        switch (s[i + 1]) {
+        case '"':
+        case '\\':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+            ext++;
+            /* fall through */
+        case '/':
+            adj++;
+            i += 2;
+            continue;
+        case 'u': break;
+        default: return fail_at(j, i + 1, DL_JSON_E_SYNTAX);
+        }
+        {
+            int v = i + 6 <= n ? hex4(s + i + 2) : -1, lo;
+
+            if (v < 0)
+                return fail_at(j, i, DL_JSON_E_SYNTAX);
+            if (v >= 0xD800 && v <= 0xDBFF) {
+                if (i + 12 > n || s[i + 6] != '\\' || s[i + 7] != 'u')
+                    return fail_at(j, i, DL_JSON_E_SYNTAX);
+                lo = hex4(s + i + 8);
+                if (lo < 0xDC00 || lo > 0xDFFF)
+                    return fail_at(j, i, DL_JSON_E_SYNTAX);
+                adj += 12 - 4;
+                i += 12;
+                continue;
+            }
+            if (v >= 0xDC00 && v <= 0xDFFF)
+                return fail_at(j, i, DL_JSON_E_SYNTAX);
+            if (v == 0)
+                o->nul = true;
+            if (v < 0x20)
+                ext += (v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t') ? 1 : 5;
+            else if (v == '"' || v == '\\')
+                ext++;
+            adj += 6 - (v < 0x80 ? 1 : v < 0x800 ? 2 : 3);
+            i += 6;
+        }
+    }
+    o->end = i;
+    o->dlen = i - o->start - adj;
+    o->jlen = o->dlen + ext;
+    j->i = i + 1;
+    return true;
+}
+
+static size_t
+utf8_put(char *d, unsigned v)
+{
+    if (v < 0x80) {
+        d[0] = (char)v;
+        return 1;
+    }
+    if (v < 0x800) {
+        d[0] = (char)(0xC0 | v >> 6);
+        d[1] = (char)(0x80 | (v & 0x3F));
+        return 2;
+    }
+    if (v < 0x10000) {
+        d[0] = (char)(0xE0 | v >> 12);
+        d[1] = (char)(0x80 | (v >> 6 & 0x3F));
+        d[2] = (char)(0x80 | (v & 0x3F));
+        return 3;
+    }
+    d[0] = (char)(0xF0 | v >> 18);
+    d[1] = (char)(0x80 | (v >> 12 & 0x3F));
+    d[2] = (char)(0x80 | (v >> 6 & 0x3F));
+    d[3] = (char)(0x80 | (v & 0x3F));
+    return 4;
+}
+
+void
+dl_json_decode(const struct dl_json *j, const struct dl_json_str *str, char *dst)
+{
+    const unsigned char *s = (const unsigned char *)j->s;
+    size_t i = str->start, d = 0;
+
+    if (!str->escaped) {
+        memcpy(dst, s + i, str->end - i);
+        return;
+    }
+    while (i < str->end) {
+        unsigned v;
+
+        if (s[i] != '\\') {
+            dst[d++] = (char)s[i++];
+            continue;
+        }
+        switch (s[i + 1]) {
+        case 'b': v = '\b'; break;
+        case 'f': v = '\f'; break;
+        case 'n': v = '\n'; break;
+        case 'r': v = '\r'; break;
+        case 't': v = '\t'; break;
+        case 'u':
+            v = (unsigned)hex4(s + i + 2);
+            if (v >= 0xD800 && v <= 0xDBFF) {
+                v = 0x10000 + ((v - 0xD800) << 10) + ((unsigned)hex4(s + i + 8) - 0xDC00);
+                i += 6;
+            }
+            d += utf8_put(dst + d, v);
+            i += 6;
+            continue;
+        default: /* '"', '\\', '/' */ v = s[i + 1]; break;
+        }
+        dst[d++] = (char)v;
+        i += 2;
+    }
+}
+
+bool
+dl_json_str_eq_slow(const struct dl_json *j, const struct dl_json_str *str, const char *lit,
+                    size_t len)
+{
+    char buf[64];
+
+    if (str->dlen != len || len > sizeof(buf))
+        return false;
+    dl_json_decode(j, str, buf);
+    return memcmp(buf, lit, len) == 0;
+}
+
+/* ---- numbers ---- */
+
+static inline bool
+is_digit(int c)
+{
+    return c >= '0' && c <= '9';
+}
+
+bool
+dl_json_num_real(struct dl_json *j, const struct dl_json_num *num, double *out)
+{
+    char stack[128], *p = stack;
+    size_t len = num->end - num->start;
+
+    if (len >= sizeof(stack)) {
+        p = gw_malloc(len + 1);
+        if (!p)
+            return dl_json_fail(j, DL_JSON_E_NOMEM);
+    }
+    memcpy(p, j->s + num->start, len);
+    p[len] = '\0';
+    errno = 0;
+    *out = strtod(p, NULL);
+    if (p != stack) {
+        int e = errno; /* for the caller's overflow test */
+
+        gw_free(p);
+        errno = e;
+    }
+    return true;
+}
+
+bool
+dl_json_number(struct dl_json *j, struct dl_json_num *o)
+{
+    const char *s = j->s;
+    size_t n = j->n, i = j->i, lead;
+    bool neg = false;
+    long exp = 0, mag;
+
+    o->start = i;
+    o->real = false;
+    if (i < n && s[i] == '-') {
+        neg = true;
+        i++;
+    }
+    lead = i;
+    if (i < n && s[i] == '0') {
+        i++;
+        if (i < n && is_digit(s[i]))
+            return fail_at(j, i, DL_JSON_E_SYNTAX);
+    } else if (i < n && is_digit(s[i])) {
+        while (i < n && is_digit(s[i]))
+            i++;
+    } else {
+        return fail_at(j, i, DL_JSON_E_SYNTAX);
+    }
+    mag = s[lead] == '0' ? 0 : (long)(i - lead);
+    if (i < n && s[i] == '.') {
+        i++;
+        if (i >= n || !is_digit(s[i]))
+            return fail_at(j, i, DL_JSON_E_SYNTAX);
+        while (i < n && is_digit(s[i]))
+            i++;
+        o->real = true;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        bool eneg = false;
+
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            eneg = s[i++] == '-';
+        if (i >= n || !is_digit(s[i]))
+            return fail_at(j, i, DL_JSON_E_SYNTAX);
+        while (i < n && is_digit(s[i])) {
+            if (exp < 1000000)
+                exp = exp * 10 + (s[i] - '0');
+            i++;
+        }
+        if (eneg)
+            exp = -exp;
+        o->real = true;
+    }
+    o->end = i;
+    j->i = i;
+    /* jansson's lexer has read (and UTF-8 checked) the byte after the number before it
+     * judges the range: a bad sequence there is the error it reports */
+    if (i < n && (unsigned char)s[i] >= 0x80 && !utf8_seq((const unsigned char *)s + i, n - i))
+        return dl_json_fail(j, DL_JSON_E_SYNTAX);
+    if (!o->real) {
+        size_t nd = i - lead;
+
+        /* jansson reads integers with strtoll: beyond int64 is an overflow */
+        if (nd > 19 ||
+            (nd == 19 &&
+             memcmp(s + lead, neg ? "9223372036854775808" : "9223372036854775807", 19) > 0))
+            return dl_json_fail(j, DL_JSON_E_RANGE);
+        return true;
+    }
+    /* Below 10^308 a double cannot overflow; only then ask strtod, as jansson does. */
+    if (mag > 1000000000L || mag + exp > 308) {
+        double v;
+
+        if (!dl_json_num_real(j, o, &v))
+            return false;
+        if ((v == HUGE_VAL || v == -HUGE_VAL) && errno == ERANGE)
+            return dl_json_fail(j, DL_JSON_E_RANGE);
+    }
+    return true;
+}
+
+bool
+dl_json_num_count(struct dl_json *j, const struct dl_json_num *num, uint64_t *out)
+{
+    const char *s = j->s;
+    double v;
+
+    *out = 0;
+    if (!num->real) {
+        size_t i = num->start;
+        uint64_t x = 0;
+
+        if (s[i] == '-')
+            return true;
+        for (; i < num->end; i++)
+            x = x * 10 + (uint64_t)(s[i] - '0'); /* in range: at most INT64_MAX */
+        *out = x;
+        return true;
+    }
+    if (!dl_json_num_real(j, num, &v))
+        return false;
+    if (v > 0 && v < 1.8e19)
+        *out = (uint64_t)v;
+    return true;
+}
+
+/* Bytes jansson's dump writes for a number: integers as written except -0; reals
+ * through "%.17g", a ".0" when that reads as an integer, exponent without '+' or
+ * leading zeros (jansson's jsonp_dtostr). */
+static bool
+number_dump_len(struct dl_json *j, const struct dl_json_num *num, size_t *out)
+{
+    char buf[64], *e;
+    double v;
+    int len;
+
+    if (!num->real) {
+        *out =
+            (num->end - num->start == 2 && j->s[num->start] == '-' && j->s[num->start + 1] == '0')
+                ? 1
+                : num->end - num->start;
+        return true;
+    }
+    if (!dl_json_num_real(j, num, &v))
+        return false;
+    len = snprintf(buf, sizeof(buf), "%.17g", v);
+    if (len < 0 || (size_t)len >= sizeof(buf) - 3) {
+        *out = 0;
+        return true;
+    }
+    if (!strchr(buf, '.') && !strchr(buf, 'e'))
+        len += 2;
+    e = strchr(buf, 'e');
+    if (e) {
+        char *start = e + 1, *end = e + 2;
+
+        if (*start == '-')
+            start++;
+        while (*end == '0')
+            end++;
+        len -= (int)(end - start);
+    }
+    *out = (size_t)len;
+    return true;
+}
+
+/* ---- containers ---- */
+
+/* A structural byte (',', ':', a closing bracket, a key, the end) was expected at the
+ * cursor. jansson lexes a whole token there before it judges the grammar, so a number
+ * that overflows is the error it reports: so does this. */
+static bool
+fail_token(struct dl_json *j)
+{
+    int c = dl_json_peek(j);
+
+    if (c == '-' || is_digit(c)) {
+        struct dl_json_num num;
+        size_t at = j->i;
+
+        if (!dl_json_number(j, &num))
+            return false;
+        j->i = at;
+    }
+    return dl_json_fail(j, DL_JSON_E_SYNTAX);
+}
+
+/* dl_json_skip's stack: one bit per open level, 1 for an object. */
+static inline bool
+level_is_obj(const unsigned char *stack, unsigned level)
+{
+    return (stack[level / 8] >> (level % 8)) & 1;
+}
+
+bool
+dl_json_obj_enter(struct dl_json *j)
+{
+    if (j->depth >= DL_JSON_MAX_DEPTH)
+        return dl_json_fail(j, DL_JSON_E_DEPTH);
+    j->depth++;
+    j->i++;
+    return true;
+}
+
+bool
+dl_json_arr_enter(struct dl_json *j)
+{
+    return dl_json_obj_enter(j);
+}
+
+int
+dl_json_obj_next(struct dl_json *j, bool *first, struct dl_json_str *key)
+{
+    int c = dl_json_peek(j);
+
+    if (c == '}') {
+        j->i++;
+        j->depth--;
+        return 0;
+    }
+    if (!*first) {
+        if (c != ',')
+            return fail_token(j), -1;
+        j->i++;
+        c = dl_json_peek(j);
+    }
+    *first = false;
+    if (c != '"')
+        return fail_token(j), -1;
+    if (!dl_json_string(j, key))
+        return -1;
+    if (key->nul) /* jansson: "NUL byte in object key not supported" */
+        return fail_at(j, key->start, DL_JSON_E_SYNTAX), -1;
+    if (dl_json_peek(j) != ':')
+        return fail_token(j), -1;
+    j->i++;
+    (void)dl_json_peek(j);
+    return 1;
+}
+
+int
+dl_json_arr_next(struct dl_json *j, bool *first)
+{
+    int c = dl_json_peek(j);
+
+    if (c == ']') {
+        j->i++;
+        j->depth--;
+        return 0;
+    }
+    if (!*first) {
+        if (c != ',')
+            return fail_token(j), -1;
+        j->i++;
+        (void)dl_json_peek(j);
+    }
+    *first = false;
+    return 1;
+}
+
+bool
+dl_json_end(struct dl_json *j)
+{
+    if (j->err)
+        return false;
+    if (dl_json_peek(j) != -1)
+        return fail_token(j);
+    return true;
+}
+
+static bool
+literal(struct dl_json *j, const char *word, size_t len)
+{
+    if (j->n - j->i < len || memcmp(j->s + j->i, word, len) != 0)
+        return dl_json_fail(j, DL_JSON_E_SYNTAX);
+    j->i += len;
+    return true;
+}
+
+/* One scalar value (string, number, literal) at the cursor; <*add> its dump bytes when
+ * <want_len>. */
+static bool
+scalar(struct dl_json *j, int c, bool want_len, size_t *add)
+{
+    struct dl_json_str str;
+    struct dl_json_num num;
+
+    switch (c) {
+    case '"':
+        if (!dl_json_string(j, &str))
+            return false;
+        *add = str.jlen + 2;
+        return true;
+    case 't': *add = 4; return literal(j, "true", 4);
+    case 'f': *add = 5; return literal(j, "false", 5);
+    case 'n': *add = 4; return literal(j, "null", 4);
+    default:
+        if (c != '-' && !is_digit(c))
+            return dl_json_fail(j, DL_JSON_E_SYNTAX);
+        if (!dl_json_number(j, &num))
+            return false;
+        if (want_len)
+            return number_dump_len(j, &num, add);
+        *add = 0;
+        return true;
+    }
+}
+
+bool
+dl_json_skip(struct dl_json *j, size_t *compact)
+{
+    /* one bit per open level below the cursor's depth: 1 for an object */
+    unsigned char stack[DL_JSON_MAX_DEPTH / 8];
+    unsigned base = j->depth, sp = 0;
+    size_t len = 0, add;
+    struct dl_json_str key;
+    int c = dl_json_peek(j);
+
+value:
+    if (c == '{' || c == '[') {
+        if (base + sp >= DL_JSON_MAX_DEPTH)
+            return dl_json_fail(j, DL_JSON_E_DEPTH);
+        if (c == '{')
+            stack[sp / 8] |= (unsigned char)(1u << (sp % 8));
+        else
+            stack[sp / 8] &= (unsigned char)~(1u << (sp % 8));
+        sp++;
+        j->i++;
+        len += 2;
+        c = dl_json_peek(j);
+        if (c == (level_is_obj(stack, sp - 1) ? '}' : ']')) {
+            j->i++;
+            sp--;
+            goto after;
+        }
+        if (level_is_obj(stack, sp - 1))
+            goto member;
+        goto value;
+    }
+    if (!scalar(j, c, compact != NULL, &add))
+        return false;
+    len += add;
+after:
+    if (sp == 0) {
+        if (compact)
+            *compact += len;
+        return true;
+    }
+    c = dl_json_peek(j);
+    {
+        bool obj = level_is_obj(stack, sp - 1);
+
+        if (c == ',') {
+            j->i++;
+            len++;
+            c = dl_json_peek(j);
+            if (obj)
+                goto member;
+            goto value;
+        }
+        if (c == (obj ? '}' : ']')) {
+            j->i++;
+            sp--;
+            goto after;
+        }
+        return fail_token(j);
+    }
+member:
+    if (c != '"')
+        return fail_token(j);
+    if (!dl_json_string(j, &key))
+        return false;
+    if (key.nul)
+        return fail_at(j, key.start, DL_JSON_E_SYNTAX);
+    if (dl_json_peek(j) != ':')
+        return fail_token(j);
+    j->i++;
+    len += key.jlen + 3;
+    c = dl_json_peek(j);
+    goto value;
+}
+
+/* ---- errors ---- */
+
+void
+dl_json_err_pos(const struct dl_json *j, int *line, int *column)
+{
+    size_t i, end = j->err_at < j->n ? j->err_at + 1 : j->n;
+    int l = 1, col = 0;
+
+    for (i = 0; i < end; i++) {
+        unsigned char c = (unsigned char)j->s[i];
+
+        if (c == '\n') {
+            l++;
+            col = 0;
+        } else if (c < 0x80 || c >= 0xC0) {
+            col++;
+        }
+    }
+    *line = l;
+    *column = col;
+}
