@@ -100,6 +100,35 @@ print_json_result(const struct gw_conf_problems *probs, const char *io_error, en
     json_decref(j);
 }
 
+/* The price table the config names, checked as gwd loads it (net/main.c): a missing
+ * default prices.yaml is no table; a missing explicit one is an I/O problem (<*io>, a
+ * message), a refused one fills <probs> with its problems. */
+static enum gw_code
+check_prices(struct gw_conf *conf, struct gw_conf_problems *probs, char **io)
+{
+    struct gw_prices *prices = NULL;
+    struct gw_buf b = {0};
+    enum gw_code rc;
+
+    if (read_file(conf->prices_path, &b) != 0) {
+        int e = errno;
+        struct gw_buf msg = {0};
+
+        gw_buf_fini(&b);
+        if (e == ENOENT && !conf->prices_explicit)
+            return GW_OK;
+        gw_buf_printf(&msg, "%s: %s (config.io) cannot read the price table", conf->prices_path,
+                      strerror(e));
+        *io = msg.data;
+        return GW_E_CFG_IO;
+    }
+    rc = gw_prices_parse(b.data ? b.data : "", b.len, &prices, probs);
+    gw_buf_fini(&b);
+    if (rc == GW_OK)
+        gw_conf_set_prices(conf, &prices);
+    return rc;
+}
+
 int
 cli_cmd_check(const struct cli_opts *o, int argc, char **argv)
 {
@@ -107,7 +136,7 @@ cli_cmd_check(const struct cli_opts *o, int argc, char **argv)
     struct gw_conf_problems probs = {0};
     struct gw_conf *conf = NULL;
     struct gw_buf yaml = {0};
-    char *copy, dir[PATH_MAX], line[1024];
+    char *copy, dir[PATH_MAX], line[1024], *price_io = NULL;
     enum gw_code rc;
     size_t i;
 
@@ -136,14 +165,21 @@ cli_cmd_check(const struct cli_opts *o, int argc, char **argv)
     if (!realpath(dirname(copy), dir))
         snprintf(dir, sizeof(dir), ".");
     rc = gw_conf_parse(yaml.data ? yaml.data : "", yaml.len, dir, &env, &conf, &probs);
-    if (o->json) {
+    if (rc == GW_OK)
+        rc = check_prices(conf, &probs, &price_io);
+    if (o->json && price_io) {
+        print_json_result(NULL, price_io, GW_E_CFG_IO);
+    } else if (o->json) {
         print_json_result(&probs, NULL, rc);
     } else if (rc == GW_OK) {
         printf("%s: ok\n", argv[1]);
+    } else if (price_io) {
+        printf("prices: %s\n", price_io);
     } else {
         for (i = 0; i < probs.n; i++) {
             gw_conf_problem_format(&probs.v[i], line, sizeof(line));
-            printf("%s\n", line);
+            /* problems of the price table name its file first, as gwd --check does */
+            printf("%s%s%s\n", conf ? conf->prices_path : "", conf ? ": " : "", line);
         }
         if (probs.n == 0)
             printf("%s: (%s) the config was refused\n", argv[1], gw_code_str(rc));
@@ -151,6 +187,7 @@ cli_cmd_check(const struct cli_opts *o, int argc, char **argv)
     if (conf)
         gw_conf_free(conf);
     gw_conf_problems_fini(&probs);
+    gw_free(price_io);
     gw_free(copy);
     gw_buf_fini(&yaml);
     return rc == GW_OK ? CLI_EXIT_OK : CLI_EXIT_ERROR;

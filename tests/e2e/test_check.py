@@ -100,3 +100,29 @@ def test_check_of_a_missing_file_fails(tmp_path):
     rc, out, problems = check(tmp_path / "nope.yaml")
     assert rc != 0, out
     assert out.strip(), "no message for a missing file"
+
+
+def test_check_refuses_a_broken_price_table_and_gwctl_agrees(tmp_path):
+    # The config names a price table (DESIGN.md 9): gwd --check loads it like gwd does,
+    # a refused table refuses the config, and gwctl check prints the same lines.
+    cfg = good(tmp_path)
+    cfg["prices"] = "prices.yaml"
+    (tmp_path / "prices.yaml").write_text(
+        "models:\n  - {model: m1, input: 1.0, output: 2.0}\n  - {model: m1, input: 3.0}\n")
+    path = write_config(tmp_path, cfg)
+    rc, out, _ = check(path)
+    assert rc != 0, out
+    assert "config.price_duplicate_model" in out, out
+    assert str(tmp_path / "prices.yaml") in out, out
+    ctl = subprocess.run([binary("gwctl"), "check", str(path)], env=base_env(),
+                         stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert ctl.returncode == 1
+    assert ctl.stdout.decode() == out
+
+    # A missing explicit table is an error too; a missing default one is no table.
+    (tmp_path / "prices.yaml").unlink()
+    rc, out, _ = check(path)
+    assert rc != 0 and "config.io" in out, out
+    del cfg["prices"]
+    rc, out, _ = check(write_config(tmp_path, cfg))
+    assert rc == 0, out
