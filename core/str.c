@@ -97,6 +97,19 @@ gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
 }
 
 enum gw_code
+gw_buf_append_u64(struct gw_buf *b, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+
+    do {
+        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return gw_buf_append(b, tmp + sizeof(tmp) - n, n);
+}
+
+enum gw_code
 gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
 {
     static const char hex[] = "0123456789abcdef";

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/codes.h"
@@ -53,6 +54,14 @@ enum gw_code gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 enum gw_code gw_buf_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
+/* Appends the decimal digits of <v> (no printf on hot paths). */
+enum gw_code gw_buf_append_u64(struct gw_buf *b, uint64_t v);
+/* Appends the NUL-terminated <s>. */
+static inline enum gw_code
+gw_buf_append_cstr(struct gw_buf *b, const char *s)
+{
+    return gw_buf_append(b, s, strlen(s));
+}
 /* Appends <s> as a JSON string literal, quotes included. */
 enum gw_code gw_buf_append_json_str(struct gw_buf *b, struct gw_str s);
 /* Removes the first <n> bytes. */

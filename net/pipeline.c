@@ -116,23 +116,80 @@ net_worker_request_id(struct net_worker *w, char out[33])
 
 /* ---- plain answers ---- */
 
+/* A response head built on the stack (no printf, no allocation on the hot path). */
+struct head {
+    char buf[1024];
+    size_t len;
+    bool overflow;
+};
+
+static void
+head_put(struct head *h, const char *s, size_t n)
+{
+    if (h->overflow || n > sizeof(h->buf) - h->len) {
+        h->overflow = true;
+        return;
+    }
+    memcpy(h->buf + h->len, s, n);
+    h->len += n;
+}
+
+static void
+head_puts(struct head *h, const char *s)
+{
+    head_put(h, s, strlen(s));
+}
+
+static void
+head_putu(struct head *h, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+
+    do {
+        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    head_put(h, tmp + sizeof(tmp) - n, n);
+}
+
 static void
 respond(struct net_conn *c, int status, const char *req_id, const char *ctype,
         const char *extra_headers, const char *body, size_t len)
 {
-    struct gw_buf h = { 0 };
+    struct head h;
+    struct iovec v[2];
 
-    gw_buf_printf(&h,
-                  "HTTP/1.1 %d %s\r\ncontent-type: %s\r\nx-request-id: %s\r\n"
-                  "content-length: %zu\r\n%s%s\r\n",
-                  status, reason(status), ctype, req_id, len, extra_headers ? extra_headers : "",
-                  conn_closes(c) ? "connection: close\r\n" : "");
-    if (h.data) {
-        struct iovec v[2] = { { h.data, h.len }, { (void *)(uintptr_t)body, len } };
-
-        net_conn_writev(c, v, len ? 2 : 1);
+    h.len = 0;
+    h.overflow = false;
+    head_puts(&h, "HTTP/1.1 ");
+    head_putu(&h, (uint64_t)status);
+    head_puts(&h, " ");
+    head_puts(&h, reason(status));
+    head_puts(&h, "\r\ncontent-type: ");
+    head_puts(&h, ctype);
+    head_puts(&h, "\r\nx-request-id: ");
+    head_puts(&h, req_id);
+    head_puts(&h, "\r\ncontent-length: ");
+    head_putu(&h, len);
+    head_puts(&h, "\r\n");
+    if (extra_headers)
+        head_puts(&h, extra_headers);
+    if (conn_closes(c))
+        head_puts(&h, "connection: close\r\n");
+    head_puts(&h, "\r\n");
+    if (h.overflow) {
+        /* Only gateway-made extra headers get here; they are short. Cut, never overrun. */
+        c->flags |= NET_CONN_F_CLOSE_AFTER;
+        h.len = 0;
+        h.overflow = false;
+        head_puts(&h, "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n"
+                      "connection: close\r\n\r\n");
+        len = 0;
     }
-    gw_buf_fini(&h);
+    v[0] = (struct iovec){ h.buf, h.len };
+    v[1] = (struct iovec){ (void *)(uintptr_t)body, len };
+    net_conn_writev(c, v, len ? 2 : 1);
 }
 
 void
@@ -321,19 +378,23 @@ hop_failed(struct net_stream *s, int status, enum gw_code code)
 static void
 write_stream_head(struct net_stream *s)
 {
-    struct gw_buf h = { 0 };
+    struct head h;
 
     s->chunked = !(s->conn->parser.http_major == 1 && s->conn->parser.http_minor == 0);
     if (!s->chunked)
         s->conn->flags |= NET_CONN_F_CLOSE_AFTER;
-    gw_buf_printf(&h,
-                  "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
-                  "x-request-id: %s\r\n%s%s\r\n",
-                  s->id, s->chunked ? "transfer-encoding: chunked\r\n" : "",
-                  conn_closes(s->conn) ? "connection: close\r\n" : "");
-    if (h.data)
-        net_conn_write(s->conn, h.data, h.len);
-    gw_buf_fini(&h);
+    h.len = 0;
+    h.overflow = false;
+    head_puts(&h, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: "
+                  "no-cache\r\nx-request-id: ");
+    head_puts(&h, s->id);
+    head_puts(&h, "\r\n");
+    if (s->chunked)
+        head_puts(&h, "transfer-encoding: chunked\r\n");
+    if (conn_closes(s->conn))
+        head_puts(&h, "connection: close\r\n");
+    head_puts(&h, "\r\n");
+    net_conn_write(s->conn, h.buf, h.len); /* fixed parts only: it cannot overflow */
     s->headers_sent = true;
 }
 
@@ -763,8 +824,10 @@ hop_send(struct net_stream *s, const struct gw_route_cand *c)
     s->usage_seen = false;
     s->content_bytes = 0;
     if (dl_openai_req_render(s->req, s->body.data, s->body.len, model, &s->upbody) != GW_OK ||
-        gw_buf_printf(&auth, "Bearer %s", p->keys[0].secret) != GW_OK ||
-        gw_buf_printf(&path, "%s/v1/chat/completions", p->path_prefix) != GW_OK) {
+        gw_buf_append(&auth, "Bearer ", 7) != GW_OK ||
+        gw_buf_append_cstr(&auth, p->keys[0].secret) != GW_OK ||
+        gw_buf_append_cstr(&path, p->path_prefix) != GW_OK ||
+        gw_buf_append(&path, "/v1/chat/completions", 20) != GW_OK) {
         gw_buf_fini(&auth);
         gw_buf_fini(&path);
         hop_failed(s, 0, GW_E_NOMEM);

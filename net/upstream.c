@@ -1194,7 +1194,7 @@ net_uppool_free(struct net_uppool *p)
 static enum gw_code
 req_build(struct gw_buf *b, const struct net_up_req *req, const struct net_upkey *k)
 {
-    size_t need = 64 + strlen(req->method) + req->path.len + strlen(k->host) + req->body.len;
+    size_t need = 128 + strlen(req->method) + req->path.len + strlen(k->host) + req->body.len;
     bool default_port = k->port == (k->tls ? 443 : 80);
     size_t i;
     enum gw_code rc;
@@ -1204,13 +1204,27 @@ req_build(struct gw_buf *b, const struct net_up_req *req, const struct net_upkey
     rc = gw_buf_reserve(b, need);
     if (rc != GW_OK)
         return rc;
-    rc = gw_buf_printf(b, "%s %.*s HTTP/1.1\r\nHost: %s%s%s", req->method,
-                       req->path.len ? (int)req->path.len : 1, req->path.len ? req->path.ptr : "/",
-                       host_is_ipv6(k->host) ? "[" : "", k->host, host_is_ipv6(k->host) ? "]" : "");
-    if (rc == GW_OK && !default_port)
-        rc = gw_buf_printf(b, ":%u", (unsigned)k->port);
+    /* Appends only (room was reserved above): no printf on the per-request path. */
+    gw_buf_append_cstr(b, req->method);
+    gw_buf_append(b, " ", 1);
+    if (req->path.len)
+        gw_buf_append_str(b, req->path);
+    else
+        gw_buf_append(b, "/", 1);
+    gw_buf_append(b, " HTTP/1.1\r\nHost: ", 17);
+    if (host_is_ipv6(k->host))
+        gw_buf_append(b, "[", 1);
+    gw_buf_append_cstr(b, k->host);
+    if (host_is_ipv6(k->host))
+        gw_buf_append(b, "]", 1);
+    if (!default_port) {
+        gw_buf_append(b, ":", 1);
+        gw_buf_append_u64(b, k->port);
+    }
+    gw_buf_append(b, "\r\nContent-Length: ", 18);
+    rc = gw_buf_append_u64(b, req->body.len);
     if (rc == GW_OK)
-        rc = gw_buf_printf(b, "\r\nContent-Length: %zu\r\n", req->body.len);
+        rc = gw_buf_append(b, "\r\n", 2);
     for (i = 0; rc == GW_OK && i < req->n_hdrs; i++) {
         rc = gw_buf_append_str(b, req->hdrs[i].name);
         if (rc == GW_OK)
