@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * net/logger.c - drains queued log lines to stderr on its own thread, so that workers
- * never block on output. Wakes every LOGGER_TICK_MS; a line waits at most that long.
+ * never block on output. Wakes every LOGGER_TICK_MS while lines come, backing off to
+ * LOGGER_IDLE_MS when idle; a line waits at most that long.
  * Owns:    the logger thread.
  * Threads: start/stop on main; the drain loop on the logger thread.
  * See:     net/logger.h, core/log.c
@@ -16,6 +17,7 @@
 #include "core/log.h"
 
 #define LOGGER_TICK_MS 5
+#define LOGGER_IDLE_MS 100
 
 static pthread_t logger_thread;
 static unsigned logger_stop_flag;
@@ -39,7 +41,7 @@ net_mono_us(void)
     return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-static void
+static int
 drain(void)
 {
     char *line;
@@ -52,17 +54,25 @@ drain(void)
     }
     if (n)
         fflush(stderr);
+    return n;
 }
 
 static void *
 logger_main(void *arg)
 {
-    struct timespec tick = { 0, LOGGER_TICK_MS * 1000000L };
+    long ms = LOGGER_TICK_MS;
 
     (void)arg;
     /* Acquire load: pairs with the release store in net_logger_stop. */
     while (!ck_pr_load_uint(&logger_stop_flag)) {
-        drain();
+        struct timespec tick;
+
+        /* Lines are rare on a healthy gateway: back off while idle, so this thread does
+         * not wake the CPUs hundreds of times a second; the first line after a quiet
+         * spell waits at most LOGGER_IDLE_MS. */
+        ms = drain() ? LOGGER_TICK_MS : (ms * 2 > LOGGER_IDLE_MS ? LOGGER_IDLE_MS : ms * 2);
+        tick.tv_sec = 0;
+        tick.tv_nsec = ms * 1000000L;
         nanosleep(&tick, NULL);
     }
     drain();
