@@ -9,6 +9,7 @@
  */
 #include "net/net-priv.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -1123,8 +1124,13 @@ net_pipeline_start(struct net_conn *c)
     struct net_stream *s;
 
     s = gw_calloc(1, sizeof(*s));
-    if (s)
-        s->row = gw_calloc(1, sizeof(*s->row));
+    if (s) {
+        /* The attempts are cleared one by one as they are added (attempt_add): zeroing
+         * the whole 3.7 KB row on every request showed in profiles. */
+        s->row = gw_malloc(sizeof(*s->row));
+        if (s->row)
+            memset(s->row, 0, offsetof(struct gw_row, attempts));
+    }
     if (!s || !s->row) {
         if (s)
             gw_free(s);
