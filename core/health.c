@@ -17,7 +17,9 @@
  *    next pause nor escalate; a Retry-After may still lengthen the pause.
  *  - a Retry-After (capped at 1 h) longer than the pause this call computed pauses
  *    until now + Retry-After, whatever the count; on its own it does not escalate.
- *  - a success resets the count and the escalation, and does not end a running pause.
+ *  - a success resets the count and the escalation and ends a running pause: the upstream
+ *    has just answered (it was tried because every candidate was paused, or a stream that
+ *    started before the pause ended well).
  * Owns:    the registry owns every upstate and its name.
  * Threads: record/facts on any thread; registry calls on main only.
  * See:     core/health.h, core/route.c, tests/unit/core/test_health.c
@@ -155,6 +157,7 @@ gw_upstate_success(struct gw_upstate *u, uint64_t now_ms)
     push_outcome(u, now_ms, true);
     u->consecutive_failures = 0;
     u->pauses = 0;
+    u->paused_until_ms = 0;
     up_unlock(u);
 }
 

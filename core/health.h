@@ -51,8 +51,8 @@ struct gw_upstate *gw_upstates_get(struct gw_upstates *r, const char *name);
 
 /* ---- recording (any thread) ---- */
 
-/* An answer (client errors such as 400 count as answered): success window +1, and
- * consecutive failures and the pause escalation reset. */
+/* An answer (client errors such as 400 count as answered): success window +1;
+ * consecutive failures, the pause escalation and a running pause reset. */
 void gw_upstate_success(struct gw_upstate *u, uint64_t now_ms);
 
 /* A failure (connect error, timeout, 408/429/5xx, 401/403, a drop before content, a

@@ -1034,6 +1034,30 @@ conversation(struct net_stream *s)
     s->within_turn = cv.last_is_tool;
 }
 
+/* The routing order puts paused members last; they are recorded as skipped now, in
+ * their place at the head of the chain, and taken out of the list (DESIGN.md 6: a hop
+ * that cannot serve is recorded with its reason). The pick stays even when paused:
+ * when every candidate is paused, the one whose pause ends first is tried. */
+static void
+skip_paused(struct net_stream *s)
+{
+    size_t i, k = 0;
+
+    for (i = 0; i < s->n_cands; i++) {
+        const struct gw_route_cand *c = &s->cands[i];
+
+        if (c->state == GW_CAND_PAUSED && (int)i != s->pick &&
+            c->prov->dialect == GW_DIALECT_OPENAI && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+            attempt_add(s, c, GW_OUT_SKIPPED_PAUSED);
+            continue;
+        }
+        if ((int)i == s->pick)
+            s->pick = (int)k;
+        s->cands[k++] = s->cands[i];
+    }
+    s->n_cands = k;
+}
+
 /* SHA-256 of <key>, reusing the digest of the connection's previous request when the
  * key is the same (a connection only ever compares against its own earlier key). */
 static void
@@ -1112,6 +1136,7 @@ chat_completions(struct net_stream *s)
         }
         s->n_cands = res.n;
         s->pick = res.pick;
+        skip_paused(s);
     }
     s->fail_code = GW_E_UPSTREAM_FAILED;
     hop_next(s);

@@ -190,6 +190,23 @@ test_health_success_resets_count_and_escalation(void **state)
 }
 
 static void
+test_health_success_ends_a_running_pause(void **state)
+{
+    struct gw_upstates *r = gw_upstates_new();
+    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_conf f = conf_failover(2, 60, 600);
+
+    (void)state;
+    fail_n(u, T0, &f, 2);
+    assert_int_equal(facts(u, T0 + 1000).paused_until_ms, T0 + 60000);
+    /* tried anyway (every candidate paused) and it answered: no longer paused */
+    gw_upstate_success(u, T0 + 1000);
+    assert_int_equal(facts(u, T0 + 1000).paused_until_ms, 0);
+    assert_int_equal(facts(u, T0 + 1000).pauses, 0);
+    gw_upstates_free(r);
+}
+
+static void
 test_health_retry_after_pauses_whatever_the_count(void **state)
 {
     struct gw_upstates *r = gw_upstates_new();
@@ -381,6 +398,7 @@ main(void)
         cmocka_unit_test(test_health_repeated_pauses_double_up_to_the_cap),
         cmocka_unit_test(test_health_failures_during_a_pause_do_not_escalate),
         cmocka_unit_test(test_health_success_resets_count_and_escalation),
+        cmocka_unit_test(test_health_success_ends_a_running_pause),
         cmocka_unit_test(test_health_retry_after_pauses_whatever_the_count),
         cmocka_unit_test(test_health_retry_after_shorter_than_the_pause_keeps_the_pause),
         cmocka_unit_test(test_health_retry_after_is_capped_at_an_hour),
