@@ -14,7 +14,7 @@
 #define GW_ASSERT(cond)                                                                            \
     do {                                                                                           \
         if (__builtin_expect(!(cond), 0)) {                                                        \
-            fprintf(stderr, "gw: assertion failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);     \
+            fprintf(stderr, "gw: assertion failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);      \
             abort();                                                                               \
         }                                                                                          \
     } while (0)
@@ -28,7 +28,7 @@
 #define GW_ASSERT_ALLOC(p)                                                                         \
     do {                                                                                           \
         if (!(p)) {                                                                                \
-            fprintf(stderr, "gw: out of memory at startup (%s:%d)\n", __FILE__, __LINE__);        \
+            fprintf(stderr, "gw: out of memory at startup (%s:%d)\n", __FILE__, __LINE__);         \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)

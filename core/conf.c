@@ -2134,3 +2134,44 @@ gw_limit_per_str(enum gw_limit_per p)
 {
     return word_or_unknown(per_words, 5, (unsigned)p);
 }
+
+/* ---- lookups by name ---- */
+
+static bool
+name_is(const char *have, const char *name, size_t len)
+{
+    return strlen(have) == len && memcmp(have, name, len) == 0;
+}
+
+const struct gw_conf_group *
+gw_conf_group_find(const struct gw_conf *c, const char *name, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < c->n_groups; i++)
+        if (name_is(c->groups[i].name, name, len))
+            return &c->groups[i];
+    return NULL;
+}
+
+const struct gw_conf_provider *
+gw_conf_provider_find(const struct gw_conf *c, const char *name, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < c->n_providers; i++)
+        if (name_is(c->providers[i].name, name, len))
+            return &c->providers[i];
+    return NULL;
+}
+
+const struct gw_conf_client *
+gw_conf_client_find(const struct gw_conf *c, const char *name, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < c->n_clients; i++)
+        if (name_is(c->clients[i].name, name, len))
+            return &c->clients[i];
+    return NULL;
+}

@@ -311,6 +311,15 @@ size_t gw_conf_candidates(const struct gw_conf *c, const char *model, size_t mod
 const struct gw_conf_client *gw_conf_client_by_digest(const struct gw_conf *c,
                                                       const unsigned char digest[32]);
 
+/* Lookups by name in the snapshot (linear: configs are small); NULL when absent.
+ * <len> bytes of <name>, which need not be NUL-terminated. */
+const struct gw_conf_group *gw_conf_group_find(const struct gw_conf *c, const char *name,
+                                               size_t len);
+const struct gw_conf_provider *gw_conf_provider_find(const struct gw_conf *c, const char *name,
+                                                     size_t len);
+const struct gw_conf_client *gw_conf_client_find(const struct gw_conf *c, const char *name,
+                                                 size_t len);
+
 /* True when <cl> may use <model> (no scope, or listed). */
 bool gw_conf_client_allows(const struct gw_conf_client *cl, const char *model, size_t len);
 

@@ -19,11 +19,11 @@
 
 #include "core/conf.h"
 
-#define GW_HEALTH_OUTCOMES 50           /* success window: last 50 outcomes ... */
+#define GW_HEALTH_OUTCOMES 50                          /* success window: last 50 outcomes ... */
 #define GW_HEALTH_OUTCOME_MAX_AGE_MS (30u * 60 * 1000) /* ... within 30 minutes */
-#define GW_HEALTH_MIN_OUTCOMES 5        /* fewer: no success rate reported */
-#define GW_HEALTH_SAMPLES 50            /* TTFC samples kept (same 30-minute age limit) */
-#define GW_HEALTH_MIN_SAMPLES 3         /* fewer: no median for balance_by / url-test */
+#define GW_HEALTH_MIN_OUTCOMES 5                       /* fewer: no success rate reported */
+#define GW_HEALTH_SAMPLES 50    /* TTFC samples kept (same 30-minute age limit) */
+#define GW_HEALTH_MIN_SAMPLES 3 /* fewer: no median for balance_by / url-test */
 #define GW_HEALTH_RETRY_AFTER_CAP_MS (3600u * 1000) /* a 429's Retry-After pauses at most 1 h */
 
 struct gw_upstate;
@@ -31,14 +31,14 @@ struct gw_upstates;
 
 /* What the routing engine and the views read about one upstream at <now_ms>. */
 struct gw_upfacts {
-    uint64_t paused_until_ms;     /* 0 = not paused (or the pause is over at now) */
+    uint64_t paused_until_ms; /* 0 = not paused (or the pause is over at now) */
     unsigned consecutive_failures;
-    unsigned pauses;              /* pauses in a row without a success (escalation level) */
-    int32_t ttfc_median_ms;       /* -1: fewer than GW_HEALTH_MIN_SAMPLES real samples */
-    unsigned n_samples;           /* real samples in the window */
-    double success_rate;          /* -1: fewer than GW_HEALTH_MIN_OUTCOMES outcomes */
+    unsigned pauses;        /* pauses in a row without a success (escalation level) */
+    int32_t ttfc_median_ms; /* -1: fewer than GW_HEALTH_MIN_SAMPLES real samples */
+    unsigned n_samples;     /* real samples in the window */
+    double success_rate;    /* -1: fewer than GW_HEALTH_MIN_OUTCOMES outcomes */
     unsigned n_outcomes;
-    int32_t link_ms;              /* startup link-test (connect + TLS) time, -1 none */
+    int32_t link_ms; /* startup link-test (connect + TLS) time, -1 none */
 };
 
 /* ---- registry (main thread) ---- */

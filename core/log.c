@@ -29,7 +29,7 @@ static unsigned log_attached;
 static uint64_t log_drops;
 static uint64_t (*log_clock)(void);
 
-static const char *const level_names[] = { "error", "warn", "info", "debug" };
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 void
 gw_log_set_clock(uint64_t (*now_ms)(void))
@@ -66,7 +66,7 @@ void
 gw_log_write(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *code,
              const char *fmt, ...)
 {
-    struct gw_buf b = { 0 }, msg = { 0 };
+    struct gw_buf b = {0}, msg = {0};
     va_list ap;
 
     va_start(ap, fmt);
@@ -83,7 +83,7 @@ gw_log_write(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *
     else
         gw_buf_printf(&b, " conn=-");
     gw_buf_printf(&b, " req=%s msg=", ctx && ctx->req ? ctx->req : "-");
-    gw_buf_append_json_str(&b, (struct gw_str){ msg.data ? msg.data : "", msg.len });
+    gw_buf_append_json_str(&b, (struct gw_str){msg.data ? msg.data : "", msg.len});
     gw_buf_append(&b, "\n", 1);
     gw_buf_fini(&msg);
     if (!b.data)

@@ -23,9 +23,9 @@ enum gw_log_level {
 };
 
 struct gw_log_ctx {
-    int wrk;            /* worker id, -1 = none */
-    uint64_t conn;      /* connection id, 0 = none */
-    const char *req;    /* x-request-id, NULL = none */
+    int wrk;         /* worker id, -1 = none */
+    uint64_t conn;   /* connection id, 0 = none */
+    const char *req; /* x-request-id, NULL = none */
 };
 
 /* The clock (wall time in ms since the epoch) that stamps lines; set by net at start,

@@ -45,8 +45,8 @@ number_milli(const char *s, size_t n, uint64_t *milli)
 static uint64_t
 header_seconds(struct gw_str v, uint64_t now_ms)
 {
-    static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
     char buf[64], mon[4];
     struct tm tm;
     uint64_t milli;
@@ -130,8 +130,7 @@ delay_after(const char *s, size_t n)
 static uint64_t
 body_delay(struct gw_str body)
 {
-    static const char *const phrases[] = { "try again in", "retry after", "retrydelay",
-                                           "retry in" };
+    static const char *const phrases[] = {"try again in", "retry after", "retrydelay", "retry in"};
     uint64_t best = 0;
     size_t i, p;
 

@@ -251,28 +251,6 @@ eff_weight(unsigned weight, double factor)
 
 /* ---- ordering ---- */
 
-static const struct gw_conf_group *
-group_find(const struct gw_conf *c, const char *model, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < c->n_groups; i++)
-        if (strlen(c->groups[i].name) == len && memcmp(c->groups[i].name, model, len) == 0)
-            return &c->groups[i];
-    return NULL;
-}
-
-static const struct gw_conf_provider *
-provider_find(const struct gw_conf *c, const char *name)
-{
-    size_t i;
-
-    for (i = 0; i < c->n_providers; i++)
-        if (strcmp(c->providers[i].name, name) == 0)
-            return &c->providers[i];
-    return NULL;
-}
-
 static void
 facts_read(const struct gw_conf_provider *p, uint64_t now_ms, struct gw_upfacts *f)
 {
@@ -396,7 +374,7 @@ gw_route_order(const struct gw_conf *c, const struct gw_route_req *rq, bool adva
 
     res->n = 0;
     res->pick = -1;
-    g = group_find(c, rq->model, rq->model_len);
+    g = gw_conf_group_find(c, rq->model, rq->model_len);
     res->group = g;
 
     /* ---- resolve ---- */
@@ -404,7 +382,8 @@ gw_route_order(const struct gw_conf *c, const struct gw_route_req *rq, bool adva
         type = g->type;
         for (i = 0; i < g->n_members && i < GW_ROUTE_MAX; i++) {
             const struct gw_conf_member *m = &g->members[i];
-            const struct gw_conf_provider *p = provider_find(c, m->provider);
+            const struct gw_conf_provider *p =
+                gw_conf_provider_find(c, m->provider, strlen(m->provider));
             struct gw_route_cand *k = &cand[n];
 
             if (!p || (!p->enabled && advance))

@@ -27,11 +27,11 @@ struct gw_sse_event {
 typedef int (*gw_sse_event_fn)(void *arg, const struct gw_sse_event *ev);
 
 struct gw_sse {
-    struct gw_buf pending;  /* bytes of the event in progress */
-    struct gw_buf data;     /* scratch for joined data lines */
-    size_t max_event;       /* an event larger than this is an error */
-    size_t scan;            /* internal: how far pending was scanned */
-    int state;              /* internal */
+    struct gw_buf pending; /* bytes of the event in progress */
+    struct gw_buf data;    /* scratch for joined data lines */
+    size_t max_event;      /* an event larger than this is an error */
+    size_t scan;           /* internal: how far pending was scanned */
+    int state;             /* internal */
 };
 
 /* <max_event> bytes per event (0: 8 MiB). */

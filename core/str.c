@@ -96,8 +96,8 @@ gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
     return rc;
 }
 
-enum gw_code
-gw_buf_append_u64(struct gw_buf *b, uint64_t v)
+size_t
+gw_fmt_u64(char *dst, uint64_t v)
 {
     char tmp[20];
     size_t n = 0;
@@ -106,7 +106,16 @@ gw_buf_append_u64(struct gw_buf *b, uint64_t v)
         tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    return gw_buf_append(b, tmp + sizeof(tmp) - n, n);
+    memcpy(dst, tmp + sizeof(tmp) - n, n);
+    return n;
+}
+
+enum gw_code
+gw_buf_append_u64(struct gw_buf *b, uint64_t v)
+{
+    char tmp[20];
+
+    return gw_buf_append(b, tmp, gw_fmt_u64(tmp, v));
 }
 
 enum gw_code
@@ -124,15 +133,39 @@ gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
         size_t n = 0;
 
         switch (c) {
-        case '"': esc[0] = '\\'; esc[1] = '"'; n = 2; break;
-        case '\\': esc[0] = '\\'; esc[1] = '\\'; n = 2; break;
-        case '\n': esc[0] = '\\'; esc[1] = 'n'; n = 2; break;
-        case '\r': esc[0] = '\\'; esc[1] = 'r'; n = 2; break;
-        case '\t': esc[0] = '\\'; esc[1] = 't'; n = 2; break;
+        case '"':
+            esc[0] = '\\';
+            esc[1] = '"';
+            n = 2;
+            break;
+        case '\\':
+            esc[0] = '\\';
+            esc[1] = '\\';
+            n = 2;
+            break;
+        case '\n':
+            esc[0] = '\\';
+            esc[1] = 'n';
+            n = 2;
+            break;
+        case '\r':
+            esc[0] = '\\';
+            esc[1] = 'r';
+            n = 2;
+            break;
+        case '\t':
+            esc[0] = '\\';
+            esc[1] = 't';
+            n = 2;
+            break;
         default:
             if (c < 0x20) {
-                esc[0] = '\\'; esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
-                esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
+                esc[0] = '\\';
+                esc[1] = 'u';
+                esc[2] = '0';
+                esc[3] = '0';
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 15];
                 n = 6;
             } else {
                 esc[0] = (char)c;

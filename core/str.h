@@ -21,12 +21,12 @@ struct gw_str {
     size_t len;
 };
 
-#define GW_STR_LIT(s) ((struct gw_str){ (s), sizeof(s) - 1 })
+#define GW_STR_LIT(s) ((struct gw_str){(s), sizeof(s) - 1})
 
 static inline struct gw_str
 gw_str_c(const char *s)
 {
-    return (struct gw_str){ s, s ? strlen(s) : 0 };
+    return (struct gw_str){s, s ? strlen(s) : 0};
 }
 
 static inline bool
@@ -54,6 +54,8 @@ enum gw_code gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 enum gw_code gw_buf_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
+/* Writes the decimal digits of <v> to <dst> (room for 20), no NUL; returns how many. */
+size_t gw_fmt_u64(char *dst, uint64_t v);
 /* Appends the decimal digits of <v> (no printf on hot paths). */
 enum gw_code gw_buf_append_u64(struct gw_buf *b, uint64_t v);
 /* Appends the NUL-terminated <s>. */

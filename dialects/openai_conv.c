@@ -25,13 +25,13 @@ raw_value(struct dl_json *j, struct gw_str *out)
 
         if (!dl_json_string(j, &str))
             return false;
-        *out = (struct gw_str){ j->s + str.start, str.end - str.start };
+        *out = (struct gw_str){j->s + str.start, str.end - str.start};
         return true;
     }
     start = j->i;
     if (!dl_json_skip(j, NULL))
         return false;
-    *out = (struct gw_str){ j->s + start, j->i - start };
+    *out = (struct gw_str){j->s + start, j->i - start};
     return true;
 }
 
@@ -89,7 +89,7 @@ dl_openai_scan_conversation(const char *body, size_t len, struct dl_openai_conv 
             if (!dl_json_arr_enter(&j))
                 return;
             while ((el = dl_json_arr_next(&j, &afirst)) == 1) {
-                struct gw_str role = { NULL, 0 }, content = { NULL, 0 };
+                struct gw_str role = {NULL, 0}, content = {NULL, 0};
 
                 if (dl_json_peek(&j) != '{') {
                     if (!dl_json_skip(&j, NULL))

@@ -429,17 +429,6 @@ body_span(const char *s, size_t n, size_t *start, size_t *end)
     return r == 0 && found;
 }
 
-static const struct gw_conf_client *
-client_by_name(const struct gw_conf *c, const char *name)
-{
-    size_t i;
-
-    for (i = 0; i < c->n_clients; i++)
-        if (strcmp(c->clients[i].name, name) == 0)
-            return &c->clients[i];
-    return NULL;
-}
-
 /* Checks the request object's fields: "model" a non-empty string (may be left out when a
  * body gives it), "client" a string, "body" an object; null counts as absent. */
 static bool
@@ -535,7 +524,7 @@ net_control_dry_run(const struct gw_conf *conf, struct gw_sticky *sticky, const 
     }
     v = json_object_get(j, "client");
     if (json_is_string(v)) {
-        cl = client_by_name(conf, json_string_value(v));
+        cl = gw_conf_client_find(conf, json_string_value(v), strlen(json_string_value(v)));
         if (!cl) {
             snprintf(why, whylen, "no client named \"%.64s\" in the config", json_string_value(v));
             rc = GW_E_CONTROL_UNKNOWN_CLIENT;

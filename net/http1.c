@@ -52,7 +52,7 @@ static void conn_parse(struct net_conn *c);
 static void
 timer_arm(struct net_conn *c, unsigned secs)
 {
-    struct timeval tv = { (time_t)secs, 0 };
+    struct timeval tv = {(time_t)secs, 0};
 
     evtimer_add(c->timer, &tv);
 }
@@ -78,8 +78,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
                           NULL);
         net_conn_response_done(c);
         break;
-    case NET_CONN_BUSY:
-        break;
+    case NET_CONN_BUSY: break;
     }
 }
 
@@ -132,7 +131,8 @@ conn_linger(struct net_conn *c)
 {
     c->flags |= NET_CONN_F_LINGER;
     shutdown(bufferevent_getfd(c->bev), SHUT_WR);
-    evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
+    evbuffer_drain(bufferevent_get_input(c->bev),
+                   evbuffer_get_length(bufferevent_get_input(c->bev)));
     bufferevent_enable(c->bev, EV_READ);
     c->state = NET_CONN_IDLE; /* the timer frees it */
     timer_arm(c, NET_LINGER_SECS);
@@ -185,7 +185,8 @@ on_write(struct bufferevent *bev, void *arg)
 
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
     if (c->flags & NET_CONN_F_CLOSING) {
-        if (!(c->flags & NET_CONN_F_LINGER) && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        if (!(c->flags & NET_CONN_F_LINGER) &&
+            evbuffer_get_length(bufferevent_get_output(bev)) == 0)
             conn_linger(c);
         return;
     }
@@ -496,7 +497,7 @@ net_conn_writev(struct net_conn *c, const struct iovec *iov, int n)
 void
 net_conn_write(struct net_conn *c, const void *data, size_t len)
 {
-    struct iovec v = { (void *)(uintptr_t)data, len };
+    struct iovec v = {(void *)(uintptr_t)data, len};
 
     net_conn_writev(c, &v, 1);
 }
@@ -534,8 +535,8 @@ net_conn_header(const struct net_conn *c, struct gw_str name, struct gw_str *val
     for (i = 0; i < c->n_hdrs; i++) {
         const struct net_req_hdr *h = &c->hdrs[i];
 
-        if (gw_str_eq_nocase((struct gw_str){ c->hbuf.data + h->name_off, h->name_len }, name)) {
-            *value = (struct gw_str){ c->hbuf.data + h->val_off, h->val_len };
+        if (gw_str_eq_nocase((struct gw_str){c->hbuf.data + h->name_off, h->name_len}, name)) {
+            *value = (struct gw_str){c->hbuf.data + h->val_off, h->val_len};
             return true;
         }
     }
@@ -547,8 +548,8 @@ net_conn_header_at(const struct net_conn *c, unsigned i, struct gw_str *name, st
 {
     const struct net_req_hdr *h = &c->hdrs[i];
 
-    *name = (struct gw_str){ c->hbuf.data + h->name_off, h->name_len };
-    *value = (struct gw_str){ c->hbuf.data + h->val_off, h->val_len };
+    *name = (struct gw_str){c->hbuf.data + h->name_off, h->name_len};
+    *value = (struct gw_str){c->hbuf.data + h->val_off, h->val_len};
 }
 
 void

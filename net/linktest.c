@@ -51,7 +51,7 @@ in_url_test_group(const struct gw_conf *c, const struct gw_conf_provider *p)
 static int
 measure(const struct gw_conf_provider *p, SSL_CTX *ctx)
 {
-    struct timeval tv = { LINKTEST_TIMEOUT_SECS, 0 };
+    struct timeval tv = {LINKTEST_TIMEOUT_SECS, 0};
     struct addrinfo hints, *res = NULL;
     char port[8];
     uint64_t t0;
@@ -74,7 +74,8 @@ measure(const struct gw_conf_provider *p, SSL_CTX *ctx)
             } else if (ctx) {
                 SSL *ssl = SSL_new(ctx);
 
-                if (ssl && SSL_set_fd(ssl, fd) == 1 && SSL_set_tlsext_host_name(ssl, p->host) == 1 &&
+                if (ssl && SSL_set_fd(ssl, fd) == 1 &&
+                    SSL_set_tlsext_host_name(ssl, p->host) == 1 &&
                     SSL_set1_host(ssl, p->host) == 1 && SSL_connect(ssl) == 1)
                     ms = (int)((net_mono_us() - t0) / 1000);
                 SSL_free(ssl);
@@ -109,7 +110,8 @@ linktest_main(void *arg)
         if (ms >= 0)
             gw_upstate_link_seed(p->state, (uint32_t)ms);
         GW_LOG(GW_LOG_INFO, NULL, "link_test", "upstream %s: %s %d ms", p->name,
-               ms >= 0 ? "reached in" : "unreachable within", ms >= 0 ? ms : LINKTEST_TIMEOUT_SECS * 1000);
+               ms >= 0 ? "reached in" : "unreachable within",
+               ms >= 0 ? ms : LINKTEST_TIMEOUT_SECS * 1000);
     }
     if (ctx)
         SSL_CTX_free(ctx);

@@ -43,7 +43,7 @@ struct gwd {
     struct store *store;
     struct net_control *control;
     struct net_workers *workers;
-    struct gw_routes *routes;   /* upstream health and group rounds, across reloads */
+    struct gw_routes *routes; /* upstream health and group rounds, across reloads */
     struct net_deps deps;
     struct net_linktest *linktest;
     unsigned drain_secs;
@@ -62,7 +62,7 @@ sha256(const void *data, size_t len, unsigned char out[32])
     SHA256(data, len, out);
 }
 
-static const struct gw_conf_env gwd_env = { env_get, sha256, NULL };
+static const struct gw_conf_env gwd_env = {env_get, sha256, NULL};
 
 /* Reads the whole file at <path> into a malloc'd buffer. NULL with errno set on failure. */
 static char *
@@ -117,7 +117,7 @@ print_problems(FILE *out, const char *prefix, const struct gw_conf_problems *pro
 static bool
 load_prices(struct gw_conf *conf, FILE *out)
 {
-    struct gw_conf_problems probs = { 0 };
+    struct gw_conf_problems probs = {0};
     struct gw_prices *prices = NULL;
     char prefix[1100];
     size_t len = 0;
@@ -127,8 +127,8 @@ load_prices(struct gw_conf *conf, FILE *out)
     if (!data) {
         if (errno == ENOENT && !conf->prices_explicit)
             return true;
-        fprintf(out, "prices: %s: %s (config.io) cannot read the price table\n",
-                conf->prices_path, strerror(errno));
+        fprintf(out, "prices: %s: %s (config.io) cannot read the price table\n", conf->prices_path,
+                strerror(errno));
         return false;
     }
     rc = gw_prices_parse(data, len, &prices, &probs);
@@ -152,7 +152,7 @@ load_prices(struct gw_conf *conf, FILE *out)
 static struct gw_conf *
 load_conf(const char *path, FILE *out)
 {
-    struct gw_conf_problems probs = { 0 };
+    struct gw_conf_problems probs = {0};
     struct gw_conf *conf = NULL;
     char *data, *dircopy, dir[PATH_MAX];
     size_t len = 0;
@@ -223,8 +223,10 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
     g->drain_secs = conf->server.drain_secs;
     warn_unspoken(conf);
     gw_conf_publish(&g->gt, conf);
-    GW_LOG(GW_LOG_INFO, NULL, "reloaded", "config %s reloaded (listen and store changes need a "
-           "restart)", g->conf_path);
+    GW_LOG(GW_LOG_INFO, NULL, "reloaded",
+           "config %s reloaded (listen and store changes need a "
+           "restart)",
+           g->conf_path);
 }
 
 static void
@@ -274,7 +276,7 @@ run(struct gwd *g)
     struct gw_conf *conf;
     char err[512], bound[512] = "";
     struct event *ev_hup, *ev_term, *ev_int, *ev_tick;
-    struct timeval second = { 1, 0 };
+    struct timeval second = {1, 0};
     unsigned n_workers;
     int rc = 1;
 

@@ -44,21 +44,21 @@ struct net_worker {
     struct event_base *base;
     struct evdns_base *dns;
     struct net_uppool *pool;
-    struct gw_thread gt;          /* epoch record of this thread */
+    struct gw_thread gt; /* epoch record of this thread */
     struct store *store;
-    struct gw_sticky *sticky;     /* shared conversation table (net/deps.h) */
-    int fds[NET_MAX_LISTEN];      /* listening sockets handed over by main */
+    struct gw_sticky *sticky; /* shared conversation table (net/deps.h) */
+    int fds[NET_MAX_LISTEN];  /* listening sockets handed over by main */
     size_t n_fds;
     struct evconnlistener *listeners[NET_MAX_LISTEN];
-    struct event *wake;           /* made active by main: start draining */
-    struct event *drain_timer;    /* drain deadline */
-    struct event *drain_tick;     /* while draining: leave once no connection is left */
-    unsigned drain_requested;     /* set by main (ck_pr), read on the worker */
+    struct event *wake;        /* made active by main: start draining */
+    struct event *drain_timer; /* drain deadline */
+    struct event *drain_tick;  /* while draining: leave once no connection is left */
+    unsigned drain_requested;  /* set by main (ck_pr), read on the worker */
     bool draining;
-    struct net_conn *conns;       /* every client connection of this worker */
+    struct net_conn *conns; /* every client connection of this worker */
     unsigned n_conns;
     uint64_t next_conn_id;
-    uint64_t rng[2];              /* xorshift128+ for request ids */
+    uint64_t rng[2]; /* xorshift128+ for request ids */
 };
 
 /* One parsed request head, valid until the response is done. */
@@ -67,10 +67,10 @@ struct net_req_hdr {
 };
 
 enum net_conn_state {
-    NET_CONN_IDLE = 0,   /* waiting for the first byte of a request */
-    NET_CONN_HEAD,       /* reading a request head */
-    NET_CONN_BODY,       /* reading a request body */
-    NET_CONN_BUSY,       /* the request is being answered */
+    NET_CONN_IDLE = 0, /* waiting for the first byte of a request */
+    NET_CONN_HEAD,     /* reading a request head */
+    NET_CONN_BODY,     /* reading a request body */
+    NET_CONN_BUSY,     /* the request is being answered */
 };
 
 #define NET_CONN_F_CLOSE_AFTER 0x1u /* close once the current response is written */
@@ -80,32 +80,32 @@ enum net_conn_state {
 struct net_conn {
     uint32_t magic_;
     struct net_worker *w;
-    struct net_conn *prev, *next;   /* in w->conns */
+    struct net_conn *prev, *next; /* in w->conns */
     uint64_t id;
     struct bufferevent *bev;
     http_parser parser;
     enum net_conn_state state;
     unsigned flags;
-    struct event *timer;            /* header/idle timeout */
-    const struct gw_conf *conf;     /* limits for this conn, borrowed from stream or worker */
+    struct event *timer;        /* header/idle timeout */
+    const struct gw_conf *conf; /* limits for this conn, borrowed from stream or worker */
     unsigned max_header_bytes, max_headers, header_timeout_secs, idle_timeout_secs;
     size_t max_body;
     /* the request being read */
     enum http_method method;
     struct gw_buf url;
-    struct gw_buf hbuf;             /* header names and values, NUL-separated */
+    struct gw_buf hbuf; /* header names and values, NUL-separated */
     struct net_req_hdr *hdrs;
     unsigned n_hdrs, cap_hdrs;
     bool last_was_value;
     size_t head_bytes;
     struct gw_buf body;
-    enum gw_code refuse;            /* set while reading: answer this once complete */
+    enum gw_code refuse; /* set while reading: answer this once complete */
     bool keep_alive;
-    struct net_stream *stream;      /* the exchange being answered, or NULL */
+    struct net_stream *stream; /* the exchange being answered, or NULL */
     /* The last gateway key seen on this connection and its SHA-256: clients send the
      * same key on every request of a keep-alive connection. Wiped on free. */
     unsigned char key_seen[NET_KEY_CACHE_MAX];
-    uint16_t key_seen_len;          /* 0: nothing cached */
+    uint16_t key_seen_len; /* 0: nothing cached */
     unsigned char key_seen_digest[32];
 };
 

@@ -38,38 +38,38 @@
 struct net_stream {
     uint32_t magic_;
     struct net_worker *w;
-    struct net_conn *conn;          /* NULL once the client is gone */
-    struct gw_conf *conf;           /* reference held for the whole exchange */
+    struct net_conn *conn; /* NULL once the client is gone */
+    struct gw_conf *conf;  /* reference held for the whole exchange */
     char id[GW_ROW_ID_LEN + 1];
     uint64_t t0_us;
     const struct gw_conf_client *client;
     struct dl_openai_req *req;
-    struct gw_buf body;             /* the client's body (taken from the conn) */
-    struct gw_buf upbody;           /* what is sent upstream */
+    struct gw_buf body;                       /* the client's body (taken from the conn) */
+    struct gw_buf upbody;                     /* what is sent upstream */
     struct gw_route_cand cands[GW_ROUTE_MAX]; /* in the order to try (core/route.h) */
     size_t n_cands, cur;
-    int pick;                       /* the routing pick (tried even when paused) */
-    uint64_t conv;                  /* conversation key (core/sticky.h), 0 = none */
-    bool within_turn;               /* the request carries tool results */
-    char retry_after[40];           /* the hop's Retry-After / retry-after-ms values */
+    int pick;             /* the routing pick (tried even when paused) */
+    uint64_t conv;        /* conversation key (core/sticky.h), 0 = none */
+    bool within_turn;     /* the request carries tool results */
+    char retry_after[40]; /* the hop's Retry-After / retry-after-ms values */
     char retry_after_ms[24];
-    struct event *slow_timer;       /* next_on_slow_start: give up on a silent hop */
-    struct event *speed_timer;      /* min_speed: judge once a second */
-    struct gw_speed *speed;         /* min_speed state while a hop streams */
-    size_t speed_carry;             /* content bytes not yet counted as a token */
-    uint64_t given_up_input;        /* estimated input of hops given up at slow start */
+    struct event *slow_timer;  /* next_on_slow_start: give up on a silent hop */
+    struct event *speed_timer; /* min_speed: judge once a second */
+    struct gw_speed *speed;    /* min_speed state while a hop streams */
+    size_t speed_carry;        /* content bytes not yet counted as a token */
+    uint64_t given_up_input;   /* estimated input of hops given up at slow start */
     struct net_upx *upx;
     int up_status;
     bool up_ok, up_sse, stream, wants_usage, headers_sent, chunked, paused;
-    bool stream_error;              /* the upstream sent an error event before content */
+    bool stream_error; /* the upstream sent an error event before content */
     struct gw_sse sse;
-    struct gw_buf out;              /* held events, or the non-streamed answer */
-    struct gw_buf errbody;          /* a non-2xx upstream body (bounded, logged only) */
+    struct gw_buf out;     /* held events, or the non-streamed answer */
+    struct gw_buf errbody; /* a non-2xx upstream body (bounded, logged only) */
     uint64_t t_hop_us, t_first_us;
     size_t content_bytes;
     struct gw_usage usage;
     bool usage_seen;
-    enum gw_code fail_code;         /* the last real failure */
+    enum gw_code fail_code; /* the last real failure */
     int fail_status;
     struct gw_row *row;
 };
@@ -145,13 +145,8 @@ static void
 head_putu(struct head *h, uint64_t v)
 {
     char tmp[20];
-    size_t n = 0;
 
-    do {
-        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    head_put(h, tmp + sizeof(tmp) - n, n);
+    head_put(h, tmp, gw_fmt_u64(tmp, v));
 }
 
 static void
@@ -188,8 +183,8 @@ respond(struct net_conn *c, int status, const char *req_id, const char *ctype,
                       "connection: close\r\n\r\n");
         len = 0;
     }
-    v[0] = (struct iovec){ h.buf, h.len };
-    v[1] = (struct iovec){ (void *)(uintptr_t)body, len };
+    v[0] = (struct iovec){h.buf, h.len};
+    v[1] = (struct iovec){(void *)(uintptr_t)body, len};
     net_conn_writev(c, v, len ? 2 : 1);
 }
 
@@ -197,7 +192,7 @@ void
 net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, const char *message,
                   const char *extra_headers)
 {
-    struct gw_buf body = { 0 }, hdrs = { 0 };
+    struct gw_buf body = {0}, hdrs = {0};
     char id[GW_ROW_ID_LEN + 1];
 
     if (!req_id) {
@@ -274,7 +269,8 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
             r->usage.estimated = true;
         }
         if (s->t_first_us && now > s->t_first_us + 1000 && r->usage.output_tokens)
-            r->tokens_per_sec = (double)r->usage.output_tokens * 1e6 / (double)(now - s->t_first_us);
+            r->tokens_per_sec =
+                (double)r->usage.output_tokens * 1e6 / (double)(now - s->t_first_us);
         if (s->speed && s->t_first_us) {
             /* With min_speed the row keeps the speed the judge measured. */
             double rate = gw_speed_rate(s->speed, net_now_ms());
@@ -340,9 +336,9 @@ count_failure(struct net_stream *s, int status, enum gw_code code)
     if (status == 404 || code == GW_E_NOMEM)
         return;
     retry_ms = gw_retry_after_ms(gw_str_c(s->retry_after), gw_str_c(s->retry_after_ms),
-                                 (struct gw_str){ s->errbody.data, s->errbody.len }, now);
+                                 (struct gw_str){s->errbody.data, s->errbody.len}, now);
     if (gw_upstate_failure(cur_prov(s)->state, now, s->conf, retry_ms)) {
-        struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
 
         GW_LOG(GW_LOG_WARN, &ctx, "upstream_paused", "upstream %s paused", cur_prov(s)->name);
     }
@@ -361,7 +357,7 @@ static void
 hop_failed(struct net_stream *s, int status, enum gw_code code)
 {
     const struct gw_conf_provider *p = cur_prov(s);
-    struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
+    struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
 
     hop_timers_stop(s);
     attempt_end(s, GW_OUT_FAILED, status, code);
@@ -413,9 +409,9 @@ write_chunk(struct net_stream *s, const char *data, size_t len)
         return;
     }
     n = snprintf(size, sizeof(size), "%zx\r\n", len);
-    v[0] = (struct iovec){ size, (size_t)n };
-    v[1] = (struct iovec){ (void *)(uintptr_t)data, len };
-    v[2] = (struct iovec){ (void *)(uintptr_t)"\r\n", 2 };
+    v[0] = (struct iovec){size, (size_t)n};
+    v[1] = (struct iovec){(void *)(uintptr_t)data, len};
+    v[2] = (struct iovec){(void *)(uintptr_t) "\r\n", 2};
     net_conn_writev(s->conn, v, 3);
 }
 
@@ -477,8 +473,8 @@ on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
     if (!s->stream)
         return;
     for (i = 0; i < n_hdrs; i++) {
-        if (gw_str_eq_nocase(hdrs[i].name, GW_STR_LIT("content-type")) &&
-            hdrs[i].value.len >= 17 && strncasecmp(hdrs[i].value.ptr, "text/event-stream", 17) == 0)
+        if (gw_str_eq_nocase(hdrs[i].name, GW_STR_LIT("content-type")) && hdrs[i].value.len >= 17 &&
+            strncasecmp(hdrs[i].value.ptr, "text/event-stream", 17) == 0)
             s->up_sse = true;
     }
 }
@@ -499,7 +495,7 @@ on_first_content(struct net_stream *s)
     gw_upstate_sample(p->state, net_now_ms(), ms_since(s->t_hop_us, now_us));
     write_stream_head(s);
     if (p->min_speed_tps) {
-        struct timeval second = { 1, 0 };
+        struct timeval second = {1, 0};
 
         if (!s->speed)
             s->speed = gw_malloc(sizeof(*s->speed));
@@ -580,7 +576,8 @@ on_up_body(void *arg, const char *data, size_t len)
             return;
         }
         gw_buf_reset(&s->out);
-        hop_failed(s, s->up_status, s->stream_error ? GW_E_UPSTREAM_STATUS : GW_E_UPSTREAM_PROTOCOL);
+        hop_failed(s, s->up_status,
+                   s->stream_error ? GW_E_UPSTREAM_STATUS : GW_E_UPSTREAM_PROTOCOL);
         return;
     }
     flush_out(s);
@@ -594,14 +591,13 @@ on_speed_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct net_stream *s = arg;
     const struct gw_conf_provider *p;
-    struct gw_buf msg = { 0 };
+    struct gw_buf msg = {0};
     double tps = 0;
 
     (void)fd;
     (void)what;
     GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
-    if (!s->upx || !s->speed ||
-        gw_speed_judge(s->speed, net_now_ms(), &tps) != GW_SPEED_TOO_SLOW)
+    if (!s->upx || !s->speed || gw_speed_judge(s->speed, net_now_ms(), &tps) != GW_SPEED_TOO_SLOW)
         return;
     p = cur_prov(s);
     hop_timers_stop(s);
@@ -610,14 +606,14 @@ on_speed_tick(evutil_socket_t fd, short what, void *arg)
     gw_buf_printf(&msg, "upstream %s streamed %.1f tokens/s, below its minimum of %u over %u s",
                   p->name, tps, p->min_speed_tps, p->min_speed_window_secs);
     {
-        struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
 
         GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(GW_E_UPSTREAM_TOO_SLOW), "%s",
                msg.data ? msg.data : "too slow");
     }
     gw_buf_reset(&s->out);
     dl_openai_error_chunk(GW_E_UPSTREAM_TOO_SLOW,
-                          (struct gw_str){ msg.data ? msg.data : "too slow", msg.len }, &s->out);
+                          (struct gw_str){msg.data ? msg.data : "too slow", msg.len}, &s->out);
     gw_buf_fini(&msg);
     flush_out(s);
     write_stream_end(s);
@@ -661,8 +657,7 @@ finish_ok(struct net_stream *s)
     {
         size_t content = 0;
 
-        if (dl_openai_answer_usage((struct gw_str){ s->out.data, s->out.len }, &s->usage,
-                                   &content))
+        if (dl_openai_answer_usage((struct gw_str){s->out.data, s->out.len}, &s->usage, &content))
             s->usage_seen = true;
         s->content_bytes = content;
     }
@@ -682,9 +677,9 @@ on_up_end(void *arg, enum gw_code rc)
     if (rc != GW_OK) {
         if (s->headers_sent) {
             /* Content was relayed: end the answer with an error chunk, no [DONE]. */
-            struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
-            enum gw_code code = rc == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT
-                                                             : GW_E_UPSTREAM_DROPPED;
+            struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+            enum gw_code code =
+                rc == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT : GW_E_UPSTREAM_DROPPED;
 
             GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(rc), "upstream %s broke mid-stream",
                    cur_prov(s)->name);
@@ -734,12 +729,24 @@ static bool
 is_forwarded(struct gw_str name)
 {
     static const struct gw_str drop[] = {
-        GW_STR_LIT("host"),          GW_STR_LIT("content-length"),    GW_STR_LIT("connection"),
-        GW_STR_LIT("keep-alive"),    GW_STR_LIT("proxy-connection"),  GW_STR_LIT("te"),
-        GW_STR_LIT("trailer"),       GW_STR_LIT("transfer-encoding"), GW_STR_LIT("upgrade"),
-        GW_STR_LIT("authorization"), GW_STR_LIT("x-api-key"),         GW_STR_LIT("x-goog-api-key"),
-        GW_STR_LIT("accept-encoding"), GW_STR_LIT("expect"),          GW_STR_LIT("content-type"),
-        GW_STR_LIT("accept"),        GW_STR_LIT("cookie"),            GW_STR_LIT("proxy-authorization"),
+        GW_STR_LIT("host"),
+        GW_STR_LIT("content-length"),
+        GW_STR_LIT("connection"),
+        GW_STR_LIT("keep-alive"),
+        GW_STR_LIT("proxy-connection"),
+        GW_STR_LIT("te"),
+        GW_STR_LIT("trailer"),
+        GW_STR_LIT("transfer-encoding"),
+        GW_STR_LIT("upgrade"),
+        GW_STR_LIT("authorization"),
+        GW_STR_LIT("x-api-key"),
+        GW_STR_LIT("x-goog-api-key"),
+        GW_STR_LIT("accept-encoding"),
+        GW_STR_LIT("expect"),
+        GW_STR_LIT("content-type"),
+        GW_STR_LIT("accept"),
+        GW_STR_LIT("cookie"),
+        GW_STR_LIT("proxy-authorization"),
     };
     size_t i;
 
@@ -770,7 +777,7 @@ static void
 on_slow_start(evutil_socket_t fd, short what, void *arg)
 {
     struct net_stream *s = arg;
-    struct gw_log_ctx ctx = { (int)s->w->id, s->conn ? s->conn->id : 0, s->id };
+    struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
     uint64_t now = net_now_ms();
     size_t j;
 
@@ -790,7 +797,7 @@ on_slow_start(evutil_socket_t fd, short what, void *arg)
             break;
     }
     if (j == s->n_cands)
-        return; /* no one could take it now: this hop keeps its chance */
+        return;             /* no one could take it now: this hop keeps its chance */
     net_upx_cancel(s->upx); /* the connection is dropped, so the upstream stops */
     s->upx = NULL;
     attempt_end(s, GW_OUT_SLOW_START, s->up_status, GW_OK);
@@ -806,9 +813,9 @@ hop_send(struct net_stream *s, const struct gw_route_cand *c)
 {
     const struct gw_conf_provider *p = c->prov;
     struct net_hdr hdrs[NET_MAX_FWD_HEADERS + 3];
-    struct gw_buf auth = { 0 }, path = { 0 };
+    struct gw_buf auth = {0}, path = {0};
     struct net_up_req rq;
-    struct gw_str model = { c->model, c->model_len };
+    struct gw_str model = {c->model, c->model_len};
     size_t n = 0;
     unsigned i;
 
@@ -834,24 +841,24 @@ hop_send(struct net_stream *s, const struct gw_route_cand *c)
         hop_failed(s, 0, GW_E_NOMEM);
         return;
     }
-    hdrs[n++] = (struct net_hdr){ GW_STR_LIT("authorization"), { auth.data, auth.len } };
-    hdrs[n++] = (struct net_hdr){ GW_STR_LIT("content-type"), GW_STR_LIT("application/json") };
-    hdrs[n++] = (struct net_hdr){ GW_STR_LIT("accept"), s->stream ? GW_STR_LIT("text/event-stream")
-                                                                  : GW_STR_LIT("application/json") };
+    hdrs[n++] = (struct net_hdr){GW_STR_LIT("authorization"), {auth.data, auth.len}};
+    hdrs[n++] = (struct net_hdr){GW_STR_LIT("content-type"), GW_STR_LIT("application/json")};
+    hdrs[n++] = (struct net_hdr){GW_STR_LIT("accept"), s->stream ? GW_STR_LIT("text/event-stream")
+                                                                 : GW_STR_LIT("application/json")};
     for (i = 0; i < s->conn->n_hdrs && n < NET_MAX_FWD_HEADERS + 3; i++) {
         struct gw_str name, value;
 
         net_conn_header_at(s->conn, i, &name, &value);
         if (is_forwarded(name))
-            hdrs[n++] = (struct net_hdr){ name, value };
+            hdrs[n++] = (struct net_hdr){name, value};
     }
     memset(&rq, 0, sizeof(rq));
     rq.prov = p;
     rq.method = "POST";
-    rq.path = (struct gw_str){ path.data, path.len };
+    rq.path = (struct gw_str){path.data, path.len};
     rq.hdrs = hdrs;
     rq.n_hdrs = n;
-    rq.body = (struct gw_str){ s->upbody.data, s->upbody.len };
+    rq.body = (struct gw_str){s->upbody.data, s->upbody.len};
     rq.connect_timeout_ms = s->conf->failover.connect_timeout_ms;
     rq.head_timeout_ms = s->conf->failover.first_byte_timeout_secs * 1000u;
     rq.idle_timeout_ms = s->conf->failover.read_idle_timeout_secs * 1000u;
@@ -864,7 +871,7 @@ hop_send(struct net_stream *s, const struct gw_route_cand *c)
         return;
     }
     if (s->stream && s->conf->failover.next_on_slow_start) {
-        struct timeval wait = { (time_t)s->conf->failover.stream_start_wait_secs, 0 };
+        struct timeval wait = {(time_t)s->conf->failover.stream_start_wait_secs, 0};
 
         if (!s->slow_timer)
             s->slow_timer = evtimer_new(s->w->base, on_slow_start, s);
@@ -1003,13 +1010,9 @@ net_conversation_key(const char *client, struct gw_str session_id, const struct 
 static bool
 order_varies(const struct gw_conf *c, struct gw_str model)
 {
-    size_t i;
+    const struct gw_conf_group *g = gw_conf_group_find(c, model.ptr, model.len);
 
-    for (i = 0; i < c->n_groups; i++)
-        if (strlen(c->groups[i].name) == model.len &&
-            memcmp(c->groups[i].name, model.ptr, model.len) == 0)
-            return c->groups[i].type != GW_GROUP_FALLBACK;
-    return false;
+    return g && g->type != GW_GROUP_FALLBACK;
 }
 
 /* The conversation this request belongs to (DESIGN.md 5): a session header when the
@@ -1023,7 +1026,7 @@ conversation(struct net_stream *s)
         GW_STR_LIT("session_id"),
     };
     struct dl_openai_conv cv;
-    struct gw_str v, id = { NULL, 0 };
+    struct gw_str v, id = {NULL, 0};
     size_t i;
 
     for (i = 0; i < sizeof(session_headers) / sizeof(session_headers[0]) && !id.len; i++)
@@ -1080,7 +1083,7 @@ static void
 chat_completions(struct net_stream *s)
 {
     struct net_conn *c = s->conn;
-    struct gw_buf why = { 0 };
+    struct gw_buf why = {0};
     struct gw_str key, model;
     unsigned char digest[32];
     enum gw_code rc;
@@ -1127,8 +1130,7 @@ chat_completions(struct net_stream *s)
         rq.now_ms = net_now_ms();
         if (s->w->sticky && order_varies(s->conf, model))
             conversation(s);
-        if (s->conv &&
-            gw_sticky_lookup(s->w->sticky, s->conv, rq.now_ms, s->within_turn, sticky))
+        if (s->conv && gw_sticky_lookup(s->w->sticky, s->conv, rq.now_ms, s->within_turn, sticky))
             rq.sticky = sticky;
         if (gw_route_order(s->conf, &rq, true, s->cands, &res) != GW_OK || res.pick < 0) {
             stream_refuse(s, GW_E_MODEL_NOT_FOUND, "no upstream offers that model", true);

@@ -36,10 +36,10 @@ struct net_up_req {
     const struct net_hdr *hdrs;          /* extra headers; Host, Content-Length and
                                             Connection are written by the client */
     size_t n_hdrs;
-    struct gw_str body;                  /* copied before net_up_send returns */
-    unsigned connect_timeout_ms;         /* TCP + TLS */
-    unsigned head_timeout_ms;            /* request sent -> response head complete */
-    unsigned idle_timeout_ms;            /* silence while reading the body */
+    struct gw_str body;          /* copied before net_up_send returns */
+    unsigned connect_timeout_ms; /* TCP + TLS */
+    unsigned head_timeout_ms;    /* request sent -> response head complete */
+    unsigned idle_timeout_ms;    /* silence while reading the body */
 };
 
 struct net_up_cbs {
@@ -77,9 +77,9 @@ void net_upx_resume(struct net_upx *x);
 void net_upx_cancel(struct net_upx *x);
 
 struct net_uppool_stats {
-    unsigned long connects;   /* connections opened */
-    unsigned long reuses;     /* exchanges served by an idle connection */
-    unsigned long idle;       /* idle connections now */
+    unsigned long connects; /* connections opened */
+    unsigned long reuses;   /* exchanges served by an idle connection */
+    unsigned long idle;     /* idle connections now */
 };
 void net_uppool_stats_get(const struct net_uppool *p, struct net_uppool_stats *out);
 

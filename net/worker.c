@@ -52,7 +52,7 @@ static void
 on_accept_error(struct evconnlistener *l, void *arg)
 {
     struct net_worker *w = arg;
-    struct gw_log_ctx ctx = { (int)w->id, 0, NULL };
+    struct gw_log_ctx ctx = {(int)w->id, 0, NULL};
 
     (void)l;
     /* EMFILE and friends: log and keep listening; libevent retries on the next event. */
@@ -84,7 +84,7 @@ static void
 on_wake(evutil_socket_t fd, short what, void *arg)
 {
     struct net_worker *w = arg;
-    struct timeval tick = { 0, 20000 };
+    struct timeval tick = {0, 20000};
     struct timeval deadline;
     unsigned secs;
     size_t i;
@@ -208,8 +208,7 @@ workers_free(struct net_workers *ws)
 enum gw_code
 net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n_workers,
                   const struct net_deps *deps, struct net_workers **out, char *bound,
-                  size_t bound_len,
-                  char *err, size_t errlen)
+                  size_t bound_len, char *err, size_t errlen)
 {
     struct net_workers *ws;
     unsigned i;
@@ -281,8 +280,8 @@ net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n
             return GW_E_NOMEM;
         }
         for (j = 0; j < w->n_fds; j++) {
-            w->listeners[j] = evconnlistener_new(w->base, on_accept, w, LEV_OPT_CLOSE_ON_FREE, 0,
-                                                 w->fds[j]);
+            w->listeners[j] =
+                evconnlistener_new(w->base, on_accept, w, LEV_OPT_CLOSE_ON_FREE, 0, w->fds[j]);
             if (!w->listeners[j]) {
                 snprintf(err, errlen, "worker %u: evconnlistener_new failed", i);
                 workers_free(ws);

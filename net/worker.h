@@ -21,8 +21,9 @@ struct net_workers;
  * as "host:port" separated by spaces. GW_E_INTERNAL with a message in <err> when an
  * address cannot be bound. Main thread. */
 enum gw_code net_workers_start(const struct gw_conf_addr *listen, size_t n_listen,
-                               unsigned n_workers, const struct net_deps *deps, struct net_workers **out,
-                               char *bound, size_t bound_len, char *err, size_t errlen);
+                               unsigned n_workers, const struct net_deps *deps,
+                               struct net_workers **out, char *bound, size_t bound_len, char *err,
+                               size_t errlen);
 
 /* Stops accepting, lets requests in flight finish for at most <drain_secs>, then
  * closes what is left, joins every thread and frees everything. Blocks (main). */

@@ -52,8 +52,8 @@ enum gw_code store_rows_by_client(struct store *s, const char *client, uint64_t 
                                   int (*fn)(void *arg, const struct gw_row *row), void *arg);
 
 struct store_stats {
-    uint64_t rows_committed;  /* since open */
-    uint64_t rows_dropped;    /* queue full */
+    uint64_t rows_committed; /* since open */
+    uint64_t rows_dropped;   /* queue full */
     uint64_t batches;
     uint64_t rows_pruned;
 };

@@ -9,7 +9,7 @@
 
 #include "core/retry.h"
 
-#define NONE ((struct gw_str){ "", 0 })
+#define NONE ((struct gw_str){"", 0})
 /* 2026-11-30T04:00:00Z */
 #define NOW 1796011200000ull
 
@@ -27,12 +27,10 @@ static void
 test_retry_header_http_date_future_and_past(void **state)
 {
     (void)state;
-    assert_int_equal(gw_retry_after_ms(GW_STR_LIT("Mon, 30 Nov 2026 04:01:00 GMT"), NONE, NONE,
-                                       NOW),
-                     60000);
-    assert_int_equal(gw_retry_after_ms(GW_STR_LIT("Mon, 30 Nov 2026 03:59:00 GMT"), NONE, NONE,
-                                       NOW),
-                     0);
+    assert_int_equal(
+        gw_retry_after_ms(GW_STR_LIT("Mon, 30 Nov 2026 04:01:00 GMT"), NONE, NONE, NOW), 60000);
+    assert_int_equal(
+        gw_retry_after_ms(GW_STR_LIT("Mon, 30 Nov 2026 03:59:00 GMT"), NONE, NONE, NOW), 0);
 }
 
 static void
@@ -57,8 +55,8 @@ test_retry_delays_stated_in_bodies(void **state)
     assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("Please try again in 1.25s"), NOW),
                      1250);
     assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("try again in 750ms"), NOW), 750);
-    assert_int_equal(
-        gw_retry_after_ms(NONE, NONE, GW_STR_LIT("{\"retryDelay\": \"37s\"}"), NOW), 37000);
+    assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("{\"retryDelay\": \"37s\"}"), NOW),
+                     37000);
     assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("retry after 2 minutes"), NOW),
                      120000);
     assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("no delay stated here"), NOW), 0);

@@ -23,7 +23,7 @@ test_str_eq_nocase_matches_header_names(void **state)
 static void
 test_buf_append_printf_and_consume(void **state)
 {
-    struct gw_buf b = { 0 };
+    struct gw_buf b = {0};
     int i;
 
     (void)state;
@@ -42,10 +42,10 @@ test_buf_append_printf_and_consume(void **state)
 static void
 test_buf_json_string_escapes_controls_and_quotes(void **state)
 {
-    struct gw_buf b = { 0 };
+    struct gw_buf b = {0};
 
     (void)state;
-    gw_buf_append_json_str(&b, (struct gw_str){ "a\"b\\c\n\x01\xc3\xa9", 9 });
+    gw_buf_append_json_str(&b, (struct gw_str){"a\"b\\c\n\x01\xc3\xa9", 9});
     assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\"");
     gw_buf_fini(&b);
 }
@@ -72,7 +72,7 @@ test_hex_round_trip_and_refusals(void **state)
 static void
 test_ct_equal_detects_any_difference(void **state)
 {
-    unsigned char a[32] = { 0 }, b[32] = { 0 };
+    unsigned char a[32] = {0}, b[32] = {0};
 
     (void)state;
     assert_true(gw_ct_equal(a, b, 32));
@@ -86,7 +86,7 @@ test_ct_equal_detects_any_difference(void **state)
 static void
 test_alloc_fail_at_fails_exactly_the_nth(void **state)
 {
-    struct gw_buf b = { 0 };
+    struct gw_buf b = {0};
     void *p1, *p2;
 
     (void)state;
