@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/test_lifecycle.py - connections and the process: a client gone mid-stream,
-# SIGTERM draining a running stream, rows surviving a restart, a refused config.
+# a client too slow to read (backpressure), SIGTERM draining a running stream, rows
+# surviving a restart, a refused config.
 
 import re
 import signal
+import time
 
 from gwtest import (Proc, base_env, binary, chat_body, config, content_of, provider,
                     write_config)
@@ -81,3 +83,42 @@ def test_gwd_refuses_to_start_on_a_bad_config(tmp_path, bench):
     assert rc not in (0, -9), p.log()
     text = p.err.text() + "\n" + p.out.text()
     assert re.search(r"providers\[0\]\.dialect: .*klingon.* \(config\.[a-z_.]+\) ", text), text
+
+
+def _rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_slow_client_holds_back_the_upstream_and_memory_stays_bounded(tmp_path, bench, gwd):
+    # A client that stops reading a long stream: gwd stops reading the upstream once its
+    # own output queue is full (backpressure), so gwd's memory does not grow with the
+    # answer (without it gwd would take in all ~60 MB at loopback speed within the
+    # window). Then the client reads everything, byte for byte as the upstream sent it.
+    # (gwbench counts a stream complete once it has queued it, so its counters cannot
+    # show the hold-back; gwd's memory can.)
+    chunks, text = 3000, "x" * 20000  # ~60 MB of events, far beyond every socket buffer
+    b = bench("--chunks", chunks, "--text", text)
+    g = gwd(config(tmp_path, [provider("up", b)]))
+    rss0 = _rss_kb(g.p.pid)
+
+    s = g.stream(chat_body(stream=True))
+    assert s.status == 200
+    s.next_content()
+    b.wait_stat(lambda x: x["streams_completed"] == 1, "the upstream to send all it has")
+    # An observation window for a negative property (nothing to wait for): the client
+    # reads nothing, and gwd must stay small.
+    deadline = time.monotonic() + 1.5
+    peak = rss0
+    while time.monotonic() < deadline:
+        peak = max(peak, _rss_kb(g.p.pid))
+        time.sleep(0.1)
+    assert peak - rss0 < 24 * 1024, f"gwd grew by {peak - rss0} KB while the client stalled"
+
+    # Read the rest in bulk (Stream.rest() keeps a copy of every line: too slow for 60 MB).
+    rest = s.resp.read()
+    assert rest.rstrip().endswith(b"data: [DONE]")
+    assert rest.count(b'"content":"' + text.encode() + b'"') == chunks - 1  # one read above
