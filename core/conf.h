@@ -22,6 +22,7 @@
 
 struct gw_upstate;
 struct gw_wrr;
+struct gw_slots;
 
 enum gw_dialect {
     GW_DIALECT_OPENAI = 0, /* OpenAI Chat Completions */
@@ -125,6 +126,7 @@ struct gw_conf_provider {
     /* Shared mutable state, set by gw_routes_attach before the snapshot is published
      * (core/route.h); lives in the registry, not in the snapshot. */
     struct gw_upstate *state;
+    struct gw_slots *slots; /* max_concurrent (core/slots.h), set by net before publish */
 };
 
 /* A group member: written as a plain provider name, or as {name, weight, model}. */
@@ -169,7 +171,8 @@ struct gw_conf_client {
     unsigned max_concurrent; /* 0 = unlimited */
     struct gw_conf_limit *limits;
     size_t n_limits;
-    unsigned index; /* position in the file */
+    unsigned index;         /* position in the file */
+    struct gw_slots *slots; /* the key's max_concurrent permits, set by net before publish */
 };
 
 /* One row of the price table (etc/prices.yaml, DESIGN.md 9). A field not written is

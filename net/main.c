@@ -24,11 +24,13 @@
 #include "core/conf.h"
 #include "core/log.h"
 #include "core/route.h"
+#include "core/slots.h"
 #include "core/snap.h"
 #include "core/sticky.h"
 #include "net/control.h"
 #include "net/linktest.h"
 #include "net/logger.h"
+#include "net/net-priv.h"
 #include "net/worker.h"
 #include "store/store.h"
 
@@ -43,7 +45,9 @@ struct gwd {
     struct store *store;
     struct net_control *control;
     struct net_workers *workers;
-    struct gw_routes *routes; /* upstream health and group rounds, across reloads */
+    struct gw_routes *routes;       /* upstream health and group rounds, across reloads */
+    struct gw_slots_reg *up_slots;  /* providers' max_concurrent, across reloads */
+    struct gw_slots_reg *key_slots; /* clients' max_concurrent, across reloads */
     struct net_deps deps;
     struct net_linktest *linktest;
     unsigned drain_secs;
@@ -184,6 +188,33 @@ load_conf(const char *path, FILE *out)
     return conf;
 }
 
+/* Points providers and clients of <conf> at their concurrency limits (kept by name
+ * across reloads, so slots in use stay counted) and sets each limit from the config:
+ * a raised or removed limit grants waiters at once, a removed one releases them all. */
+static bool
+attach_slots(struct gwd *g, struct gw_conf *conf)
+{
+    size_t i;
+
+    for (i = 0; i < conf->n_providers; i++) {
+        struct gw_conf_provider *p = &conf->providers[i];
+
+        p->slots = gw_slots_reg_get(g->up_slots, p->name);
+        if (!p->slots)
+            return false;
+        gw_slots_resize(p->slots, p->max_concurrent, net_slots_granted, g->workers);
+    }
+    for (i = 0; i < conf->n_clients; i++) {
+        struct gw_conf_client *cl = &conf->clients[i];
+
+        cl->slots = gw_slots_reg_get(g->key_slots, cl->name);
+        if (!cl->slots)
+            return false;
+        gw_slots_resize(cl->slots, cl->max_concurrent, net_slots_granted, g->workers);
+    }
+    return true;
+}
+
 /* Providers of another API shape are accepted in the config (the shapes are part of
  * the contract) but this build only relays Chat Completions: say so once. */
 static void
@@ -215,7 +246,7 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
                "the new config was refused; the running one stays (problems above)");
         return;
     }
-    if (gw_routes_attach(g->routes, conf) != GW_OK) {
+    if (gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf)) {
         GW_LOG(GW_LOG_ERROR, NULL, "reload_failed", "out of memory attaching the new config");
         gw_conf_free(conf);
         return;
@@ -295,7 +326,10 @@ run(struct gwd *g)
     n_workers = worker_count(conf);
     g->routes = gw_routes_new();
     g->deps.sticky = gw_sticky_new(GWD_STICKY_ENTRIES);
-    if (!g->routes || !g->deps.sticky || gw_routes_attach(g->routes, conf) != GW_OK) {
+    g->up_slots = gw_slots_reg_new();
+    g->key_slots = gw_slots_reg_new();
+    if (!g->routes || !g->deps.sticky || !g->up_slots || !g->key_slots ||
+        gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf)) {
         fprintf(stderr, "gwd: out of memory at startup\n");
         gw_conf_free(conf);
         return 1;
@@ -373,6 +407,8 @@ out:
     gw_snap_shutdown(&g->gt);
     gw_sticky_free(g->deps.sticky);
     gw_routes_free(g->routes);
+    gw_slots_reg_free(g->up_slots);
+    gw_slots_reg_free(g->key_slots);
     if (g->base)
         event_base_free(g->base);
     return rc;

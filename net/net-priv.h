@@ -55,7 +55,10 @@ struct net_worker {
     struct event *drain_tick;  /* while draining: leave once no connection is left */
     unsigned drain_requested;  /* set by main (ck_pr), read on the worker */
     bool draining;
-    struct net_conn *conns; /* every client connection of this worker */
+    struct net_workers *ws;    /* the array this worker belongs to */
+    struct event *grant_ev;    /* made active when grants are pushed (any thread) */
+    struct net_stream *grants; /* MPSC stack of streams granted a slot (__atomic) */
+    struct net_conn *conns;    /* every client connection of this worker */
     unsigned n_conns;
     uint64_t next_conn_id;
     uint64_t rng[2]; /* xorshift128+ for request ids */
@@ -143,6 +146,17 @@ void net_pipeline_start(struct net_conn *c);
 void net_stream_client_gone(struct net_stream *s);
 /* The client's output buffer drained below NET_OUT_LOW. */
 void net_stream_on_drain(struct net_stream *s);
+/* A slot was granted to a waiting stream (core/slots.h grant fn): <ctx> is the worker
+ * array; pushes the stream on its worker's grant stack and wakes that worker. Any
+ * thread. */
+struct gw_slots_wait;
+struct net_workers;
+void net_slots_granted(void *ctx, struct gw_slots_wait *g, unsigned index);
+/* On the worker: a stream's grant arrived (from the grant stack). */
+void net_stream_on_grant(struct net_stream *s);
+/* The next stream on a grant stack (the link lives in the stream). */
+struct net_stream *net_stream_grant_next(struct net_stream *s);
+void net_stream_set_grant_next(struct net_stream *s, struct net_stream *next);
 /* Writes a complete gateway refusal for <code> in the OpenAI shape on <c>. */
 void net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code,
                        const char *message, const char *extra_headers);

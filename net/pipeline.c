@@ -25,6 +25,7 @@
 #include "core/row.h"
 #include "core/speed.h"
 #include "core/sse.h"
+#include "core/slots.h"
 #include "core/sticky.h"
 #include "dialects/openai.h"
 #include "net/logger.h"
@@ -58,6 +59,23 @@ struct net_stream {
     struct gw_speed *speed;    /* min_speed state while a hop streams */
     size_t speed_carry;        /* content bytes not yet counted as a token */
     uint64_t given_up_input;   /* estimated input of hops given up at slow start */
+    /* admission (DESIGN.md 7): the key's permit, the current hop's upstream slot, and a
+     * wait for either (core/slots.h; grants arrive through the worker's grant stack) */
+    struct gw_slots *key_slot; /* held key permit, given back at the end */
+    struct gw_slots *hop_slot; /* held upstream slot of the current hop */
+    struct gw_slots_wait wait;
+    enum { NET_WAIT_NONE, NET_WAIT_KEY, NET_WAIT_HOP } waiting;
+    bool wait_gave_up;             /* cancel already called (deadline) and a grant won */
+    unsigned wait_won;             /* ... on this candidate */
+    bool zombie;                   /* finished, kept until its grant message arrives */
+    struct net_stream *grant_next; /* link on the worker's grant stack */
+    struct event *wait_timer;
+    uint64_t wait_t0_us;         /* when the current wait started */
+    uint64_t deadline_us;        /* slot_wait_secs, from the key gate on (0 = not set) */
+    uint32_t hop_queued_ms;      /* waited before the next hop */
+    bool reached_upstream;       /* some hop was sent */
+    unsigned busy[GW_ROUTE_MAX]; /* candidates found full, in candidate order */
+    unsigned n_busy;
     struct net_upx *upx;
     int up_status;
     bool up_ok, up_sse, stream, wants_usage, headers_sent, chunked, paused;
@@ -78,6 +96,27 @@ static const struct gw_conf_provider *
 cur_prov(const struct net_stream *s)
 {
     return s->cands[s->cur].prov;
+}
+
+struct net_stream *
+net_stream_grant_next(struct net_stream *s)
+{
+    return s->grant_next;
+}
+
+void
+net_stream_set_grant_next(struct net_stream *s, struct net_stream *next)
+{
+    s->grant_next = next;
+}
+
+static void
+slot_give_back(struct net_stream *s, struct gw_slots **sp)
+{
+    if (*sp) {
+        gw_slots_release(*sp, net_slots_granted, s->w->ws);
+        *sp = NULL;
+    }
 }
 
 static const char *
@@ -221,6 +260,8 @@ stream_free(struct net_stream *s)
         event_free(s->slow_timer);
     if (s->speed_timer)
         event_free(s->speed_timer);
+    if (s->wait_timer)
+        event_free(s->wait_timer);
     gw_free(s->speed);
     dl_openai_req_free(s->req);
     gw_buf_fini(&s->body);
@@ -288,12 +329,25 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
         c->stream = NULL;
         s->conn = NULL;
     }
-    stream_free(s);
+    slot_give_back(s, &s->hop_slot);
+    slot_give_back(s, &s->key_slot);
+    if (!s->zombie)
+        stream_free(s); /* a zombie is freed when its grant message arrives */
     if (c)
         net_conn_response_done(c);
 }
 
 /* A refusal by the gateway: error body in the client's shape, row with no attempts. */
+static void
+stream_refuse_hdrs(struct net_stream *s, enum gw_code code, const char *message,
+                   const char *extra_headers, bool record)
+{
+    net_respond_error(s->conn, s->id, code, message, extra_headers);
+    if (!record)
+        GW_FREE(s->row);
+    stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
+}
+
 static void
 stream_refuse(struct net_stream *s, enum gw_code code, const char *message, bool record)
 {
@@ -360,6 +414,7 @@ hop_failed(struct net_stream *s, int status, enum gw_code code)
     struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
 
     hop_timers_stop(s);
+    slot_give_back(s, &s->hop_slot);
     attempt_end(s, GW_OUT_FAILED, status, code);
     count_failure(s, status, code);
     GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(code), "upstream %s failed (status %d, %zu body bytes)",
@@ -800,6 +855,7 @@ on_slow_start(evutil_socket_t fd, short what, void *arg)
         return;             /* no one could take it now: this hop keeps its chance */
     net_upx_cancel(s->upx); /* the connection is dropped, so the upstream stops */
     s->upx = NULL;
+    slot_give_back(s, &s->hop_slot);
     attempt_end(s, GW_OUT_SLOW_START, s->up_status, GW_OK);
     s->given_up_input += dl_openai_req_input_estimate(s->req);
     GW_LOG(GW_LOG_INFO, &ctx, "slow_start", "upstream %s sent no content in %u s; trying %s",
@@ -819,7 +875,9 @@ hop_send(struct net_stream *s, const struct gw_route_cand *c)
     size_t n = 0;
     unsigned i;
 
-    attempt_add(s, c, GW_OUT_NONE);
+    attempt_add(s, c, GW_OUT_NONE)->queued_ms = s->hop_queued_ms;
+    s->hop_queued_ms = 0;
+    s->reached_upstream = true;
     s->retry_after[0] = s->retry_after_ms[0] = '\0';
 
     gw_buf_reset(&s->upbody);
@@ -893,6 +951,70 @@ prov_lists(const struct gw_conf_provider *p, const char *model, size_t len)
     return false;
 }
 
+/* ---- waiting for a slot (DESIGN.md 7) ---- */
+
+static void on_wait_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* Arms the wait's timer for what is left of <until_us> (monotonic). */
+static bool
+wait_arm(struct net_stream *s, uint64_t until_us)
+{
+    uint64_t now = net_mono_us(), left = until_us > now ? until_us - now : 0;
+    struct timeval tv = {(time_t)(left / 1000000), (suseconds_t)(left % 1000000)};
+
+    if (!s->wait_timer)
+        s->wait_timer = evtimer_new(s->w->base, on_wait_timeout, s);
+    if (!s->wait_timer)
+        return false;
+    evtimer_add(s->wait_timer, &tv);
+    return true;
+}
+
+static void after_key_gate(struct net_stream *s);
+
+/* Every candidate left is full: wait for the first of them to free, in candidate
+ * order, until the request's deadline. When none can be waited for (no deadline left,
+ * slot_wait_secs 0), the request ends at once as busy. */
+static void
+hop_wait(struct net_stream *s)
+{
+    unsigned i, idx;
+
+    if (!s->n_busy || net_mono_us() >= s->deadline_us) {
+        on_wait_timeout(-1, 0, s);
+        return;
+    }
+    gw_slots_wait_init(&s->wait, s, s->w->id);
+    s->waiting = NET_WAIT_HOP;
+    s->wait_gave_up = false;
+    s->wait_t0_us = net_mono_us();
+    for (i = 0; i < s->n_busy; i++) {
+        if (gw_slots_wait_add(&s->wait, s->cands[s->busy[i]].prov->slots, s->busy[i])) {
+            /* a slot freed meanwhile: taken for us, no grant message will come */
+            gw_slots_wait_cancel(&s->wait, &idx);
+            s->waiting = NET_WAIT_NONE;
+            s->hop_slot = s->cands[idx].prov->slots;
+            s->hop_queued_ms += ms_since(s->wait_t0_us, net_mono_us());
+            s->cur = idx;
+            hop_send(s, &s->cands[idx]);
+            return;
+        }
+    }
+    if (!wait_arm(s, s->deadline_us)) {
+        if (gw_slots_wait_cancel(&s->wait, &idx)) {
+            s->wait_gave_up = true; /* its grant message is on its way */
+            s->wait_won = idx;
+        }
+        return;
+    }
+}
+
+static bool
+has_slot_limit(const struct gw_conf_provider *p)
+{
+    return p->max_concurrent && p->slots;
+}
+
 static void
 hop_next(struct net_stream *s)
 {
@@ -922,13 +1044,106 @@ hop_next(struct net_stream *s)
                 continue;
             }
         }
+        if (has_slot_limit(c->prov) && !gw_slots_try(c->prov->slots)) {
+            /* Full: the sticky upstream is waited for; others are skipped as busy. */
+            s->busy[s->n_busy++] = (unsigned)s->cur;
+            if (c->sticky) {
+                s->n_busy = 1;
+                s->busy[0] = (unsigned)s->cur;
+                hop_wait(s);
+                return;
+            }
+            attempt_add(s, c, GW_OUT_SKIPPED_BUSY);
+            s->cur++;
+            continue;
+        }
+        if (has_slot_limit(c->prov))
+            s->hop_slot = c->prov->slots;
         hop_send(s, c);
+        return;
+    }
+    if (s->n_busy && !s->reached_upstream) {
+        /* every remaining candidate was full and no hop reached an upstream yet */
+        hop_wait(s);
         return;
     }
     /* Every candidate failed, none with an answer of its own to pass back. */
     code = s->fail_code == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT : GW_E_UPSTREAM_FAILED;
     net_respond_error(s->conn, s->id, code, "every upstream for this model failed", NULL);
     stream_finish(s, gw_code_http_status(code), code, GW_OUT_FAILED);
+}
+
+/* The wait ran out (or could not start): the key gate answers gw.key_busy; an upstream
+ * wait answers gw.busy_all when no hop reached an upstream, else the last failure. */
+static void
+on_wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_stream *s = arg;
+    unsigned idx;
+    int kind = s->waiting;
+
+    (void)fd;
+    (void)what;
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (kind != NET_WAIT_NONE) {
+        if (gw_slots_wait_cancel(&s->wait, &idx)) {
+            /* a grant won the race: its message is on its way and is handled there */
+            s->wait_gave_up = true;
+            s->wait_won = idx;
+            return;
+        }
+        s->waiting = NET_WAIT_NONE;
+        s->row->queued_ms += ms_since(s->wait_t0_us, net_mono_us());
+    }
+    if (kind == NET_WAIT_KEY) {
+        stream_refuse_hdrs(
+            s, GW_E_KEY_BUSY, "this key already runs its max_concurrent requests; retry shortly",
+            "retry-after: 1\r\nretry-after-ms: 1000\r\nx-should-retry: true\r\n", true);
+        return;
+    }
+    if (!s->reached_upstream) {
+        stream_refuse_hdrs(
+            s, GW_E_BUSY_ALL, "every upstream for this model is at its concurrency limit",
+            "retry-after: 1\r\nretry-after-ms: 1000\r\nx-should-retry: true\r\n", true);
+        return;
+    }
+    s->n_busy = 0;
+    s->cur = s->n_cands;
+    hop_next(s); /* answers the last real failure */
+}
+
+void
+net_stream_on_grant(struct net_stream *s)
+{
+    unsigned idx = 0;
+    int kind;
+
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (s->zombie) {
+        stream_free(s); /* finished while its grant was on the way (the slot went back) */
+        return;
+    }
+    kind = s->waiting;
+    if (kind == NET_WAIT_NONE)
+        return;
+    if (s->wait_gave_up)
+        idx = s->wait_won;
+    else if (!gw_slots_wait_cancel(&s->wait, &idx))
+        return; /* cannot happen: a grant message means a win */
+    s->waiting = NET_WAIT_NONE;
+    if (s->wait_timer)
+        evtimer_del(s->wait_timer);
+    if (kind == NET_WAIT_KEY) {
+        s->key_slot = s->client->slots;
+        s->row->queued_ms += ms_since(s->wait_t0_us, net_mono_us());
+        after_key_gate(s);
+        return;
+    }
+    s->hop_slot = s->cands[idx].prov->slots;
+    s->hop_queued_ms += ms_since(s->wait_t0_us, net_mono_us());
+    s->row->queued_ms += ms_since(s->wait_t0_us, net_mono_us());
+    s->cur = idx;
+    hop_send(s, &s->cands[idx]);
 }
 
 /* ---- entry points ---- */
@@ -1079,6 +1294,57 @@ key_digest(struct net_conn *c, struct gw_str key, unsigned char digest[32])
     }
 }
 
+/* Slot state for the routing engine: a full member sits the load-balance round out. */
+static bool
+prov_full(void *arg, const struct gw_conf_provider *p)
+{
+    unsigned max = 0, in_use = 0;
+
+    (void)arg;
+    if (!has_slot_limit(p))
+        return false;
+    gw_slots_stats(p->slots, &max, &in_use, NULL);
+    return max && in_use >= max;
+}
+
+/* The key gate let the request in: from now on one deadline (failover.slot_wait_secs)
+ * bounds every wait for an upstream slot (DESIGN.md 7). */
+static void
+after_key_gate(struct net_stream *s)
+{
+    s->deadline_us = net_mono_us() + (uint64_t)s->conf->failover.slot_wait_secs * 1000000u;
+    hop_next(s);
+}
+
+/* The key's max_concurrent permit (held until the answer ends, streams included):
+ * taken now, or waited for at most slot_wait_secs, then 429 gw.key_busy. */
+static void
+key_gate(struct net_stream *s)
+{
+    struct gw_slots *ks = s->client->slots;
+    unsigned idx;
+
+    if (!s->client->max_concurrent || !ks || gw_slots_try(ks)) {
+        s->key_slot = s->client->max_concurrent ? ks : NULL;
+        after_key_gate(s);
+        return;
+    }
+    gw_slots_wait_init(&s->wait, s, s->w->id);
+    s->waiting = NET_WAIT_KEY;
+    s->wait_gave_up = false;
+    s->wait_t0_us = net_mono_us();
+    if (gw_slots_wait_add(&s->wait, ks, 0)) {
+        gw_slots_wait_cancel(&s->wait, &idx); /* taken at once: no message will come */
+        s->waiting = NET_WAIT_NONE;
+        s->key_slot = ks;
+        after_key_gate(s);
+        return;
+    }
+    if (!s->conf->failover.slot_wait_secs ||
+        !wait_arm(s, s->wait_t0_us + (uint64_t)s->conf->failover.slot_wait_secs * 1000000u))
+        on_wait_timeout(-1, 0, s);
+}
+
 static void
 chat_completions(struct net_stream *s)
 {
@@ -1128,6 +1394,7 @@ chat_completions(struct net_stream *s)
         rq.model = model.ptr;
         rq.model_len = model.len;
         rq.now_ms = net_now_ms();
+        rq.is_full = prov_full;
         if (s->w->sticky && order_varies(s->conf, model))
             conversation(s);
         if (s->conv && gw_sticky_lookup(s->w->sticky, s->conv, rq.now_ms, s->within_turn, sticky))
@@ -1141,7 +1408,7 @@ chat_completions(struct net_stream *s)
         skip_paused(s);
     }
     s->fail_code = GW_E_UPSTREAM_FAILED;
-    hop_next(s);
+    key_gate(s);
 }
 
 void
@@ -1206,8 +1473,30 @@ net_pipeline_start(struct net_conn *c)
 void
 net_stream_client_gone(struct net_stream *s)
 {
+    unsigned idx;
+
     GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
     s->conn = NULL;
+    if (s->waiting != NET_WAIT_NONE) {
+        /* Gave up waiting. When a grant already won, its slot is ours to give back
+         * and its message is on the way: the stream stays (zombie) until it arrives. */
+        bool won = s->wait_gave_up;
+
+        if (!won && gw_slots_wait_cancel(&s->wait, &idx)) {
+            won = true;
+            s->wait_won = idx;
+        }
+        if (won) {
+            struct gw_slots *sl =
+                s->waiting == NET_WAIT_KEY ? s->client->slots : s->cands[s->wait_won].prov->slots;
+
+            gw_slots_release(sl, net_slots_granted, s->w->ws);
+            s->zombie = true;
+        }
+        s->waiting = NET_WAIT_NONE;
+        if (s->wait_timer)
+            evtimer_del(s->wait_timer);
+    }
     if (s->upx) {
         net_upx_cancel(s->upx); /* closes the upstream connection: it stops generating */
         s->upx = NULL;

@@ -29,6 +29,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "core/slots.h"
 #include "net/net-priv.h"
 #include "net/upstream.h"
 
@@ -107,6 +108,50 @@ on_wake(evutil_socket_t fd, short what, void *arg)
     event_add(w->drain_timer, &deadline);
     /* A persistent tick notices when the last connection has gone. */
     event_add(w->drain_tick, &tick);
+}
+
+/* ---- slot grants (core/slots.h) ---- */
+
+void
+net_slots_granted(void *ctx, struct gw_slots_wait *g, unsigned index)
+{
+    struct net_workers *ws = ctx;
+    struct net_stream *s = g->owner, *head;
+    struct net_worker *w;
+
+    (void)index; /* the stream reads it back from gw_slots_wait_cancel */
+    if (!ws || g->worker >= ws->n)
+        return; /* no worker can be waiting (startup): nothing to deliver */
+    w = &ws->v[g->worker];
+    /* Treiber push: release on success so the owner sees the stream's state. */
+    head = __atomic_load_n(&w->grants, __ATOMIC_RELAXED);
+    do
+        net_stream_set_grant_next(s, head);
+    while (!__atomic_compare_exchange_n(&w->grants, &head, s, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+    event_active(w->grant_ev, EV_READ, 0); /* thread-safe: evthread is on */
+}
+
+static void
+on_grants(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_worker *w = arg;
+    struct net_stream *s, *rev = NULL, *next;
+
+    (void)fd;
+    (void)what;
+    /* Take the whole stack (acquire pairs with the pushers' release), then restore
+     * the order of arrival. */
+    s = __atomic_exchange_n(&w->grants, NULL, __ATOMIC_ACQUIRE);
+    for (; s; s = next) {
+        next = net_stream_grant_next(s);
+        net_stream_set_grant_next(s, rev);
+        rev = s;
+    }
+    for (s = rev; s; s = next) {
+        next = net_stream_grant_next(s);
+        net_stream_on_grant(s);
+    }
 }
 
 static void *
@@ -194,6 +239,8 @@ workers_free(struct net_workers *ws)
             event_free(w->drain_timer);
         if (w->drain_tick)
             event_free(w->drain_tick);
+        if (w->grant_ev)
+            event_free(w->grant_ev);
         if (w->dns)
             evdns_base_free(w->dns, 0);
         if (w->base)
@@ -230,6 +277,7 @@ net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n
         struct net_worker *w = &ws->v[i];
 
         w->id = i;
+        w->ws = ws;
         w->store = deps->store;
         w->sticky = deps->sticky;
         for (j = 0; j < NET_MAX_LISTEN; j++)
@@ -274,7 +322,8 @@ net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n
         w->wake = event_new(w->base, -1, 0, on_wake, w);
         w->drain_timer = evtimer_new(w->base, on_drain_deadline, w);
         w->drain_tick = event_new(w->base, -1, EV_PERSIST, on_drain_tick, w);
-        if (!w->pool || !w->wake || !w->drain_timer || !w->drain_tick) {
+        w->grant_ev = event_new(w->base, -1, 0, on_grants, w);
+        if (!w->pool || !w->wake || !w->drain_timer || !w->drain_tick || !w->grant_ev) {
             snprintf(err, errlen, "worker %u: out of memory", i);
             workers_free(ws);
             return GW_E_NOMEM;
