@@ -38,6 +38,7 @@
 #include "core/health.h"
 #include "core/route.h"
 #include "core/row.h"
+#include "core/slots.h"
 #include "core/snap.h"
 #include "core/sticky.h"
 #include "core/str.h"
@@ -245,12 +246,24 @@ string_list_json(char *const *v, size_t n)
     return a;
 }
 
+
+/* Requests holding and waiting for the slots of a limit (core/slots.h); 0 when the
+ * limit object is not attached (unit tests) or there is no limit. */
+static void
+slots_of(struct gw_slots *sl, unsigned *in_flight, unsigned *waiting)
+{
+    *in_flight = *waiting = 0;
+    if (sl)
+        gw_slots_stats(sl, NULL, in_flight, waiting);
+}
+
 static json_t *
 provider_json(const struct gw_conf_provider *p, uint64_t now_ms)
 {
     struct gw_upfacts f;
     json_t *o = json_object();
     const char *state;
+    unsigned in_flight, waiting;
     int rc = 0;
 
     facts_of(p, now_ms, &f);
@@ -260,10 +273,10 @@ provider_json(const struct gw_conf_provider *p, uint64_t now_ms)
     rc |= json_object_set_new(o, "state", json_string(state));
     rc |= json_object_set_new(o, "paused_until", json_time_or_null(f.paused_until_ms));
     rc |= json_object_set_new(o, "consecutive_failures", json_integer(f.consecutive_failures));
-    /* Slots are issue 4's: nothing is counted yet. */
-    rc |= json_object_set_new(o, "in_flight", json_integer(0));
+    slots_of(p->slots, &in_flight, &waiting);
+    rc |= json_object_set_new(o, "in_flight", json_integer(in_flight));
     rc |= json_object_set_new(o, "max_concurrent", json_limit_or_null(p->max_concurrent));
-    rc |= json_object_set_new(o, "waiting", json_integer(0));
+    rc |= json_object_set_new(o, "waiting", json_integer(waiting));
     rc |= json_object_set_new(o, "ttfc_ms", json_ms_or_null(f.ttfc_median_ms));
     rc |= json_object_set_new(o, "success_rate", json_rate_or_null(f.success_rate));
     rc |= json_object_set_new(o, "samples", json_integer(f.n_samples));
@@ -313,13 +326,15 @@ static json_t *
 key_json(const struct gw_conf_client *cl)
 {
     json_t *o = json_object();
+    unsigned in_flight, waiting;
     int rc = 0;
 
+    slots_of(cl->slots, &in_flight, &waiting);
     rc |= json_object_set_new(o, "name", json_string(cl->name));
     rc |= json_object_set_new(o, "max_concurrent", json_limit_or_null(cl->max_concurrent));
-    /* Permits and limit usage are issue 4's; the shape is kept. */
-    rc |= json_object_set_new(o, "in_flight", json_integer(0));
-    rc |= json_object_set_new(o, "waiting", json_integer(0));
+    /* Limit usage (clients[].limits) is not enforced yet; the shape is kept. */
+    rc |= json_object_set_new(o, "in_flight", json_integer(in_flight));
+    rc |= json_object_set_new(o, "waiting", json_integer(waiting));
     rc |= json_object_set_new(
         o, "models", cl->n_models ? string_list_json(cl->models, cl->n_models) : json_null());
     rc |= json_object_set_new(o, "limits", json_array());
