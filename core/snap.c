@@ -24,7 +24,14 @@ static struct gw_conf *gw_conf_live;
 void
 gw_snap_init(void)
 {
-    ck_epoch_init(&snap_epoch);
+    static bool epoch_ready;
+
+    /* The epoch keeps its records (they are recycled, never freed), so it is set up
+     * once per process; a second call (tests) only clears the live pointer. */
+    if (!epoch_ready) {
+        ck_epoch_init(&snap_epoch);
+        epoch_ready = true;
+    }
     gw_conf_live = NULL;
 }
 

@@ -19,7 +19,8 @@ struct gw_thread {
     ck_epoch_record_t *epoch;
 };
 
-/* Once per process, before any thread starts. */
+/* Before any thread starts; sets the epoch up once per process (later calls, in
+ * tests, only clear the live pointer). */
 void gw_snap_init(void);
 /* Registers <t> (its epoch record); call on the thread itself when it starts. */
 void gw_thread_register(struct gw_thread *t);
