@@ -18,6 +18,7 @@
 #include <openssl/sha.h>
 
 #include "core/alloc.h"
+#include "core/cost.h"
 #include "core/assert.h"
 #include "core/log.h"
 #include "core/retry.h"
@@ -303,6 +304,14 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
             r->usage.input_tokens = dl_openai_req_input_estimate(s->req);
             r->usage.output_tokens = (s->content_bytes + 3) / 4;
             r->usage.estimated = true;
+        }
+        if (r->upstream[0] && s->cur < s->n_cands) {
+            /* Priced from the usage at the answering upstream's prices for the model it
+             * was asked for (one resolve function: model_specs over prices.yaml). */
+            struct gw_model_spec spec;
+
+            gw_conf_model_spec(s->conf, s->cands[s->cur].prov, s->cands[s->cur].model, &spec);
+            r->cost_micros = gw_cost_micros(&spec, &r->usage, NULL);
         }
         if (s->given_up_input) {
             /* Hops given up at slow start may bill their input: kept, estimated. */
