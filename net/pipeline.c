@@ -71,11 +71,12 @@ struct net_stream {
     bool zombie;                   /* finished, kept until its grant message arrives */
     struct net_stream *grant_next; /* link on the worker's grant stack */
     struct event *wait_timer;
-    uint64_t wait_t0_us;         /* when the current wait started */
-    uint64_t deadline_us;        /* slot_wait_secs, from the key gate on (0 = not set) */
-    uint32_t hop_queued_ms;      /* waited before the next hop */
-    bool reached_upstream;       /* some hop was sent */
-    unsigned busy[GW_ROUTE_MAX]; /* candidates found full, in candidate order */
+    uint64_t wait_t0_us;           /* when the current wait started */
+    uint64_t deadline_us;          /* slot_wait_secs, from the key gate on (0 = not set) */
+    uint32_t hop_queued_ms;        /* waited before the next hop */
+    bool reached_upstream;         /* some hop was sent */
+    unsigned busy[GW_ROUTE_MAX];   /* candidates found full, in candidate order */
+    bool busy_noted[GW_ROUTE_MAX]; /* a skipped:busy attempt is already on the row */
     unsigned n_busy;
     struct net_upx *upx;
     int up_status;
@@ -1062,7 +1063,8 @@ hop_next(struct net_stream *s)
                 hop_wait(s);
                 return;
             }
-            attempt_add(s, c, GW_OUT_SKIPPED_BUSY);
+            if (!s->busy_noted[s->cur])
+                attempt_add(s, c, GW_OUT_SKIPPED_BUSY);
             s->cur++;
             continue;
         }
@@ -1283,8 +1285,21 @@ skip_paused(struct net_stream *s)
         s->cands[k++] = s->cands[i];
     }
     s->n_cands = k;
-}
+    /* Full members are also put last by the router, behind every free one; they stay in
+     * the list (they may be waited for), and their skip is noted at the head of the
+     * chain once. When none is free (the pick is full), hop_next meets them in order. */
+    if (s->pick < 0 || s->cands[s->pick].state != GW_CAND_OK)
+        return;
+    for (i = 0; i < s->n_cands; i++) {
+        const struct gw_route_cand *c = &s->cands[i];
 
+        if (c->state == GW_CAND_FULL && (int)i != s->pick && !c->sticky &&
+            c->prov->dialect == GW_DIALECT_OPENAI && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+            attempt_add(s, c, GW_OUT_SKIPPED_BUSY);
+            s->busy_noted[i] = true;
+        }
+    }
+}
 /* SHA-256 of <key>, reusing the digest of the connection's previous request when the
  * key is the same (a connection only ever compares against its own earlier key). */
 static void
