@@ -1025,6 +1025,20 @@ has_slot_limit(const struct gw_conf_provider *p)
     return p->max_concurrent && p->slots;
 }
 
+/* Remembers candidate <idx> as full, once: after a granted hop fails, the walk goes on
+ * past candidates already found full. */
+static void
+busy_add(struct net_stream *s, unsigned idx)
+{
+    unsigned i;
+
+    for (i = 0; i < s->n_busy; i++)
+        if (s->busy[i] == idx)
+            return;
+    if (s->n_busy < GW_ROUTE_MAX)
+        s->busy[s->n_busy++] = idx;
+}
+
 static void
 hop_next(struct net_stream *s)
 {
@@ -1056,7 +1070,7 @@ hop_next(struct net_stream *s)
         }
         if (has_slot_limit(c->prov) && !gw_slots_try(c->prov->slots)) {
             /* Full: the sticky upstream is waited for; others are skipped as busy. */
-            s->busy[s->n_busy++] = (unsigned)s->cur;
+            busy_add(s, (unsigned)s->cur);
             if (c->sticky) {
                 s->n_busy = 1;
                 s->busy[0] = (unsigned)s->cur;
