@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/spin.h"
 
 #define KL_REG_BUCKETS 64 /* registry hash chains (power of two) */
 #define KL_ROLLS 2        /* minute, hour: indexed by enum gw_limit_per */
@@ -76,7 +77,7 @@ struct kl_entry {
 };
 
 struct gw_keylimits {
-    int lock;                  /* 0 free, 1 held; only through kl_lock/kl_unlock */
+    struct gw_spin lock;       /* only through kl_lock/kl_unlock */
     struct gw_keylimits *next; /* registry chain; immutable once published */
     char name[GW_NAME_MAX + 1];
     struct kl_entry e[GW_KEYLIMITS_MAX_ENTRIES];
@@ -90,46 +91,22 @@ struct gw_keylimits {
 };
 
 struct gw_keylimits_reg {
-    int lock; /* serialises insertions; lookups take none */
+    struct gw_spin lock; /* serialises insertions; lookups take none */
     struct gw_keylimits *heads[KL_REG_BUCKETS];
 };
 
 /* ---- locks ---- */
 
 static void
-kl_spin_lock(int *l)
-{
-    for (;;) {
-        /* ACQUIRE: pairs with kl_spin_unlock's RELEASE store, so the previous holder's
-         * writes to the key (or the registry chains) are visible once we own it. */
-        if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0)
-            return;
-        /* RELAXED: only decides when to retry; the exchange provides the ordering. */
-        while (__atomic_load_n(l, __ATOMIC_RELAXED) != 0) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        }
-    }
-}
-
-static void
-kl_spin_unlock(int *l)
-{
-    /* RELEASE: our writes happen before the next holder's ACQUIRE exchange. */
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
-static void
 kl_lock(struct gw_keylimits *k)
 {
-    kl_spin_lock(&k->lock);
+    gw_spin_lock(&k->lock);
 }
 
 static void
 kl_unlock(struct gw_keylimits *k)
 {
-    kl_spin_unlock(&k->lock);
+    gw_spin_unlock(&k->lock);
 }
 
 /* ---- totals ---- */
@@ -618,7 +595,7 @@ gw_keylimits_reg_get(struct gw_keylimits_reg *reg, const char *name, bool *creat
         k->roll[i].cap = KL_ROLL_INLINE;
     }
 
-    kl_spin_lock(&reg->lock);
+    gw_spin_lock(&reg->lock);
     found = kl_chain_find(&reg->heads[h], name);
     if (!found) {
         k->next = reg->heads[h];
@@ -626,7 +603,7 @@ gw_keylimits_reg_get(struct gw_keylimits_reg *reg, const char *name, bool *creat
          * load of the head in kl_chain_find. */
         __atomic_store_n(&reg->heads[h], k, __ATOMIC_RELEASE);
     }
-    kl_spin_unlock(&reg->lock);
+    gw_spin_unlock(&reg->lock);
     if (found) {
         gw_free(k); /* another thread created it first */
         return found;

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/spin.h"
 #include "core/assert.h"
 
 enum slots_wait_state {
@@ -45,7 +46,7 @@ enum slots_wait_state {
 
 /* Owned by the registry (gw_slots_reg.v); never moves or dies before gw_slots_reg_free. */
 struct gw_slots {
-    int lock; /* 0 free, 1 held; only through slots_lock/slots_unlock */
+    struct gw_spin lock;
     /* ---- guarded by lock ---- */
     unsigned max;     /* 0 = no limit */
     unsigned in_use;  /* slots held (may exceed max after a shrink) */
@@ -66,27 +67,13 @@ struct gw_slots_reg {
 static void
 slots_lock(struct gw_slots *s)
 {
-    for (;;) {
-        /* ACQUIRE: pairs with slots_unlock's RELEASE store, so the previous holder's
-         * writes to the counters and the FIFO are visible once we own the lock. */
-        if (__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE) == 0)
-            return;
-        /* Spin on a plain read so waiters do not bounce the line with writes. RELAXED:
-         * it only decides when to retry; the exchange above provides the ordering. */
-        while (__atomic_load_n(&s->lock, __ATOMIC_RELAXED) != 0) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        }
-    }
+    gw_spin_lock(&s->lock);
 }
 
 static void
 slots_unlock(struct gw_slots *s)
 {
-    /* RELEASE: our writes to the counters and the FIFO happen before the next holder's
-     * ACQUIRE exchange in slots_lock. */
-    __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
+    gw_spin_unlock(&s->lock);
 }
 
 /* ---- registry (main thread) ---- */

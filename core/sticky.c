@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/spin.h"
 
 #define STICKY_MAX_SHARDS 64
 #define STICKY_PROBE 8 /* slots scanned per operation (fewer when a shard is smaller) */
@@ -32,7 +33,7 @@ struct sticky_entry {
 
 /* One lock per cache line, so that workers on different shards do not share lines. */
 struct sticky_shard {
-    int lock; /* 0 free, 1 held; only through sticky_lock/sticky_unlock */
+    struct gw_spin lock;
     char pad[64 - sizeof(int)];
 };
 
@@ -49,27 +50,13 @@ struct gw_sticky {
 static void
 sticky_lock(struct sticky_shard *sh)
 {
-    for (;;) {
-        /* ACQUIRE: pairs with sticky_unlock's RELEASE store, so the previous holder's
-         * writes to the shard's entries are visible once we own the lock. */
-        if (__atomic_exchange_n(&sh->lock, 1, __ATOMIC_ACQUIRE) == 0)
-            return;
-        /* Spin on a plain read so waiters do not bounce the line with writes. RELAXED:
-         * it only decides when to retry; the exchange above provides the ordering. */
-        while (__atomic_load_n(&sh->lock, __ATOMIC_RELAXED) != 0) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        }
-    }
+    gw_spin_lock(&sh->lock);
 }
 
 static void
 sticky_unlock(struct sticky_shard *sh)
 {
-    /* RELEASE: our writes to the shard's entries happen before the next holder's
-     * ACQUIRE exchange in sticky_lock. */
-    __atomic_store_n(&sh->lock, 0, __ATOMIC_RELEASE);
+    gw_spin_unlock(&sh->lock);
 }
 
 /* ---- table ---- */
