@@ -90,4 +90,18 @@ bool dl_openai_req_has_tool_results(const struct dl_openai_req *r);
 /* The scan behind both, over a validated body. */
 void dl_openai_scan_conversation(const char *body, size_t len, struct dl_openai_conv *out);
 
+
+/* One model of a listing; 0 for a figure that is not known. */
+struct dl_model_entry {
+    const char *id;
+    const char *owned_by;       /* the upstream describing it, "gw" for a group */
+    uint64_t context_window;
+    uint64_t max_output_tokens;
+};
+
+/* Appends the OpenAI listing {"object":"list","data":[...]} of <n> entries, or with
+ * <single> the one model object of v[0]. GW_OK or GW_E_NOMEM. */
+enum gw_code dl_openai_models_render(const struct dl_model_entry *v, size_t n, bool single,
+                                     struct gw_buf *out);
+
 #endif
