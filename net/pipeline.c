@@ -77,6 +77,7 @@ struct net_stream {
     bool reached_upstream;         /* some hop was sent */
     unsigned busy[GW_ROUTE_MAX];   /* candidates found full, in candidate order */
     bool busy_noted[GW_ROUTE_MAX]; /* a skipped:busy attempt is already on the row */
+    bool context_skipped;          /* a candidate's context window was too small */
     unsigned n_busy;
     struct net_upx *upx;
     int up_status;
@@ -1025,6 +1026,18 @@ has_slot_limit(const struct gw_conf_provider *p)
     return p->max_concurrent && p->slots;
 }
 
+/* True when the request's estimated input fits the context window of the model
+ * candidate <c> is asked for (unknown windows fit). */
+static bool
+fits_context(struct net_stream *s, const struct gw_route_cand *c)
+{
+    struct gw_model_spec spec;
+
+    gw_conf_model_spec(s->conf, c->prov, c->model, &spec);
+    return !spec.context_window_known ||
+           dl_openai_req_input_estimate(s->req) <= spec.context_window;
+}
+
 /* Remembers candidate <idx> as full, once: after a granted hop fails, the walk goes on
  * past candidates already found full. */
 static void
@@ -1068,6 +1081,13 @@ hop_next(struct net_stream *s)
                 continue;
             }
         }
+        if (!fits_context(s, c)) {
+            /* DESIGN.md 9: re-route to a candidate whose context window fits */
+            attempt_add(s, c, GW_OUT_SKIPPED_CONTEXT);
+            s->context_skipped = true;
+            s->cur++;
+            continue;
+        }
         if (has_slot_limit(c->prov) && !gw_slots_try(c->prov->slots)) {
             /* Full: the sticky upstream is waited for; others are skipped as busy. */
             busy_add(s, (unsigned)s->cur);
@@ -1090,6 +1110,11 @@ hop_next(struct net_stream *s)
     if (s->n_busy && !s->reached_upstream) {
         /* every remaining candidate was full and no hop reached an upstream yet */
         hop_wait(s);
+        return;
+    }
+    if (s->context_skipped && !s->reached_upstream) {
+        stream_refuse(s, GW_E_CONTEXT_LENGTH,
+                      "the request does not fit the context window of any upstream model", true);
         return;
     }
     /* Every candidate failed, none with an answer of its own to pass back. */
@@ -1476,8 +1501,8 @@ entry_spec(const struct gw_conf *c, const struct gw_conf_provider *p, const char
 /* Groups first (described by their first member), then every model an enabled provider
  * lists by name, described by the first upstream offering it; only what the key may use. */
 static size_t
-models_collect(const struct gw_conf *c, const struct gw_conf_client *cl,
-               struct dl_model_entry *v, size_t max)
+models_collect(const struct gw_conf *c, const struct gw_conf_client *cl, struct dl_model_entry *v,
+               size_t max)
 {
     size_t n = 0, i, j;
 

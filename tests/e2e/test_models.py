@@ -5,7 +5,7 @@
 # resolve function (model_specs over the price table), described by the first upstream.
 
 
-from gwtest import bearer, config, http_request, provider, sha256_hex
+from gwtest import bearer, chat_body, config, http_request, provider, sha256_hex
 
 PRICES = ("models:\n"
           "  - {model: m1, input: 1.0, output: 2.0, context_window: 128000,"
@@ -55,3 +55,37 @@ def test_models_listing_needs_a_key_and_describes_each_model(tmp_path, bench, gw
     assert [m["id"] for m in r.json()["data"]] == ["m3"]
     r = http_request(g.port, "GET", "/v1/models/m1", headers=bearer("scoped-key"))
     assert r.status == 404
+
+
+def test_request_too_large_for_a_context_window_is_rerouted_or_refused(tmp_path, bench,
+                                                                        gwd):
+    # DESIGN.md 9: the estimated input must fit the chosen model's context window; a
+    # candidate it does not fit is skipped (skipped:context), and when none fits the
+    # request is refused with 400 before anything reaches an upstream.
+    (tmp_path / "prices.yaml").write_text(
+        "models:\n  - {model: small, input: 1.0, output: 1.0, context_window: 100}\n")
+    a, b = bench(), bench()
+    roomy = provider("roomy", b, models=["small"],
+                     model_specs={"small": {"context_window": 1000000}})
+    g = gwd(config(tmp_path, [provider("tight", a, models=["small"]), roomy],
+                   prices="prices.yaml"))
+    big = chat_body(model="small", text="x" * 2000)  # ~500 tokens by the 4-byte estimate
+
+    r = g.chat(big)
+    assert r.status == 200, r
+    row = g.wait_row(r.headers["x-request-id"])
+    assert [(x["upstream"], x["outcome"]) for x in row["attempts"]] == [
+        ("tight", "skipped:context"), ("roomy", "ok")]
+    assert a.stats()["requests"] == 0
+
+    r = g.chat(chat_body(model="small"))  # a small request fits the tight one
+    assert r.status == 200 and g.wait_row(r.headers["x-request-id"])["upstream"] == "tight"
+
+    g2 = gwd(config(tmp_path, [provider("tight", a, models=["small"])], prices="prices.yaml",
+                    store={"path": str(tmp_path / "store2")}),
+             name="only-tight.yaml")
+    r = g2.chat(big)
+    assert r.status == 400, r
+    assert r.headers["x-gw-code"] == "gw.context_length_exceeded"
+    assert r.json()["error"]["type"] == "invalid_request_error"
+    assert a.stats()["requests"] == 1  # only the small request above reached it
