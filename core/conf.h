@@ -23,6 +23,7 @@
 struct gw_upstate;
 struct gw_wrr;
 struct gw_slots;
+struct gw_keylimits;
 
 enum gw_dialect {
     GW_DIALECT_OPENAI = 0, /* OpenAI Chat Completions */
@@ -173,6 +174,7 @@ struct gw_conf_client {
     size_t n_limits;
     unsigned index;         /* position in the file */
     struct gw_slots *slots; /* the key's max_concurrent permits, set by net before publish */
+    struct gw_keylimits *usage; /* the key's usage totals (core/limits.h), set by net */
 };
 
 /* One row of the price table (etc/prices.yaml, DESIGN.md 9). A field not written is

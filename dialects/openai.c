@@ -807,8 +807,10 @@ static const struct {
     enum gw_code code;
     const char *type;
 } openai_type_by_code[] = {
-    /* Calendar limits (quotas) go here as { GW_E_..., "insufficient_quota" } so that
-     * the OpenAI SDKs stop retrying. */
+    /* Calendar limits (quotas): insufficient_quota, which the OpenAI SDKs do not retry. */
+    {GW_E_KEY_LIMIT_REQUESTS_PER_PERIOD, "insufficient_quota"},
+    {GW_E_KEY_LIMIT_TOKENS_PER_PERIOD, "insufficient_quota"},
+    {GW_E_KEY_LIMIT_COST_PER_PERIOD, "insufficient_quota"},
     {GW_OK, NULL},
 };
 

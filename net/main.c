@@ -22,11 +22,13 @@
 
 #include "core/alloc.h"
 #include "core/conf.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/route.h"
 #include "core/slots.h"
 #include "core/snap.h"
 #include "core/sticky.h"
+#include "net/calendar.h"
 #include "net/control.h"
 #include "net/linktest.h"
 #include "net/logger.h"
@@ -48,6 +50,7 @@ struct gwd {
     struct gw_routes *routes;       /* upstream health and group rounds, across reloads */
     struct gw_slots_reg *up_slots;  /* providers' max_concurrent, across reloads */
     struct gw_slots_reg *key_slots; /* clients' max_concurrent, across reloads */
+    struct gw_keylimits_reg *usage; /* clients' usage totals for their limits */
     struct net_deps deps;
     struct net_linktest *linktest;
     unsigned drain_secs;
@@ -215,6 +218,48 @@ attach_slots(struct gwd *g, struct gw_conf *conf)
     return true;
 }
 
+static int
+on_rebuild_row(void *arg, const struct gw_row *row)
+{
+    void **a = arg;
+
+    gw_keylimits_rebuild_add(a[0], row, *(uint64_t *)a[1], a[2],
+                             GW_KEYLIMITS_F_CALENDAR | GW_KEYLIMITS_F_ROLLING);
+    return 0;
+}
+
+/* Points every client at its usage totals (kept by name across reloads) and sets its
+ * limits. A key seen for the first time is rebuilt from the stored rows since the
+ * earliest of this month's, this week's and today's starts and an hour ago, with the
+ * same counting rule as live settlement (DESIGN.md 8). Main thread; reads the store. */
+static bool
+attach_usage(struct gwd *g, struct gw_conf *conf)
+{
+    uint64_t now = net_now_ms(), since;
+    struct gw_period cal;
+    size_t i;
+
+    net_calendar(now, &cal);
+    since = cal.month.start_ms < cal.week.start_ms ? cal.month.start_ms : cal.week.start_ms;
+    if (now - 3600000 < since)
+        since = now - 3600000;
+    for (i = 0; i < conf->n_clients; i++) {
+        struct gw_conf_client *cl = &conf->clients[i];
+        bool created = false;
+
+        cl->usage = gw_keylimits_reg_get(g->usage, cl->name, &created);
+        if (!cl->usage)
+            return false;
+        gw_keylimits_configure(cl->usage, cl->limits, cl->n_limits);
+        if (created && g->store) {
+            void *a[3] = {cl->usage, &now, &cal};
+
+            store_rows_by_client(g->store, cl->name, since, on_rebuild_row, a);
+        }
+    }
+    return true;
+}
+
 /* Providers of another API shape are accepted in the config (the shapes are part of
  * the contract) but this build only relays Chat Completions: say so once. */
 static void
@@ -246,7 +291,8 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
                "the new config was refused; the running one stays (problems above)");
         return;
     }
-    if (gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf)) {
+    if (gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf) ||
+        !attach_usage(g, conf)) {
         GW_LOG(GW_LOG_ERROR, NULL, "reload_failed", "out of memory attaching the new config");
         gw_conf_free(conf);
         return;
@@ -328,7 +374,8 @@ run(struct gwd *g)
     g->deps.sticky = gw_sticky_new(GWD_STICKY_ENTRIES);
     g->up_slots = gw_slots_reg_new();
     g->key_slots = gw_slots_reg_new();
-    if (!g->routes || !g->deps.sticky || !g->up_slots || !g->key_slots ||
+    g->usage = gw_keylimits_reg_new();
+    if (!g->routes || !g->deps.sticky || !g->up_slots || !g->key_slots || !g->usage ||
         gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf)) {
         fprintf(stderr, "gwd: out of memory at startup\n");
         gw_conf_free(conf);
@@ -343,6 +390,12 @@ run(struct gwd *g)
         goto out;
     }
     g->deps.store = g->store;
+    /* The live snapshot is not read by any other thread yet: its clients get their
+     * usage totals, rebuilt from the store, before the workers start. */
+    if (!attach_usage(g, conf)) {
+        fprintf(stderr, "gwd: out of memory at startup\n");
+        goto out;
+    }
     if (store_writer_start(g->store, GWD_STORE_BATCH_MS, conf->retention.row_days) != GW_OK) {
         fprintf(stderr, "gwd: cannot start the store writer\n");
         goto out;
@@ -409,6 +462,7 @@ out:
     gw_routes_free(g->routes);
     gw_slots_reg_free(g->up_slots);
     gw_slots_reg_free(g->key_slots);
+    gw_keylimits_reg_free(g->usage);
     if (g->base)
         event_base_free(g->base);
     return rc;

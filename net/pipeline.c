@@ -20,6 +20,7 @@
 #include "core/alloc.h"
 #include "core/cost.h"
 #include "core/assert.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/retry.h"
 #include "core/route.h"
@@ -29,6 +30,7 @@
 #include "core/slots.h"
 #include "core/sticky.h"
 #include "dialects/openai.h"
+#include "net/calendar.h"
 #include "net/logger.h"
 #include "net/upstream.h"
 #include "store/store.h"
@@ -71,13 +73,15 @@ struct net_stream {
     bool zombie;                   /* finished, kept until its grant message arrives */
     struct net_stream *grant_next; /* link on the worker's grant stack */
     struct event *wait_timer;
-    uint64_t wait_t0_us;           /* when the current wait started */
-    uint64_t deadline_us;          /* slot_wait_secs, from the key gate on (0 = not set) */
-    uint32_t hop_queued_ms;        /* waited before the next hop */
-    bool reached_upstream;         /* some hop was sent */
-    unsigned busy[GW_ROUTE_MAX];   /* candidates found full, in candidate order */
-    bool busy_noted[GW_ROUTE_MAX]; /* a skipped:busy attempt is already on the row */
-    bool context_skipped;          /* a candidate's context window was too small */
+    uint64_t wait_t0_us;               /* when the current wait started */
+    uint64_t deadline_us;              /* slot_wait_secs, from the key gate on (0 = not set) */
+    uint32_t hop_queued_ms;            /* waited before the next hop */
+    bool reached_upstream;             /* some hop was sent */
+    unsigned busy[GW_ROUTE_MAX];       /* candidates found full, in candidate order */
+    bool busy_noted[GW_ROUTE_MAX];     /* a skipped:busy attempt is already on the row */
+    bool context_skipped;              /* a candidate's context window was too small */
+    struct gw_limit_reservation quota; /* the key's usage limits: what this request holds */
+    struct event *limit_timer;         /* a rolling limit's wait */
     unsigned n_busy;
     struct net_upx *upx;
     int up_status;
@@ -265,6 +269,8 @@ stream_free(struct net_stream *s)
         event_free(s->speed_timer);
     if (s->wait_timer)
         event_free(s->wait_timer);
+    if (s->limit_timer)
+        event_free(s->limit_timer);
     gw_free(s->speed);
     dl_openai_req_free(s->req);
     gw_buf_fini(&s->body);
@@ -330,6 +336,9 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
             if (rate > 0)
                 r->tokens_per_sec = rate;
         }
+        if (s->quota.active && s->client && s->client->usage)
+            gw_keylimits_settle(s->client->usage, &s->quota, net_now_ms(), &r->usage,
+                                r->cost_micros, gw_keylimits_row_counts(r));
         s->row = NULL;
         if (s->w->store)
             store_row_submit(s->w->store, &r);
@@ -1372,11 +1381,80 @@ prov_full(void *arg, const struct gw_conf_provider *p)
 
 /* The key gate let the request in: from now on one deadline (failover.slot_wait_secs)
  * bounds every wait for an upstream slot (DESIGN.md 7). */
+static void on_limit_wait(evutil_socket_t fd, short what, void *arg);
+
+/* A key usage limit said no (DESIGN.md 8): 429 with the exact Retry-After. A calendar
+ * limit tells the SDK not to retry (x-should-retry: false; OpenAI shape:
+ * insufficient_quota); a rolling one may be retried. */
+static void
+limit_refuse(struct net_stream *s, const struct gw_limit_verdict *v, bool calendar)
+{
+    char hdrs[160];
+    uint64_t secs = (v->retry_after_ms + 999) / 1000;
+
+    snprintf(hdrs, sizeof(hdrs),
+             "retry-after: %llu\r\nretry-after-ms: %llu\r\nx-should-retry: %s\r\n",
+             (unsigned long long)(secs ? secs : 1), (unsigned long long)v->retry_after_ms,
+             calendar ? "false" : "true");
+    stream_refuse_hdrs(s, v->code,
+                       calendar
+                           ? "this key's usage limit for the period is used up"
+                           : "this key's rolling usage limit is reached; retry after the delay",
+                       hdrs, true);
+}
+
+/* The rolling key limits (minute, hour): admitted now, waited for within the request's
+ * deadline, or refused. The admission counts the request's reservation. */
+static void
+limit_admit(struct net_stream *s)
+{
+    struct gw_keylimits *k = s->client->usage;
+    struct gw_limit_verdict v;
+    struct gw_period cal;
+    uint64_t now = net_now_ms();
+
+    if (!k || !s->client->n_limits) {
+        hop_next(s);
+        return;
+    }
+    net_calendar(now, &cal);
+    switch (
+        gw_keylimits_admit(k, now, &cal, dl_openai_req_input_estimate(s->req), 0, &s->quota, &v)) {
+    case GW_LIMIT_OK: hop_next(s); return;
+    case GW_LIMIT_REFUSE_CALENDAR: limit_refuse(s, &v, true); return;
+    case GW_LIMIT_WAIT_ROLLING:
+        if (net_mono_us() + v.retry_after_ms * 1000 <= s->deadline_us) {
+            struct timeval tv = {(time_t)(v.retry_after_ms / 1000),
+                                 (suseconds_t)(v.retry_after_ms % 1000) * 1000};
+
+            if (!s->limit_timer)
+                s->limit_timer = evtimer_new(s->w->base, on_limit_wait, s);
+            if (s->limit_timer && evtimer_add(s->limit_timer, &tv) == 0) {
+                s->row->queued_ms += (uint32_t)v.retry_after_ms;
+                return;
+            }
+        }
+        limit_refuse(s, &v, false);
+        return;
+    }
+}
+
+static void
+on_limit_wait(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_stream *s = arg;
+
+    (void)fd;
+    (void)what;
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    limit_admit(s);
+}
+
 static void
 after_key_gate(struct net_stream *s)
 {
     s->deadline_us = net_mono_us() + (uint64_t)s->conf->failover.slot_wait_secs * 1000000u;
-    hop_next(s);
+    limit_admit(s);
 }
 
 /* The key's max_concurrent permit (held until the answer ends, streams included):
@@ -1471,6 +1549,20 @@ chat_completions(struct net_stream *s)
         skip_paused(s);
     }
     s->fail_code = GW_E_UPSTREAM_FAILED;
+    if (s->client->usage && s->client->n_limits) {
+        struct gw_limit_verdict v;
+        struct gw_period cal;
+        uint64_t now = net_now_ms();
+
+        /* DESIGN.md 7: calendar limits refuse before anything waits */
+        net_calendar(now, &cal);
+        if (gw_keylimits_check_calendar(s->client->usage, now, &cal,
+                                        dl_openai_req_input_estimate(s->req), 0,
+                                        &v) == GW_LIMIT_REFUSE_CALENDAR) {
+            limit_refuse(s, &v, true);
+            return;
+        }
+    }
     key_gate(s);
 }
 

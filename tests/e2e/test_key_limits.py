@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: MIT
+# tests/e2e/test_key_limits.py - clients[].limits (DESIGN.md 8): a calendar limit used
+# up refuses with 429, Retry-After to the period's end, x-should-retry: false and the
+# OpenAI type insufficient_quota; a rolling limit answers 429 with the exact
+# Retry-After when it cannot be waited for; refused requests do not count; totals are
+# rebuilt from the store after a restart.
+
+from gwtest import chat_body, config, provider, sha256_hex
+
+KEY = "limited-key"
+
+
+def limited(tmp_path, b, limits, **failover):
+    return config(tmp_path, [provider("up", b)],
+                  clients=[{"name": "lim", "key_sha256": sha256_hex(KEY), "limits": limits}],
+                  failover=failover or None)
+
+
+def test_day_request_limit_refuses_until_midnight_and_survives_a_restart(tmp_path, bench,
+                                                                         gwd, restart):
+    b = bench()
+    g = gwd(limited(tmp_path, b, [{"per": "day", "requests": 2}]))
+    for _ in range(2):
+        r = g.chat(chat_body(), key=KEY)
+        assert r.status == 200, r
+    r = g.chat(chat_body(), key=KEY)
+    assert r.status == 429, r
+    assert r.headers["x-gw-code"] == "gw.key_limit.requests_per_period"
+    assert r.headers["x-should-retry"] == "false"
+    assert 1 <= int(r.headers["retry-after"]) <= 86400
+    err = r.json()["error"]
+    assert err["type"] == "insufficient_quota" and err["code"] == "gw.key_limit.requests_per_period"
+    assert b.stats()["requests"] == 2  # the refused one never reached the upstream
+    row = g.wait_row(r.headers["x-request-id"])
+    assert row["status"] == 429 and row["attempts"] == []
+
+    # the day's two requests are rebuilt from the store: still refused after a restart
+    g2 = restart(g)
+    r = g2.chat(chat_body(), key=KEY)
+    assert r.status == 429 and r.headers["x-gw-code"] == "gw.key_limit.requests_per_period"
+
+
+def test_rolling_minute_limit_answers_the_exact_retry_after(tmp_path, bench, gwd):
+    b = bench()
+    g = gwd(limited(tmp_path, b, [{"per": "minute", "requests": 1}], slot_wait_secs=0))
+    r = g.chat(chat_body(), key=KEY)
+    assert r.status == 200, r
+    r = g.chat(chat_body(), key=KEY)
+    assert r.status == 429, r
+    assert r.headers["x-gw-code"] == "gw.key_limit.requests_rolling"
+    assert r.headers["x-should-retry"] == "true"
+    ms = int(r.headers["retry-after-ms"])
+    assert 0 < ms <= 60000
+    assert int(r.headers["retry-after"]) == (ms + 999) // 1000
+    assert r.json()["error"]["type"] == "rate_limit_error"
+    assert b.stats()["requests"] == 1
+
+
+def test_requests_that_never_reach_an_upstream_do_not_count(tmp_path, bench, gwd):
+    # DESIGN.md 8: a request counts only if some hop was sent; refusals (a bad body, a
+    # model nobody offers) give back what they reserved.
+    b = bench()
+    g = gwd(config(tmp_path, [provider("up", b, models=["m1"])],
+                   clients=[{"name": "lim", "key_sha256": sha256_hex(KEY),
+                             "limits": [{"per": "day", "requests": 2}]}]))
+    assert g.chat(chat_body(model="m1"), key=KEY).status == 200
+    assert g.chat('{"model": "", "messages": []}', key=KEY).status == 400
+    assert g.chat(chat_body(model="nobody-offers-this"), key=KEY).status == 404
+    assert g.chat(chat_body(model="m1"), key=KEY).status == 200  # still the 2nd counted
+    r = g.chat(chat_body(model="m1"), key=KEY)
+    assert r.status == 429 and r.headers["x-gw-code"] == "gw.key_limit.requests_per_period"
+    assert b.stats()["requests"] == 2
+
+
+def test_a_busy_refusal_gives_its_reservation_back(tmp_path, bench, gwd):
+    # The key gate and the usage limit admitted the request (its reservation counted),
+    # then every upstream was full: the 429 gw.busy_all gives the request back.
+    b = bench("--chunks", 5, "--interval-ms", 100)
+    g = gwd(config(tmp_path, [provider("up", b, max_concurrent=1)],
+                   clients=[{"name": "lim", "key_sha256": sha256_hex(KEY),
+                             "limits": [{"per": "day", "requests": 2}]}],
+                   failover={"slot_wait_secs": 0}))
+    s = g.stream(chat_body(stream=True), key=KEY)  # 1st counted, holds the only slot
+    assert s.status == 200
+    s.next_content()
+    r = g.chat(chat_body(), key=KEY)
+    assert r.status == 429 and r.headers["x-gw-code"] == "gw.busy_all"
+    s.rest()
+    b.wait_stat(lambda x: x["streams_completed"] == 1, "the first stream to end")
+    r = g.chat(chat_body(), key=KEY)  # the 2nd counted request: the busy one was given back
+    assert r.status == 200, r
+    r = g.chat(chat_body(), key=KEY)
+    assert r.status == 429 and r.headers["x-gw-code"] == "gw.key_limit.requests_per_period"
