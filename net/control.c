@@ -36,6 +36,7 @@
 #include "core/alloc.h"
 #include "core/codes.h"
 #include "core/health.h"
+#include "core/limits.h"
 #include "core/route.h"
 #include "core/row.h"
 #include "core/slots.h"
@@ -44,6 +45,7 @@
 #include "core/str.h"
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
+#include "net/calendar.h"
 #include "net/logger.h"
 #include "net/net-priv.h"
 #include "store/store.h"
@@ -246,7 +248,6 @@ string_list_json(char *const *v, size_t n)
     return a;
 }
 
-
 /* Requests holding and waiting for the slots of a limit (core/slots.h); 0 when the
  * limit object is not attached (unit tests) or there is no limit. */
 static void
@@ -322,8 +323,37 @@ group_json(const struct gw_conf_group *g)
     return o;
 }
 
+/* Each limit of a key with its usage (DESIGN.md 18): {per, measure, max, used,
+ * resets_at, reached}; cost in USD. */
 static json_t *
-key_json(const struct gw_conf_client *cl)
+key_limits_json(const struct gw_conf_client *cl, uint64_t now_ms)
+{
+    struct gw_limit_view v[16];
+    struct gw_period cal;
+    json_t *arr = json_array();
+    size_t n, i;
+
+    if (!cl->usage || !cl->n_limits)
+        return arr;
+    net_calendar(now_ms, &cal);
+    n = gw_keylimits_view(cl->usage, now_ms, &cal, v, sizeof(v) / sizeof(v[0]));
+    for (i = 0; i < n; i++) {
+        bool cost = v[i].measure == GW_LIMIT_COST;
+        json_t *o = json_pack(
+            "{s:s,s:s,s:o,s:o,s:o,s:b}", "per", gw_limit_per_str(v[i].per), "measure",
+            gw_limit_measure_str(v[i].measure), "max",
+            cost ? json_real((double)v[i].max / 1e6) : json_integer((json_int_t)v[i].max), "used",
+            cost ? json_real((double)v[i].used / 1e6) : json_integer((json_int_t)v[i].used),
+            "resets_at", json_time_or_null(v[i].resets_at_ms), "reached", v[i].reached);
+
+        if (o)
+            json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static json_t *
+key_json(const struct gw_conf_client *cl, uint64_t now_ms)
 {
     json_t *o = json_object();
     unsigned in_flight, waiting;
@@ -332,12 +362,11 @@ key_json(const struct gw_conf_client *cl)
     slots_of(cl->slots, &in_flight, &waiting);
     rc |= json_object_set_new(o, "name", json_string(cl->name));
     rc |= json_object_set_new(o, "max_concurrent", json_limit_or_null(cl->max_concurrent));
-    /* Limit usage (clients[].limits) is not enforced yet; the shape is kept. */
     rc |= json_object_set_new(o, "in_flight", json_integer(in_flight));
     rc |= json_object_set_new(o, "waiting", json_integer(waiting));
     rc |= json_object_set_new(
         o, "models", cl->n_models ? string_list_json(cl->models, cl->n_models) : json_null());
-    rc |= json_object_set_new(o, "limits", json_array());
+    rc |= json_object_set_new(o, "limits", key_limits_json(cl, now_ms));
     if (rc) {
         json_decref(o);
         return NULL;
@@ -358,7 +387,7 @@ net_control_overview_json(const struct gw_conf *c, uint64_t now_ms)
     for (i = 0; i < c->n_groups; i++)
         rc |= json_array_append_new(groups, group_json(&c->groups[i]));
     for (i = 0; i < c->n_clients; i++)
-        rc |= json_array_append_new(keys, key_json(&c->clients[i]));
+        rc |= json_array_append_new(keys, key_json(&c->clients[i], now_ms));
     fo = json_pack("{s:I,s:I,s:I,s:I,s:b,s:I}", "failures_to_pause",
                    (json_int_t)c->failover.failures_to_pause, "pause_secs",
                    (json_int_t)c->failover.pause_secs, "max_pause_secs",

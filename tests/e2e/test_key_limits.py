@@ -33,6 +33,10 @@ def test_day_request_limit_refuses_until_midnight_and_survives_a_restart(tmp_pat
     assert b.stats()["requests"] == 2  # the refused one never reached the upstream
     row = g.wait_row(r.headers["x-request-id"])
     assert row["status"] == 429 and row["attempts"] == []
+    key = [k for k in g.control("/control/v1/overview").json()["keys"] if k["name"] == "lim"][0]
+    lim = [x for x in key["limits"] if x["per"] == "day" and x["measure"] == "requests"][0]
+    assert (lim["used"], lim["max"], lim["reached"]) == (2, 2, True)
+    assert lim["resets_at"] is not None
 
     # the day's two requests are rebuilt from the store: still refused after a restart
     g2 = restart(g)
