@@ -1631,6 +1631,58 @@ build_groups(struct ctx *x, const struct gw_conf_file *f)
 
 /* ---- clients ---- */
 
+/* DESIGN.md 8: one measure per entry, positive, cost at least 0.01 USD, cache_reads on
+ * tokens only, no period and measure twice, and retention long enough to rebuild the
+ * period from the rows (day 1, week 7, month 31 days). */
+static void
+check_limit(struct ctx *x, const char *lb, const struct gw_conf_file_limit *fl,
+            const struct gw_conf_limit *l, const struct gw_conf_client *cl, unsigned k)
+{
+    static const unsigned need_days[] = {0, 0, 1, 7, 31}; /* minute hour day week month */
+    unsigned measures = l->has_requests + l->has_tokens + l->has_cost, j;
+    char num[48];
+
+    if (!fl->per)
+        return; /* reported as missing */
+    if (measures == 0)
+        problem(x, GW_E_CFG_KEY_LIMIT_EMPTY, lb, NULL, fl->per,
+                "an entry needs one measure: requests, tokens or cost");
+    if (measures > 1)
+        problem(x, GW_E_CFG_KEY_LIMIT_TWO_MEASURES, lb, NULL, fl->per,
+                "one measure per entry: write another entry for the other");
+    if ((l->has_requests && l->requests == 0) || (l->has_tokens && l->tokens == 0) ||
+        (l->has_cost && fl->cost && *fl->cost <= 0)) {
+        snprintf(num, sizeof(num), "%s", l->has_requests ? "0" : l->has_tokens ? "0" : "<= 0");
+        problem(x, GW_E_CFG_KEY_LIMIT_NOT_POSITIVE, lb,
+                l->has_requests ? "requests"
+                : l->has_tokens ? "tokens"
+                                : "cost",
+                num, "a limit must be positive");
+    } else if (l->has_cost && fl->cost && *fl->cost < 0.01) {
+        snprintf(num, sizeof(num), "%g", *fl->cost);
+        problem(x, GW_E_CFG_KEY_LIMIT_COST_TOO_SMALL, lb, "cost", num,
+                "a cost limit is at least 0.01 (USD)");
+    }
+    if (fl->cache_reads && !l->has_tokens)
+        problem(x, GW_E_CFG_KEY_LIMIT_CACHE_READS, lb, "cache_reads", "true",
+                "cache_reads applies to a tokens limit only");
+    for (j = 0; j < k && measures == 1; j++) {
+        const struct gw_conf_limit *o = &cl->limits[j];
+
+        if (o->per == l->per && o->has_requests == l->has_requests &&
+            o->has_tokens == l->has_tokens && o->has_cost == l->has_cost)
+            problem(x, GW_E_CFG_KEY_LIMIT_DUPLICATE, lb, NULL, fl->per,
+                    "the same period and measure as limits[%u]", j);
+    }
+    if ((unsigned)l->per < sizeof(need_days) / sizeof(need_days[0]) &&
+        x->c->retention.row_days < need_days[l->per]) {
+        snprintf(num, sizeof(num), "%u", x->c->retention.row_days);
+        problem(x, GW_E_CFG_KEY_LIMIT_RETENTION, "retention", "row_days", num,
+                "rows must be kept %u days to rebuild %s.limits[%u] (%s)", need_days[l->per], lb, k,
+                fl->per);
+    }
+}
+
 static void
 build_limits(struct ctx *x, const char *base, const struct gw_conf_file_client *fc,
              struct gw_conf_client *cl)
@@ -1673,6 +1725,7 @@ build_limits(struct ctx *x, const char *base, const struct gw_conf_file_client *
             }
         }
         take_bool(fl->cache_reads, &l->cache_reads);
+        check_limit(x, lb, fl, l, cl, k);
     }
 }
 
