@@ -38,5 +38,6 @@ int cli_cmd_check(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_dry_run(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_providers(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_groups(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_events(const struct cli_opts *o, int argc, char **argv);
 
 #endif

@@ -304,3 +304,79 @@ cli_api_get(const struct cli_opts *o, const char *path, json_t **out)
 {
     return cli_api_call(o, "GET", path, NULL, 0, out);
 }
+
+/* ---- streams (GET /control/v1/events) ---- */
+
+int
+cli_http_stream(const struct cli_opts *o, const char *path,
+                int (*on_line)(void *arg, const char *line), void *arg, char *err, size_t errlen)
+{
+    struct cli_url u;
+    struct gw_buf req = {0}, acc = {0};
+    struct timeval forever = {0, 0};
+    bool tok = o->token && *o->token, head_done = false;
+    char buf[8192];
+    int fd, rc = -1;
+
+    if (url_parse(o->url, &u, err, errlen) != 0)
+        return -1;
+    if (tok && strpbrk(o->token, "\r\n")) {
+        snprintf(err, errlen, "the control token contains a line break");
+        return -1;
+    }
+    if (gw_buf_printf(&req,
+                      "GET %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: gwctl\r\n"
+                      "Accept: text/event-stream\r\nConnection: close\r\n%s%s%s\r\n",
+                      u.prefix, path, u.authority, tok ? "Authorization: Bearer " : "",
+                      tok ? o->token : "", tok ? "\r\n" : "") != GW_OK) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    fd = dial(&u, o->url, err, errlen);
+    if (fd < 0)
+        goto out;
+    if (write(fd, req.data, req.len) != (ssize_t)req.len) {
+        snprintf(err, errlen, "cannot send the request: %s", strerror(errno));
+        goto out;
+    }
+    /* An event stream may be quiet for long: no read timeout once connected. */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof(forever));
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        char *nl;
+
+        if (n <= 0)
+            break;
+        gw_buf_append(&acc, buf, (size_t)n);
+        while (acc.data && (nl = memchr(acc.data, '\n', acc.len)) != NULL) {
+            size_t len = (size_t)(nl - acc.data);
+
+            *nl = '\0';
+            if (len && acc.data[len - 1] == '\r')
+                acc.data[len - 1] = '\0';
+            if (!head_done) {
+                if (strncmp(acc.data, "HTTP/1.", 7) == 0 && strncmp(acc.data + 9, "200", 3) != 0) {
+                    snprintf(err, errlen, "the control API answered %s", acc.data + 9);
+                    gw_buf_consume(&acc, len + 1);
+                    goto out;
+                }
+                if (acc.data[0] == '\0')
+                    head_done = true;
+            } else if (on_line(arg, acc.data) != 0) {
+                rc = 0;
+                gw_buf_consume(&acc, len + 1);
+                goto out;
+            }
+            gw_buf_consume(&acc, len + 1);
+        }
+    }
+    rc = head_done ? 0 : -1;
+    if (!head_done)
+        snprintf(err, errlen, "the connection closed before an answer");
+out:
+    if (fd >= 0)
+        close(fd);
+    gw_buf_fini(&req);
+    gw_buf_fini(&acc);
+    return rc;
+}

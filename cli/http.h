@@ -43,4 +43,11 @@ int cli_api_call(const struct cli_opts *o, const char *method, const char *path,
 /* cli_api_call with GET and no body. */
 int cli_api_get(const struct cli_opts *o, const char *path, json_t **out);
 
+/* GET <path> as a stream: calls <on_line> for every line of the body as it arrives
+ * (chunk-size lines of a chunked body included: callers pick the lines they know),
+ * until the server closes or <on_line> returns non-zero. 0, or -1 with <err> set. */
+int cli_http_stream(const struct cli_opts *o, const char *path,
+                    int (*on_line)(void *arg, const char *line), void *arg, char *err,
+                    size_t errlen);
+
 #endif

@@ -24,6 +24,7 @@ usage_print(FILE *f)
           "  groups                   groups: type, members, weights, balance_by\n"
           "  dry-run MODEL [--key NAME] [--body FILE]\n"
           "                           the upstreams a request would try, in order\n"
+          "  events                   follow the gateway's events (key_limit_alert, ...)\n"
           "  check FILE               validate a config file offline\n"
           "\n"
           "global flags (before the subcommand):\n"
@@ -106,6 +107,8 @@ main(int argc, char **argv)
         return cli_cmd_providers(&o, argc - i, argv + i);
     if (strcmp(cmd, "groups") == 0)
         return cli_cmd_groups(&o, argc - i, argv + i);
+    if (strcmp(cmd, "events") == 0)
+        return cli_cmd_events(&o, argc - i, argv + i);
     if (strcmp(cmd, "dry-run") == 0)
         return cli_cmd_dry_run(&o, argc - i, argv + i);
     if (strcmp(cmd, "check") == 0)

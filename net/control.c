@@ -35,6 +35,7 @@
 
 #include "core/alloc.h"
 #include "core/codes.h"
+#include "core/events.h"
 #include "core/health.h"
 #include "core/limits.h"
 #include "core/route.h"
@@ -55,6 +56,8 @@
 /* A dry-run carries a whole Chat Completions body: allow long conversations. */
 #define CONTROL_MAX_BODY (4 * 1024 * 1024)
 #define CONTROL_MAX_HEADERS (16 * 1024)
+#define CONTROL_MAX_SUBS 64 /* event stream subscribers at once */
+#define CONTROL_EVENTS_TICK_MS 100
 #define CONTROL_TIMEOUT_SECS 30
 #define CONTROL_PREFIX "/control/v1/"
 /* "2026-11-30T04:01:02.345Z" and its NUL */
@@ -70,6 +73,11 @@ struct net_control {
     bool running; /* the thread was started */
     pthread_t thread;
     struct gw_thread thr; /* the control thread's epoch record */
+    /* GET /control/v1/events subscribers (SSE) and the tick that feeds them */
+    struct evhttp_request *subs[CONTROL_MAX_SUBS];
+    size_t n_subs;
+    struct event *ev_tick;
+    unsigned ticks;
 };
 
 /* ---- JSON helpers ---- */
@@ -722,6 +730,12 @@ on_metrics(struct net_control *c, struct evhttp_request *req)
     bool fail = false;
     unsigned i;
 
+    fail |= gw_buf_printf(&b,
+                          "# HELP gw_events_subscribers Clients following /control/v1/events.\n"
+                          "# TYPE gw_events_subscribers gauge\ngw_events_subscribers %zu\n"
+                          "# HELP gw_events_dropped_total Events dropped (ring full).\n"
+                          "# TYPE gw_events_dropped_total counter\ngw_events_dropped_total %llu\n",
+                          c->n_subs, (unsigned long long)gw_events_dropped()) != GW_OK;
     fail |= gw_buf_printf(&b, "# HELP gw_code_total Occurrences of each gateway message code.\n"
                               "# TYPE gw_code_total counter\n") != GW_OK;
     for (i = 1; i < GW_CODE__COUNT; i++) {
@@ -938,7 +952,7 @@ authorized(struct evhttp_request *req, const struct gw_conf *conf, const char **
 }
 
 /* The /control/v1/ endpoints and the one method each answers. */
-enum control_ep { EP_VERSION, EP_TRAFFIC, EP_OVERVIEW, EP_DRY_RUN, EP__COUNT };
+enum control_ep { EP_VERSION, EP_TRAFFIC, EP_OVERVIEW, EP_DRY_RUN, EP_EVENTS, EP__COUNT };
 
 static const struct {
     const char *name;
@@ -949,7 +963,79 @@ static const struct {
     [EP_TRAFFIC] = {"traffic", EVHTTP_REQ_GET, "GET"},
     [EP_OVERVIEW] = {"overview", EVHTTP_REQ_GET, "GET"},
     [EP_DRY_RUN] = {"dry-run", EVHTTP_REQ_POST, "POST"},
+    [EP_EVENTS] = {"events", EVHTTP_REQ_GET, "GET"},
 };
+
+/* ---- GET /control/v1/events (SSE) ---- */
+
+static void
+on_sub_close(struct evhttp_connection *evcon, void *arg)
+{
+    struct net_control *c = arg;
+    size_t i;
+
+    for (i = 0; i < c->n_subs; i++) {
+        if (evhttp_request_get_connection(c->subs[i]) == evcon) {
+            c->subs[i] = c->subs[--c->n_subs];
+            return;
+        }
+    }
+}
+
+static void
+on_events(struct net_control *c, struct evhttp_request *req)
+{
+    struct evbuffer *b;
+
+    if (c->n_subs == CONTROL_MAX_SUBS) {
+        send_error(req, GW_E_BUSY_ALL, 503, "too many event stream subscribers");
+        return;
+    }
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/event-stream");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-cache");
+    evhttp_send_reply_start(req, 200, "OK");
+    b = evbuffer_new();
+    if (b) {
+        evbuffer_add_printf(b, ": subscribed\n\n");
+        evhttp_send_reply_chunk(req, b);
+        evbuffer_free(b);
+    }
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_sub_close, c);
+    c->subs[c->n_subs++] = req;
+}
+
+/* Broadcasts queued events (core/events.h) to every subscriber; a comment line every
+ * 10 s keeps idle streams (and their proxies) alive. */
+static void
+on_events_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_control *c = arg;
+    struct evbuffer *all = evbuffer_new();
+    enum gw_event_name e;
+    char *json;
+    size_t i;
+
+    (void)fd;
+    (void)what;
+    if (!all)
+        return;
+    while ((json = gw_event_take(&e)) != NULL) {
+        evbuffer_add_printf(all, "event: %s\ndata: %s\n\n", gw_event_str(e), json);
+        gw_free(json);
+    }
+    if (++c->ticks % (10000 / CONTROL_EVENTS_TICK_MS) == 0)
+        evbuffer_add_printf(all, ": keepalive\n\n");
+    for (i = 0; i < c->n_subs && evbuffer_get_length(all); i++) {
+        struct evbuffer *one = evbuffer_new();
+
+        if (!one)
+            continue;
+        evbuffer_add_buffer_reference(one, all);
+        evhttp_send_reply_chunk(c->subs[i], one);
+        evbuffer_free(one);
+    }
+    evbuffer_free(all);
+}
 
 static void
 on_control(struct net_control *c, struct evhttp_request *req, const char *sub)
@@ -987,6 +1073,7 @@ on_control(struct net_control *c, struct evhttp_request *req, const char *sub)
         case EP_TRAFFIC: on_traffic(c, req); break;
         case EP_OVERVIEW: on_overview(req, conf); break;
         case EP_DRY_RUN: on_dry_run(c, req, conf); break;
+        case EP_EVENTS: on_events(c, req); break;
         case EP__COUNT: break;
         }
     }
@@ -1034,7 +1121,14 @@ control_main(void *arg)
     struct net_control *c = arg;
 
     gw_thread_register(&c->thr);
+    {
+        struct timeval tick = {0, CONTROL_EVENTS_TICK_MS * 1000};
+
+        event_add(c->ev_tick, &tick);
+    }
     event_base_dispatch(c->base);
+    while (c->n_subs) /* end the streams; the close callbacks need the base no more */
+        evhttp_send_reply_end(c->subs[--c->n_subs]);
     gw_thread_unregister(&c->thr);
     return NULL;
 }
@@ -1048,6 +1142,8 @@ control_free(struct net_control *c)
         evhttp_free(c->http);
     if (c->stop_ev)
         event_free(c->stop_ev);
+    if (c->ev_tick)
+        event_free(c->ev_tick);
     if (c->base)
         event_base_free(c->base);
     gw_free(c);
@@ -1073,7 +1169,8 @@ net_control_start(const struct gw_conf_addr *listen, const struct net_deps *deps
     c->base = event_base_new();
     c->http = c->base ? evhttp_new(c->base) : NULL;
     c->stop_ev = c->base ? event_new(c->base, -1, 0, on_stop, c) : NULL;
-    if (!c->http || !c->stop_ev) {
+    c->ev_tick = c->base ? event_new(c->base, -1, EV_PERSIST, on_events_tick, c) : NULL;
+    if (!c->http || !c->stop_ev || !c->ev_tick) {
         snprintf(err, errlen, "control: cannot create the event loop");
         control_free(c);
         return GW_E_INTERNAL;

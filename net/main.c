@@ -22,6 +22,7 @@
 
 #include "core/alloc.h"
 #include "core/conf.h"
+#include "core/events.h"
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/route.h"
@@ -367,6 +368,7 @@ run(struct gwd *g)
     }
     signal(SIGPIPE, SIG_IGN);
     gw_snap_init();
+    gw_events_init();
     gw_thread_register(&g->gt);
     g->drain_secs = conf->server.drain_secs;
     n_workers = worker_count(conf);

@@ -13,12 +13,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 #include <openssl/sha.h>
 
 #include "core/alloc.h"
 #include "core/cost.h"
+#include "core/events.h"
 #include "core/assert.h"
 #include "core/limits.h"
 #include "core/log.h"
@@ -290,6 +292,36 @@ ms_since(uint64_t from_us, uint64_t now_us)
     return now_us > from_us ? (uint32_t)((now_us - from_us) / 1000) : 0;
 }
 
+/* key_limit_alert events (DESIGN.md 8): once per period at 80% and at the limit, to
+ * the control plane's event stream and the log. */
+static void
+emit_alerts(struct net_stream *s)
+{
+    struct gw_limit_alert a[4];
+    size_t n, i;
+
+    n = gw_keylimits_take_alerts(s->client->usage, a, sizeof(a) / sizeof(a[0]));
+    for (i = 0; i < n; i++) {
+        struct gw_log_ctx ctx = {(int)s->w->id, 0, s->id};
+        bool cost = a[i].measure == GW_LIMIT_COST;
+        char resets[40], json[1024];
+        time_t t = (time_t)(a[i].resets_at_ms / 1000);
+        struct tm tm;
+
+        gmtime_r(&t, &tm);
+        strftime(resets, sizeof(resets), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        snprintf(json, sizeof(json),
+                 "{\"type\":\"key_limit_alert\",\"client\":\"%s\",\"per\":\"%s\","
+                 "\"measure\":\"%s\",\"percent\":%u,\"used\":%.6g,\"max\":%.6g,"
+                 "\"resets_at\":\"%s\"}",
+                 a[i].client, gw_limit_per_str(a[i].per), gw_limit_measure_str(a[i].measure),
+                 a[i].percent, cost ? (double)a[i].used / 1e6 : (double)a[i].used,
+                 cost ? (double)a[i].max / 1e6 : (double)a[i].max, resets);
+        gw_event_push(GW_EV_KEY_LIMIT_ALERT, json);
+        GW_LOG(GW_LOG_INFO, &ctx, "key_limit_alert", "%s", json);
+    }
+}
+
 /* Fills the row's totals, hands it to the store, frees the stream and lets the
  * connection go on. <status>/<code>/<outcome> describe what the client got. */
 static void
@@ -339,6 +371,8 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
         if (s->quota.active && s->client && s->client->usage)
             gw_keylimits_settle(s->client->usage, &s->quota, net_now_ms(), &r->usage,
                                 r->cost_micros, gw_keylimits_row_counts(r));
+        if (s->client && s->client->usage && gw_keylimits_has_alerts(s->client->usage))
+            emit_alerts(s);
         s->row = NULL;
         if (s->w->store)
             store_row_submit(s->w->store, &r);

@@ -5,12 +5,16 @@
 # Retry-After when it cannot be waited for; refused requests do not count; totals are
 # rebuilt from the store after a restart.
 
+import json
 import signal
+import subprocess
 import time
+import urllib.request
 
 import pytest
 
-from gwtest import base_env, chat_body, config, provider, sha256_hex
+from gwtest import (CONTROL_TOKEN, Lines, base_env, binary, chat_body, config, provider,
+                    sha256_hex, wait_until)
 
 KEY = "limited-key"
 
@@ -166,3 +170,34 @@ def test_totals_rebuilt_after_sigkill_match_the_rows(tmp_path, bench, gwd):
     assert 10 <= len(rows) <= 20
     assert _day_cost(g2) == pytest.approx(sum(r["cost_usd"] for r in rows),
                                                        abs=1e-6)
+
+
+def test_key_limit_alerts_reach_the_event_stream_and_gwctl_events(tmp_path, bench, gwd):
+    # DESIGN.md 8: key_limit_alert once per period at 80% and at the limit, on
+    # GET /control/v1/events (SSE) and `gwctl events`.
+    b = bench()
+    g = gwd(limited(tmp_path, b, [{"per": "day", "requests": 5}]))
+    ctl = subprocess.Popen([binary("gwctl"), "--url", g.control_url, "--token", CONTROL_TOKEN,
+                            "--json", "events"], env=base_env(), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out = Lines(ctl.stdout, "gwctl events")
+        # subscribed before the requests: wait until the control plane counts it
+        def subscribed():
+            with urllib.request.urlopen(g.control_url + "/metrics", timeout=5) as r:
+                return "gw_events_subscribers 1" in r.read().decode()
+
+        wait_until(subscribed, what="gwctl events to subscribe")
+        ok = [g.chat(chat_body(), key=KEY).status for _ in range(6)]
+        assert ok == [200] * 5 + [429]
+        first = json.loads(out.wait_for(r'"percent":80').string)
+        second = json.loads(out.wait_for(r'"percent":100').string)
+        for ev, used in ((first, 4), (second, 5)):
+            assert ev["type"] == "key_limit_alert" and ev["client"] == "lim"
+            assert (ev["per"], ev["measure"], ev["used"], ev["max"]) == ("day", "requests", used, 5)
+        assert g.chat(chat_body(), key=KEY).status == 429
+        # once per period: no second 100% alert
+        assert len([l for l in out.text().splitlines() if '"percent":100' in l]) == 1
+    finally:
+        ctl.terminate()
+        ctl.wait(5)

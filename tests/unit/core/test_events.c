@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT
+ * tests/unit/core/test_events.c - the operator event ring: order, names, copies, drops.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "core/alloc.h"
+#include "core/events.h"
+
+static void
+test_events_come_out_in_order_with_their_names(void **state)
+{
+    enum gw_event_name e;
+    char *a, *b;
+    char doc[] = "{\"n\":1}";
+
+    (void)state;
+    gw_events_init();
+    gw_event_push(GW_EV_KEY_LIMIT_ALERT, doc);
+    doc[5] = '2'; /* the ring keeps its own copy */
+    gw_event_push(GW_EV_KEY_LIMIT_ALERT, doc);
+    a = gw_event_take(&e);
+    assert_string_equal(a, "{\"n\":1}");
+    assert_string_equal(gw_event_str(e), "key_limit_alert");
+    b = gw_event_take(&e);
+    assert_string_equal(b, "{\"n\":2}");
+    assert_null(gw_event_take(&e));
+    gw_free(a);
+    gw_free(b);
+}
+
+static void
+test_events_full_ring_drops_and_counts(void **state)
+{
+    enum gw_event_name e;
+    uint64_t before;
+    char *x;
+    int i;
+
+    (void)state;
+    gw_events_init();
+    before = gw_events_dropped();
+    for (i = 0; i < 1100; i++)
+        gw_event_push(GW_EV_KEY_LIMIT_ALERT, "{}");
+    assert_int_equal(gw_events_dropped() - before, 1100 - 1023);
+    for (i = 0; i < 1023; i++) {
+        x = gw_event_take(&e);
+        assert_non_null(x);
+        gw_free(x);
+    }
+    assert_null(gw_event_take(&e));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_events_come_out_in_order_with_their_names),
+        cmocka_unit_test(test_events_full_ring_drops_and_counts),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
