@@ -23,6 +23,7 @@
  */
 #include "core/limits.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -88,6 +89,8 @@ struct gw_keylimits {
     size_t a_head, a_n;
     size_t a_pending;   /* = a_n, read without the lock by has_alerts */
     uint64_t a_dropped; /* read without the lock by alerts_dropped */
+    char unpriced[GW_KEYLIMITS_MAX_UNPRICED][GW_MODEL_MAX + 1]; /* models costed at $0 */
+    size_t n_unpriced;
 };
 
 struct gw_keylimits_reg {
@@ -1034,4 +1037,35 @@ gw_limit_measure_str(enum gw_limit_measure m)
     case GW_LIMIT_COST: return "cost";
     }
     return "unknown";
+}
+
+/* ---- unpriced models (DESIGN.md 8: a cost limit cannot see them) ---- */
+
+void
+gw_keylimits_note_unpriced(struct gw_keylimits *k, const char *model)
+{
+    size_t i;
+
+    kl_lock(k);
+    for (i = 0; i < k->n_unpriced; i++)
+        if (strcmp(k->unpriced[i], model) == 0)
+            break;
+    if (i == k->n_unpriced && k->n_unpriced < GW_KEYLIMITS_MAX_UNPRICED) {
+        snprintf(k->unpriced[k->n_unpriced], sizeof(k->unpriced[0]), "%s", model);
+        k->n_unpriced++;
+    }
+    kl_unlock(k);
+}
+
+size_t
+gw_keylimits_unpriced(struct gw_keylimits *k, char out[][GW_MODEL_MAX + 1], size_t max)
+{
+    size_t i, n;
+
+    kl_lock(k);
+    n = k->n_unpriced < max ? k->n_unpriced : max;
+    for (i = 0; i < n; i++)
+        memcpy(out[i], k->unpriced[i], sizeof(out[i]));
+    kl_unlock(k);
+    return n;
 }

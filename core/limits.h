@@ -273,4 +273,11 @@ gw_limit_retry_after_secs(uint64_t retry_after_ms)
     return retry_after_ms / 1000 + (retry_after_ms % 1000 != 0);
 }
 
+/* Models this key used that had no price (costed at $0): a cost limit cannot see
+ * them, so the key view lists them (DESIGN.md 8). At most GW_KEYLIMITS_MAX_UNPRICED
+ * distinct models are kept. Any thread. */
+#define GW_KEYLIMITS_MAX_UNPRICED 8
+void gw_keylimits_note_unpriced(struct gw_keylimits *k, const char *model);
+size_t gw_keylimits_unpriced(struct gw_keylimits *k, char out[][GW_MODEL_MAX + 1], size_t max);
+
 #endif

@@ -360,6 +360,22 @@ key_limits_json(const struct gw_conf_client *cl, uint64_t now_ms)
     return arr;
 }
 
+/* Models the key used that had no price: invisible to its cost limit (DESIGN.md 8). */
+static json_t *
+unpriced_json(const struct gw_conf_client *cl)
+{
+    char models[GW_KEYLIMITS_MAX_UNPRICED][GW_MODEL_MAX + 1];
+    json_t *arr = json_array();
+    size_t n, i;
+
+    if (!cl->usage)
+        return arr;
+    n = gw_keylimits_unpriced(cl->usage, models, GW_KEYLIMITS_MAX_UNPRICED);
+    for (i = 0; i < n; i++)
+        json_array_append_new(arr, json_string(models[i]));
+    return arr;
+}
+
 static json_t *
 key_json(const struct gw_conf_client *cl, uint64_t now_ms)
 {
@@ -375,6 +391,7 @@ key_json(const struct gw_conf_client *cl, uint64_t now_ms)
     rc |= json_object_set_new(
         o, "models", cl->n_models ? string_list_json(cl->models, cl->n_models) : json_null());
     rc |= json_object_set_new(o, "limits", key_limits_json(cl, now_ms));
+    rc |= json_object_set_new(o, "unpriced_models", unpriced_json(cl));
     if (rc) {
         json_decref(o);
         return NULL;

@@ -292,6 +292,17 @@ ms_since(uint64_t from_us, uint64_t now_us)
     return now_us > from_us ? (uint32_t)((now_us - from_us) / 1000) : 0;
 }
 
+static bool
+has_cost_limit(const struct gw_conf_client *cl)
+{
+    size_t i;
+
+    for (i = 0; i < cl->n_limits; i++)
+        if (cl->limits[i].has_cost)
+            return true;
+    return false;
+}
+
 /* key_limit_alert events (DESIGN.md 8): once per period at 80% and at the limit, to
  * the control plane's event stream and the log. */
 static void
@@ -351,7 +362,11 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
             struct gw_model_spec spec;
 
             gw_conf_model_spec(s->conf, s->cands[s->cur].prov, s->cands[s->cur].model, &spec);
-            r->cost_micros = gw_cost_micros(&spec, &r->usage, NULL);
+            bool priced = true;
+
+            r->cost_micros = gw_cost_micros(&spec, &r->usage, &priced);
+            if (!priced && s->client && s->client->usage && has_cost_limit(s->client))
+                gw_keylimits_note_unpriced(s->client->usage, s->cands[s->cur].model);
         }
         if (s->given_up_input) {
             /* Hops given up at slow start may bill their input: kept, estimated. */

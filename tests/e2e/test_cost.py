@@ -5,7 +5,7 @@
 
 import pytest
 
-from gwtest import chat_body, config, provider
+from gwtest import chat_body, config, provider, sha256_hex
 
 
 PRICES = ("models:\n"
@@ -53,3 +53,19 @@ def test_model_specs_win_and_free_billing_and_unpriced_models_cost_nothing(tmp_p
     r = g.chat(chat_body(model="not-in-any-table"))
     row = g.wait_row(r.headers["x-request-id"])
     assert row["status"] == 200 and row["cost_usd"] == 0
+
+
+def test_a_cost_limited_key_lists_the_unpriced_models_it_used(tmp_path, bench, gwd):
+    # DESIGN.md 8 / issue 4: an unpriced model costs $0, so a cost limit cannot see it;
+    # the key's view names such models.
+    (tmp_path / "prices.yaml").write_text(PRICES)
+    b = bench()
+    g = gwd(config(tmp_path, [provider("up", b)], prices="prices.yaml",
+                   clients=[{"name": "cap", "key_sha256": sha256_hex("cap-key"),
+                             "limits": [{"per": "day", "cost": 5.0}]}]))
+    for model in ("m1", "mystery-model", "mystery-model"):
+        r = g.chat(chat_body(model=model), key="cap-key")
+        assert r.status == 200, r
+        g.wait_row(r.headers["x-request-id"])
+    key = [k for k in g.control("/control/v1/overview").json()["keys"] if k["name"] == "cap"][0]
+    assert key["unpriced_models"] == ["mystery-model"]

@@ -1107,6 +1107,32 @@ test_limits_registry_threads_create_one_key_per_name(void **state)
     gw_keylimits_reg_free(reg);
 }
 
+static void
+test_limits_unpriced_models_are_kept_once_and_bounded(void **state)
+{
+    struct gw_keylimits_reg *reg = gw_keylimits_reg_new();
+    struct gw_keylimits *k = gw_keylimits_reg_get(reg, "cap", NULL);
+    char out[GW_KEYLIMITS_MAX_UNPRICED][GW_MODEL_MAX + 1];
+    char name[32];
+    int i;
+
+    (void)state;
+    assert_int_equal(gw_keylimits_unpriced(k, out, GW_KEYLIMITS_MAX_UNPRICED), 0);
+    gw_keylimits_note_unpriced(k, "a");
+    gw_keylimits_note_unpriced(k, "a");
+    gw_keylimits_note_unpriced(k, "b");
+    assert_int_equal(gw_keylimits_unpriced(k, out, GW_KEYLIMITS_MAX_UNPRICED), 2);
+    assert_string_equal(out[0], "a");
+    assert_string_equal(out[1], "b");
+    for (i = 0; i < 20; i++) {
+        snprintf(name, sizeof(name), "m%d", i);
+        gw_keylimits_note_unpriced(k, name);
+    }
+    assert_int_equal(gw_keylimits_unpriced(k, out, GW_KEYLIMITS_MAX_UNPRICED),
+                     GW_KEYLIMITS_MAX_UNPRICED);
+    gw_keylimits_reg_free(reg);
+}
+
 int
 main(void)
 {
@@ -1163,6 +1189,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_limits_threads_totals_equal_settled_usage, t_setup,
                                         t_teardown),
         cmocka_unit_test(test_limits_registry_threads_create_one_key_per_name),
+        cmocka_unit_test(test_limits_unpriced_models_are_kept_once_and_bounded),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
