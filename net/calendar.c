@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * net/calendar.c - local calendar periods for the key limits.
  * Owns:    nothing.
- * Threads: any.
+ * Threads: any (each thread keeps its own one-second cache).
  * See:     net/calendar.h
  */
 #include "net/calendar.h"
@@ -20,8 +20,8 @@ midnight(const struct tm *tm, int add_days, int mday)
     return (uint64_t)mktime(&t) * 1000;
 }
 
-void
-net_calendar(uint64_t now_ms, struct gw_period *out)
+static void
+compute(uint64_t now_ms, struct gw_period *out)
 {
     time_t now = (time_t)(now_ms / 1000);
     struct tm tm, m;
@@ -37,4 +37,20 @@ net_calendar(uint64_t now_ms, struct gw_period *out)
     out->month.start_ms = midnight(&m, 0, 1);
     m.tm_mon += 1;
     out->month.end_ms = midnight(&m, 0, 1);
+}
+
+void
+net_calendar(uint64_t now_ms, struct gw_period *out)
+{
+    /* localtime_r and three mktime calls cost microseconds a request; the periods only
+     * change at their ends or with the time zone, so each thread recomputes them once a
+     * second (a time-zone change is seen within a second). */
+    static __thread uint64_t cached_sec = UINT64_MAX;
+    static __thread struct gw_period cached;
+
+    if (now_ms / 1000 != cached_sec) {
+        compute(now_ms, &cached);
+        cached_sec = now_ms / 1000;
+    }
+    *out = cached;
 }
