@@ -43,8 +43,8 @@ void
 net_calendar(uint64_t now_ms, struct gw_period *out)
 {
     /* localtime_r and three mktime calls cost microseconds a request; the periods only
-     * change at their ends or with the time zone, so each thread recomputes them once a
-     * second (a time-zone change is seen within a second). */
+     * change at their ends, so each thread recomputes them once a second. (The zone is
+     * the process's: TZ or /etc/localtime as read at startup.) */
     static __thread uint64_t cached_sec = UINT64_MAX;
     static __thread struct gw_period cached;
 
