@@ -122,59 +122,37 @@ enum gw_code
 gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t i;
+    size_t i, run = 0;
 
-    if (gw_buf_reserve(b, s.len + 2) != GW_OK)
+    if (gw_buf_append(b, "\"", 1) != GW_OK)
         return GW_E_NOMEM;
-    b->data[b->len++] = '"';
     for (i = 0; i < s.len; i++) {
         unsigned char c = (unsigned char)s.ptr[i];
-        char esc[6];
-        size_t n = 0;
+        char esc[6] = {'\\', 0, '0', '0', 0, 0};
+        size_t n = 2;
 
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue; /* part of a plain run, copied whole below */
+        if (gw_buf_append(b, s.ptr + run, i - run) != GW_OK)
+            return GW_E_NOMEM;
+        run = i + 1;
         switch (c) {
-        case '"':
-            esc[0] = '\\';
-            esc[1] = '"';
-            n = 2;
-            break;
-        case '\\':
-            esc[0] = '\\';
-            esc[1] = '\\';
-            n = 2;
-            break;
-        case '\n':
-            esc[0] = '\\';
-            esc[1] = 'n';
-            n = 2;
-            break;
-        case '\r':
-            esc[0] = '\\';
-            esc[1] = 'r';
-            n = 2;
-            break;
-        case '\t':
-            esc[0] = '\\';
-            esc[1] = 't';
-            n = 2;
-            break;
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
         default:
-            if (c < 0x20) {
-                esc[0] = '\\';
-                esc[1] = 'u';
-                esc[2] = '0';
-                esc[3] = '0';
-                esc[4] = hex[c >> 4];
-                esc[5] = hex[c & 15];
-                n = 6;
-            } else {
-                esc[0] = (char)c;
-                n = 1;
-            }
+            esc[1] = 'u';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
         }
         if (gw_buf_append(b, esc, n) != GW_OK)
             return GW_E_NOMEM;
     }
+    if (gw_buf_append(b, s.ptr + run, s.len - run) != GW_OK)
+        return GW_E_NOMEM;
     return gw_buf_append(b, "\"", 1);
 }
 
