@@ -62,8 +62,9 @@ struct kl_roll {
  * period ended before the caller passed the next one). */
 struct kl_cal {
     uint64_t start_ms, end_ms;
-    uint32_t gen; /* bumped when the total starts over */
-    struct kl_total t;
+    uint32_t gen;        /* bumped when the total starts over */
+    struct kl_total t;   /* everything counted, reservations included */
+    struct kl_total held; /* the part of t that running requests reserved (not settled) */
 };
 
 /* A configured entry and its alert state (level 0: 80%, level 1: 100%). */
@@ -311,6 +312,7 @@ static void
 kl_cal_restart(struct kl_cal *c)
 {
     c->t = (struct kl_total){0};
+    c->held = (struct kl_total){0};
     c->gen++;
 }
 
@@ -567,6 +569,19 @@ gw_keylimits_reg_find(const struct gw_keylimits_reg *reg, const char *name)
     if (!name || !*name)
         return NULL;
     return kl_chain_find(&reg->heads[kl_hash(name)], name);
+}
+
+void
+gw_keylimits_reg_each(const struct gw_keylimits_reg *reg,
+                      void (*fn)(void *arg, struct gw_keylimits *k), void *arg)
+{
+    for (size_t i = 0; i < KL_REG_BUCKETS; i++) {
+        /* ACQUIRE: as in kl_chain_find. */
+        struct gw_keylimits *k = __atomic_load_n(&reg->heads[i], __ATOMIC_ACQUIRE);
+
+        for (; k; k = k->next)
+            fn(arg, k);
+    }
 }
 
 struct gw_keylimits *
@@ -828,6 +843,7 @@ gw_keylimits_admit(struct gw_keylimits *k, uint64_t now_ms, const struct gw_peri
         }
         for (unsigned i = 0; i < KL_CALS; i++) {
             kl_total_add(&k->cal[i].t, &d);
+            kl_total_add(&k->cal[i].held, &d);
             res->cal_gen[i] = k->cal[i].gen;
         }
         res->tokens = d.tokens;
@@ -850,6 +866,7 @@ gw_keylimits_settle(struct gw_keylimits *k, struct gw_limit_reservation *res, ui
                     const struct gw_usage *u, int64_t cost_micros, bool reached_upstream)
 {
     struct kl_total minus = {.tokens = res->tokens, .cost = res->cost_micros}, plus = {0};
+    const struct kl_total held = {.requests = 1, .tokens = res->tokens, .cost = res->cost_micros};
 
     if (!res->active)
         return;
@@ -880,7 +897,8 @@ gw_keylimits_settle(struct gw_keylimits *k, struct gw_limit_reservation *res, ui
         struct kl_cal *c = &k->cal[i];
 
         if (c->gen != res->cal_gen[i])
-            continue; /* that period ended (or was rebuilt): not counted again */
+            continue; /* that period ended: not counted again */
+        kl_total_sub(&c->held, &held);
         kl_total_sub(&c->t, &minus);
         kl_total_add(&c->t, &plus);
     }
@@ -956,19 +974,71 @@ gw_keylimits_rebuild_add(struct gw_keylimits *k, const struct gw_row *row, uint6
 }
 
 void
-gw_keylimits_reset_calendar(struct gw_keylimits *k, const struct gw_period *cal)
+gw_keylimits_recount_init(struct gw_keylimits_recount *rc, const struct gw_period *cal)
 {
-    kl_lock(k);
+    memset(rc, 0, sizeof(*rc));
+    rc->cal = *cal;
+}
+
+void
+gw_keylimits_recount_add(struct gw_keylimits_recount *rc, const struct gw_row *row)
+{
+    struct kl_total d;
+
+    if (!gw_keylimits_row_counts(row))
+        return;
+    d = kl_usage_total(&row->usage, row->cost_micros);
     for (unsigned i = 0; i < KL_CALS; i++) {
+        const struct gw_period_span *s = kl_span(&rc->cal, i);
+        struct gw_limit_totals *t = &rc->t[i];
+
+        if (row->ts_ms < s->start_ms || row->ts_ms >= s->end_ms)
+            continue;
+        t->requests += d.requests;
+        t->tokens += d.tokens;
+        t->cache_reads += d.cache_reads;
+        t->cost_micros += d.cost;
+    }
+}
+
+bool
+gw_keylimits_recount_apply(struct gw_keylimits *k, const struct gw_keylimits_recount *rc,
+                           uint64_t now_ms)
+{
+    bool applied = false;
+
+    kl_lock(k);
+    kl_advance(k, now_ms, NULL);
+    for (unsigned i = 0; i < KL_CALS; i++) {
+        const struct gw_period_span *s = kl_span(&rc->cal, i);
+        const struct kl_cal *c = &k->cal[i];
+
+        if (s->end_ms <= s->start_ms || now_ms < s->start_ms || now_ms >= s->end_ms ||
+            (c->end_ms != 0 && c->start_ms >= s->end_ms))
+            goto out; /* the period moved on again (or was never current): drop it */
+    }
+    for (unsigned i = 0; i < KL_CALS; i++) {
+        const struct gw_period_span *s = kl_span(&rc->cal, i);
+        const struct gw_limit_totals *t = &rc->t[i];
         struct kl_cal *c = &k->cal[i];
 
-        kl_cal_restart(c);
-        if (cal && kl_span(cal, i)->end_ms > kl_span(cal, i)->start_ms) {
-            c->start_ms = kl_span(cal, i)->start_ms;
-            c->end_ms = kl_span(cal, i)->end_ms;
+        if (c->start_ms != s->start_ms) {
+            /* Another period than the one announced in: its alerts are due again. */
+            for (size_t j = 0; j < k->n; j++)
+                if (k->e[j].per == (enum gw_limit_per)(GW_LIMIT_DAY + i))
+                    k->e[j].fired_gen[0] = k->e[j].fired_gen[1] = 0;
         }
+        c->start_ms = s->start_ms;
+        c->end_ms = s->end_ms;
+        c->t = (struct kl_total){.requests = t->requests, .tokens = t->tokens,
+                                 .cache_reads = t->cache_reads, .cost = t->cost_micros};
+        kl_total_add(&c->t, &c->held);
     }
+    kl_check_alerts(k, now_ms, true);
+    applied = true;
+out:
     kl_unlock(k);
+    return applied;
 }
 
 /* ---- alerts and views ---- */

@@ -223,19 +223,48 @@ bool gw_keylimits_row_counts(const struct gw_row *row);
  * ts_ms; with GW_KEYLIMITS_F_ROLLING in the minute and hour windows at <now_ms> when it
  * is still inside them. Thresholds crossed are marked as announced without an alert.
  * At startup, for a key just created: the caller reads its rows since the earliest of
- * cal's starts and now - 1 h and adds each with both flags. After
- * gw_keylimits_reset_calendar: the rows since the earliest of cal's starts, calendar
- * flag only. Any thread; never blocks; may allocate (outside the lock). */
+ * cal's starts and now - 1 h and adds each with both flags. Any thread; never blocks;
+ * may allocate (outside the lock). */
 void gw_keylimits_rebuild_add(struct gw_keylimits *k, const struct gw_row *row, uint64_t now_ms,
                               const struct gw_period *cal, unsigned flags);
 
-/* Starts the day, week and month totals of <k> over at zero with the periods of <cal>
- * (when a period's start moved: a time-zone change), before the caller adds the stored
- * rows again. Reservations made before are no longer counted and settle as dropped
- * there. The rolling windows are kept. Requests that settle between this call and the
- * caller's read of the store may be counted twice or not at all (a time-zone change is
- * rare; the next one corrects it). Any thread; never blocks. */
-void gw_keylimits_reset_calendar(struct gw_keylimits *k, const struct gw_period *cal);
+/* ---- recount after a moved period start (a time-zone change) ---- */
+
+/* Usage of one period, every measure (cost in micro-dollars). */
+struct gw_limit_totals {
+    uint64_t requests, tokens, cache_reads, cost_micros;
+};
+
+/* The day, week and month totals of one key counted again from its stored rows, for
+ * the periods <cal>. Caller-owned plain data. */
+struct gw_keylimits_recount {
+    struct gw_period cal;
+    struct gw_limit_totals t[3]; /* day, week, month */
+};
+
+/* Starts an empty recount for the periods <cal>. Pure. */
+void gw_keylimits_recount_init(struct gw_keylimits_recount *rc, const struct gw_period *cal);
+
+/* Adds stored row <row> to <rc> by the rule of gw_keylimits_rebuild_add: only when
+ * gw_keylimits_row_counts, in each period of rc->cal that contains its ts_ms. Pure. */
+void gw_keylimits_recount_add(struct gw_keylimits_recount *rc, const struct gw_row *row);
+
+/* Installs <rc> on <k> at <now_ms>: each calendar period of <k> becomes rc's, its total
+ * the recounted rows plus what running requests still hold reserved there (they settle
+ * into it as usual); a period whose start moved has its alerts armed again, and
+ * thresholds the new total already crossed are marked without an alert. Returns false
+ * and changes nothing when the recount is stale: one of rc's periods is not current at
+ * <now_ms> (it moved on again while the rows were read). Rows settled after the caller
+ * read the store and before this call are missed; the caller waits for the store writer
+ * first (store_sync) so that only requests settling during the read itself can be.
+ * Any thread; never blocks. */
+bool gw_keylimits_recount_apply(struct gw_keylimits *k, const struct gw_keylimits_recount *rc,
+                                uint64_t now_ms);
+
+/* Calls <fn> for every key of <reg>, in no particular order; keys created meanwhile may
+ * be missed. Any thread; lock-free. */
+void gw_keylimits_reg_each(const struct gw_keylimits_reg *reg,
+                           void (*fn)(void *arg, struct gw_keylimits *k), void *arg);
 
 /* ---- alerts and views ---- */
 

@@ -13,6 +13,7 @@ struct gw_sticky;
 struct net_deps {
     struct store *store;      /* rows (store_row_submit, store_rows_page) */
     struct gw_sticky *sticky; /* conversation -> upstream (core/sticky.h) */
+    const char *conf_path;    /* the config file gwd was started with (control API saves) */
 };
 
 #endif

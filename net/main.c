@@ -34,6 +34,7 @@
 #include "net/linktest.h"
 #include "net/logger.h"
 #include "net/net-priv.h"
+#include "net/rezone.h"
 #include "net/worker.h"
 #include "store/store.h"
 
@@ -54,6 +55,7 @@ struct gwd {
     struct gw_keylimits_reg *usage; /* clients' usage totals for their limits */
     struct net_deps deps;
     struct net_linktest *linktest;
+    struct net_rezone *rezone; /* recounts key totals when the local calendar moves */
     unsigned drain_secs;
 };
 
@@ -392,6 +394,7 @@ run(struct gwd *g)
         goto out;
     }
     g->deps.store = g->store;
+    g->deps.conf_path = g->conf_path;
     /* The live snapshot is not read by any other thread yet: its clients get their
      * usage totals, rebuilt from the store, before the workers start. */
     if (!attach_usage(g, conf)) {
@@ -427,6 +430,10 @@ run(struct gwd *g)
     event_add(ev_term, NULL);
     event_add(ev_int, NULL);
     event_add(ev_tick, &second);
+    if (net_rezone_start(g->base, g->usage, g->store, &g->rezone) != GW_OK) {
+        fprintf(stderr, "gwd: cannot start the calendar watch\n");
+        goto out;
+    }
     warn_unspoken(conf);
     g->linktest = net_linktest_start();
     GW_LOG(GW_LOG_INFO, NULL, "ready", "gwd %s data=%s control=%s:%u workers=%u", GWD_VERSION,
@@ -448,6 +455,7 @@ out:
     net_workers_stop(g->workers, 0);
     net_linktest_join(g->linktest);
     net_control_stop(g->control);
+    net_rezone_stop(g->rezone); /* reads the store and the keys: before both go */
     if (g->store) {
         struct store_stats st;
 

@@ -43,12 +43,15 @@ struct store {
     struct ck_ring q;
     struct ck_ring_buffer *q_buf;
 
-    /* Writer thread. mu/cv guard <stop> only; workers never take mu. */
+    /* Writer thread. mu guards <stop> and <sync_waiters>; workers never take mu. cv wakes
+     * the writer; done_cv wakes store_sync callers after each of the writer's turns. */
     pthread_t writer;
     bool writer_running;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    pthread_cond_t done_cv;
     bool stop;
+    unsigned sync_waiters;
     unsigned batch_ms;
     unsigned row_days;
     uint64_t seq;         /* last sequence used; writer thread (or main when stopped) */
@@ -63,6 +66,10 @@ struct store {
     _Atomic uint64_t rows_dropped;
     _Atomic uint64_t batches;
     _Atomic uint64_t rows_pruned;
+    /* For store_sync: rows put on the queue, and rows the writer took off it and
+     * committed or dropped. Seq-cst: a sync compares the two. */
+    _Atomic uint64_t rows_queued;
+    _Atomic uint64_t rows_handled;
 };
 
 /* ---- keys (store/codec.c) ---- */

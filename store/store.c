@@ -264,6 +264,7 @@ store_open_ring(const char *path, size_t map_size_mb, unsigned ring_size, struct
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the writer's timed waits */
     pthread_cond_init(&s->cv, &ca);
+    pthread_cond_init(&s->done_cv, &ca);
     pthread_condattr_destroy(&ca);
     code = open_env(s, map_size_mb, err, errlen);
     if (code != GW_OK) {
@@ -290,6 +291,7 @@ store_close(struct store *s)
     if (s->env)
         mdb_env_close(s->env);
     pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->done_cv);
     pthread_mutex_destroy(&s->mu);
     gw_free(s->path);
     gw_free(s);

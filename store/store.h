@@ -11,6 +11,7 @@
 #ifndef GW_STORE_STORE_H
 #define GW_STORE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,12 @@ enum gw_code store_writer_start(struct store *s, unsigned batch_ms, unsigned row
 
 /* Stops the writer after it has committed every row queued before the call. Blocks. */
 void store_writer_stop(struct store *s);
+
+/* Waits until every row queued before the call has been committed (or dropped by a
+ * failed write), at most <timeout_ms>; true when it got there. For readers that must see
+ * what was settled before them (the recount of key totals). Any thread but the writer
+ * and the workers; blocks. */
+bool store_sync(struct store *s, unsigned timeout_ms);
 
 /* Closes the environment. Writer must be stopped. NULL is fine. */
 void store_close(struct store *s);

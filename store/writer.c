@@ -3,14 +3,16 @@
  * and retention.
  * Workers call store_row_submit, which puts the row pointer on an MPSC ck_ring and
  * returns: it never blocks, never takes a lock and never signals. The writer thread
- * wakes every <batch_ms> (a timed wait on a condvar that only store_writer_stop
- * signals), takes every queued row and commits them in one write transaction, so a row
+ * wakes every <batch_ms> (a timed wait on a condvar that store_writer_stop and
+ * store_sync signal), takes every queued row and commits them in one write transaction, so a row
  * is durable at most about one batch interval after it was queued. Between batches it
  * prunes rows older than <row_days> days, one bounded transaction per turn (at start
  * and then hourly), so retention never holds commits back for long.
  * A failed write transaction (MDB_MAP_FULL: the map is too small) drops that batch:
  * the rows are counted in rows_dropped and the first failure of each kind is reported
  * on stderr; the writer keeps running (retention may free space again).
+ * store_sync waits (on done_cv) until the writer has handled as many rows as had been
+ * queued when it was called; while a sync waits, the writer takes no timed pause.
  * Owns:    the writer thread; every row from submit until it is committed or dropped.
  * Threads: submit on any thread; start/stop on main; the rest on the writer thread
  *          (or on main once the writer is stopped: store_q_fini).
@@ -18,6 +20,7 @@
  */
 #include "store/store-priv.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -113,6 +116,7 @@ store_row_submit(struct store *s, struct gw_row **rowp)
         atomic_fetch_add_explicit(&s->rows_dropped, 1, memory_order_relaxed);
         return GW_E_STORE_QUEUE_FULL;
     }
+    atomic_fetch_add(&s->rows_queued, 1);
     return GW_OK;
 }
 
@@ -203,6 +207,7 @@ commit_batch(struct store *s, unsigned max)
     if (rc != 0) {
         gw_free(row);
         report_write_error(s, rc, drop(s, 1));
+        atomic_fetch_add(&s->rows_handled, 1);
         return true;
     }
     for (;;) {
@@ -232,11 +237,13 @@ commit_batch(struct store *s, unsigned max)
     if (rc != 0) {
         s->seq = seq0; /* nothing of this batch was written */
         report_write_error(s, rc, drop(s, n));
+        atomic_fetch_add(&s->rows_handled, n);
         return more;
     }
     /* Counts only (relaxed); store_stats_get reads them on any thread. */
     atomic_fetch_add_explicit(&s->rows_committed, n, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->batches, 1, memory_order_relaxed);
+    atomic_fetch_add(&s->rows_handled, n);
     return more;
 }
 
@@ -387,7 +394,10 @@ writer_main(void *arg)
             busy = busy || pruning;
         }
         pthread_mutex_lock(&s->mu);
-        if (!s->stop && !busy) {
+        if (s->sync_waiters > 0)
+            pthread_cond_broadcast(&s->done_cv);
+        /* A store_sync caller is served at once rather than after the next batch_ms. */
+        if (!s->stop && !busy && s->sync_waiters == 0) {
             wake = clock_ms(CLOCK_MONOTONIC) + s->batch_ms;
             until.tv_sec = (time_t)(wake / 1000);
             until.tv_nsec = (long)(wake % 1000) * 1000000;
@@ -427,6 +437,28 @@ store_writer_start(struct store *s, unsigned batch_ms, unsigned row_days)
     }
     s->writer_running = true;
     return GW_OK;
+}
+
+bool
+store_sync(struct store *s, unsigned timeout_ms)
+{
+    const uint64_t target = atomic_load(&s->rows_queued);
+    const uint64_t deadline = clock_ms(CLOCK_MONOTONIC) + timeout_ms;
+    struct timespec until = {.tv_sec = (time_t)(deadline / 1000),
+                             .tv_nsec = (long)(deadline % 1000) * 1000000};
+    bool done;
+
+    pthread_mutex_lock(&s->mu);
+    s->sync_waiters++;
+    pthread_cond_signal(&s->cv);
+    while (!(done = atomic_load(&s->rows_handled) >= target))
+        if (pthread_cond_timedwait(&s->done_cv, &s->mu, &until) == ETIMEDOUT) {
+            done = atomic_load(&s->rows_handled) >= target;
+            break;
+        }
+    s->sync_waiters--;
+    pthread_mutex_unlock(&s->mu);
+    return done;
 }
 
 void

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/conftest.py - fixtures of the end-to-end suite.
 #   bench(*args)         starts `gwbench upstream --listen 127.0.0.1:0 ARGS`, stopped after the test
-#   gwd(cfg, name=...)   writes cfg (dict -> YAML) into tmp_path and starts `gwd -c` on it;
+#   gwd(cfg, name=..., env=..., wrap=...)
+#                        writes cfg (dict -> YAML) into tmp_path and starts `gwd -c` on it
+#                        (wrap: argv put before gwd's, which must exec it);
 #                        after the test every gwd gets SIGTERM and must exit 0
 #   restart(g)           SIGTERM g (exit 0 asserted) and start a new gwd on the same config
 # Run: /usr/bin/python3 -m pytest tests/e2e   (GW_BIN=<build>/bin, default <repo>/bin)
@@ -29,9 +31,9 @@ def bench():
 def gwd(tmp_path):
     started = []
 
-    def start(cfg, name="gw.yaml", env=None):
+    def start(cfg, name="gw.yaml", env=None, wrap=None):
         path = gwtest.write_config(tmp_path, cfg, name)
-        g = gwtest.Gwd(path, env=env)
+        g = gwtest.Gwd(path, env=env, wrap=wrap)
         started.append(g)
         return g
 

@@ -450,10 +450,12 @@ READY_RE = (r"code=ready\b.*data=\[?([0-9a-fA-F.:]+?)\]?:(\d+)\b.*"
 
 
 class Gwd(Proc):
-    """gwd -c CONFIG, started and waited for until its `code=ready` line."""
+    """gwd -c CONFIG, started and waited for until its `code=ready` line. <wrap>: argv
+    that execs the rest (gwd keeps the pid), e.g. unshare for a private /etc/localtime."""
 
-    def __init__(self, config_path, env=None):
-        super().__init__([binary("gwd"), "-c", str(config_path)], env or base_env(), "gwd")
+    def __init__(self, config_path, env=None, wrap=None):
+        super().__init__([*(wrap or []), binary("gwd"), "-c", str(config_path)],
+                         env or base_env(), "gwd")
         self.config_path = config_path
         try:
             m = self.err.wait_for(READY_RE, timeout=START_TIMEOUT)

@@ -5,9 +5,14 @@
 # Retry-After when it cannot be waited for; refused requests do not count; totals are
 # rebuilt from the store after a restart.
 
+import datetime
+import http.client
 import json
+import os
+import shutil
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -148,28 +153,115 @@ def test_a_days_spending_is_kept_across_a_time_zone_change(tmp_path, bench, gwd)
     assert _day_cost(g2) == pytest.approx(spent, abs=1e-6)
 
 
-def test_totals_rebuilt_after_sigkill_match_the_rows(tmp_path, bench, gwd):
-    # A crash loses at most the rows not yet committed; whatever the store kept is what
-    # the rebuilt totals count, by the same rule as live settlement.
+def _zone_file(tmp_path, name, offset_secs):
+    """A compiled time zone (TZif) fixed at UTC+<offset_secs>, made by zic."""
+    sign = "-" if offset_secs < 0 else ""
+    o = abs(offset_secs)
+    src = tmp_path / f"{name}.zi"
+    src.write_text(f"Zone GW/{name} {sign}{o // 3600}:{o // 60 % 60:02d}:{o % 60:02d} - GWT\n")
+    subprocess.run(["zic", "-d", str(tmp_path / "zones"), str(src)], check=True)
+    return (tmp_path / "zones" / "GW" / name).read_bytes()
+
+
+def _offset_for_midnight_at(utc_secs):
+    """The offset (whole seconds, within +-12 h) whose local midnight is at <utc_secs>."""
+    off = -int(utc_secs) % 86400
+    return off - 86400 if off > 43200 else off
+
+
+def _private_localtime_works():
+    return (shutil.which("unshare") and shutil.which("zic") and
+            subprocess.run(["unshare", "-Urm", "true"], stderr=subprocess.DEVNULL).returncode == 0)
+
+
+def _ts_secs(row):
+    return datetime.datetime.fromisoformat(row["ts"].replace("Z", "+00:00")).timestamp()
+
+
+def test_a_zone_change_under_a_running_gateway_recounts_the_day_from_the_rows(tmp_path,
+                                                                             bench, gwd):
+    # DESIGN.md 8: when a period's start moves under a running gateway (/etc/localtime
+    # replaced), the key's totals are read again from the store. gwd runs in a private
+    # mount namespace whose /etc/localtime is a file of ours: first a zone where it is
+    # noon, then one whose midnight fell between two requests, so the new day holds
+    # only the second one (keeping the running total would still count both).
+    if not _private_localtime_works():
+        pytest.skip("needs unshare -Urm (user and mount namespaces) and zic")
     b = bench("--chunks", 2)
     cfg = _day_cost_limit(tmp_path, b)
+    zone = tmp_path / "localtime"
+    zone.write_bytes(_zone_file(tmp_path, "Noon", _offset_for_midnight_at(time.time() - 43200)))
+    env = base_env()
+    env.pop("TZ", None)  # the zone comes from /etc/localtime
+    wrap = ["unshare", "-Urm", "sh", "-c", 'mount --bind "$0" /etc/localtime && exec "$@"',
+            str(zone)]
+    g = gwd(cfg, env=env, wrap=wrap)
+
+    r1 = g.chat(chat_body(model="m1"), key=KEY)
+    assert r1.status == 200, r1
+    row1 = g.wait_row(r1.headers["x-request-id"])
+    midnight = int(_ts_secs(row1)) + 1  # after the first request started
+    wait_until(lambda: time.time() > midnight + 0.05, 5, "the clock to pass the new midnight")
+    r2 = g.chat(chat_body(model="m1"), key=KEY)
+    assert r2.status == 200, r2
+    row2 = g.wait_row(r2.headers["x-request-id"])
+    assert _ts_secs(row2) >= midnight
+    assert _day_cost(g) == pytest.approx(row1["cost_usd"] + row2["cost_usd"], abs=1e-6)
+
+    new_zone = _zone_file(tmp_path, "Moved", _offset_for_midnight_at(midnight))
+    with open(zone, "r+b") as f:  # in place: the bind mount follows the inode
+        f.truncate(0)
+        f.write(new_zone)
+    st = zone.stat()
+    os.utime(zone, (st.st_atime, st.st_mtime + 10))  # glibc looks at the mtime
+    g.err.wait_for(r"code=key_totals_recounted", timeout=15)
+    key = [k for k in g.control("/control/v1/overview").json()["keys"] if k["name"] == "lim"][0]
+    day = [x for x in key["limits"] if x["per"] == "day"][0]
+    assert day["used"] == pytest.approx(row2["cost_usd"], abs=1e-6)
+    resets = datetime.datetime.fromisoformat(day["resets_at"].replace("Z", "+00:00"))
+    assert resets.timestamp() == midnight + 86400
+
+
+def test_totals_rebuilt_after_sigkill_match_the_rows(tmp_path, bench, gwd):
+    # A crash loses at most the rows not yet committed; whatever the store kept is what
+    # the rebuilt totals count, by the same rule as live settlement. Four clients keep
+    # streams of ~100 ms running, so the kill lands mid-load.
+    b = bench("--chunks", 5, "--interval-ms", 20)
+    cfg = _day_cost_limit(tmp_path, b)
     g = gwd(cfg)
-    ids = []
-    for _ in range(20):
-        r = g.chat(chat_body(model="m1"), key=KEY)
-        assert r.status == 200, r
-        ids.append(r.headers["x-request-id"])
-        if len(ids) == 10:
-            for i in ids:  # the first ten are surely committed; the rest race the kill
-                g.wait_row(i)
+    stop = threading.Event()
+    done, cut, wrong = [0], [0], []
+
+    def client():
+        while not stop.is_set():
+            try:
+                r = g.chat(chat_body(model="m1", stream=True), key=KEY)
+            except (OSError, http.client.HTTPException):
+                r = None
+            if r is None or r.incomplete:
+                cut[0] += 1  # the kill cut this request off
+                return
+            if r.status != 200:
+                wrong.append(r)
+                return
+            done[0] += 1
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: len(g.traffic()) >= 10, 30, "ten committed rows")
     g.signal(signal.SIGKILL)
     g.wait_exit()
     gwd.started.remove(g)  # killed on purpose: not held to the exit-0 rule
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not wrong, wrong
+    assert cut[0] >= 1, "no request was in flight at the kill"
     g2 = gwd(cfg, name="gw-after-kill.yaml")
-    rows = g2.traffic(100)
-    assert 10 <= len(rows) <= 20
-    assert _day_cost(g2) == pytest.approx(sum(r["cost_usd"] for r in rows),
-                                                       abs=1e-6)
+    rows = g2.traffic(500)
+    assert 10 <= len(rows) <= done[0] + cut[0]
+    assert _day_cost(g2) == pytest.approx(sum(r["cost_usd"] for r in rows), abs=1e-6)
 
 
 def test_key_limit_alerts_reach_the_event_stream_and_gwctl_events(tmp_path, bench, gwd):

@@ -539,12 +539,19 @@ test_limits_reservation_from_yesterday_settled_today_does_not_count_today(void *
     }
 }
 
-/* A moved period start (time-zone change): reset, then the rows again. */
+/* ---- recount after a moved period start ---- */
+
+/* A moved day start (time-zone change): the day's total becomes the stored rows inside
+ * the new day, plus what a running request still holds reserved; that request then
+ * settles into it as usual. */
 static void
-test_limits_reset_calendar_then_rebuild_recounts_the_period(void **state)
+test_limits_recount_counts_the_rows_of_the_moved_day_and_keeps_running_requests(void **state)
 {
     struct t_fix *f = *state;
     struct gw_period c0 = t_cal(0), moved = t_cal(0);
+    struct gw_keylimits_recount rc;
+    struct gw_limit_reservation running;
+    struct gw_usage u = t_usage(0, 0, 0, 0);
     struct gw_row row;
 
     t_config1(f->k, GW_LIMIT_DAY, GW_LIMIT_REQUESTS, 100, false);
@@ -552,18 +559,92 @@ test_limits_reset_calendar_then_rebuild_recounts_the_period(void **state)
     row.n_attempts = 1;
     row.attempts[0].outcome = GW_OUT_OK;
     for (int i = 0; i < 4; i++) /* at 10:00 .. 13:00 */
-        t_use(f->k, T0 + (uint64_t)i * HOUR, &c0, t_usage(0, 0, 0, 0), 0);
-    assert_int_equal(t_used(f->k, T0 + 4 * HOUR, &c0, 0), 4);
-    /* The day now starts at 11:30 (yesterday's zone said otherwise). */
+        t_use(f->k, T0 + (uint64_t)i * HOUR, &c0, u, 0);
+    assert_int_equal(gw_keylimits_admit(f->k, T0 + 4 * HOUR, &c0, 0, 0, &running, NULL),
+                     GW_LIMIT_OK);
+    assert_int_equal(t_used(f->k, T0 + 4 * HOUR, &c0, 0), 5);
+    /* The day now starts at 11:30 (the old zone said midnight). */
     moved.day.start_ms = D0 + 11 * HOUR + 30 * MIN;
     moved.day.end_ms = moved.day.start_ms + DAY;
-    gw_keylimits_reset_calendar(f->k, &moved);
-    assert_int_equal(t_used(f->k, T0 + 4 * HOUR, &moved, 0), 0);
+    gw_keylimits_recount_init(&rc, &moved);
     for (int i = 0; i < 4; i++) {
         row.ts_ms = T0 + (uint64_t)i * HOUR;
-        gw_keylimits_rebuild_add(f->k, &row, T0 + 4 * HOUR, &moved, GW_KEYLIMITS_F_CALENDAR);
+        gw_keylimits_recount_add(&rc, &row);
     }
-    assert_int_equal(t_used(f->k, T0 + 4 * HOUR, &moved, 0), 2); /* 12:00 and 13:00 */
+    assert_int_equal(rc.t[0].requests, 2); /* 12:00 and 13:00 */
+    assert_true(gw_keylimits_recount_apply(f->k, &rc, T0 + 4 * HOUR + SEC));
+    assert_int_equal(t_used(f->k, T0 + 4 * HOUR + SEC, &moved, 0), 3); /* + the running one */
+    gw_keylimits_settle(f->k, &running, T0 + 4 * HOUR + 2 * SEC, &u, 0, true);
+    assert_int_equal(t_used(f->k, T0 + 4 * HOUR + 2 * SEC, &moved, 0), 3);
+}
+
+/* A recount whose day ended before it was applied is dropped: the key keeps counting in
+ * the period it is in. */
+static void
+test_limits_recount_of_a_period_that_moved_on_again_is_dropped(void **state)
+{
+    struct t_fix *f = *state;
+    struct gw_period c0 = t_cal(0), c1 = t_cal(1);
+    struct gw_keylimits_recount rc;
+
+    t_config1(f->k, GW_LIMIT_DAY, GW_LIMIT_REQUESTS, 100, false);
+    t_use(f->k, D0 + DAY + HOUR, &c1, t_usage(0, 0, 0, 0), 0);
+    gw_keylimits_recount_init(&rc, &c0); /* read for day 0, applied on day 1 */
+    rc.t[0].requests = 40;
+    assert_false(gw_keylimits_recount_apply(f->k, &rc, D0 + DAY + HOUR));
+    assert_int_equal(t_used(f->k, D0 + DAY + HOUR, &c1, 0), 1);
+}
+
+/* The moved day is another period than the one the 80% alert was announced in: it is
+ * announced again when the recounted day crosses it. */
+static void
+test_limits_recount_of_a_moved_day_arms_its_alerts_again(void **state)
+{
+    struct t_fix *f = *state;
+    struct gw_period c0 = t_cal(0), moved = t_cal(0);
+    struct gw_keylimits_recount rc;
+    struct gw_limit_alert a[4];
+    struct gw_usage u = t_usage(0, 0, 0, 0);
+
+    t_config1(f->k, GW_LIMIT_DAY, GW_LIMIT_REQUESTS, 5, false);
+    for (int i = 0; i < 4; i++)
+        t_use(f->k, T0 + (uint64_t)i * MIN, &c0, u, 0);
+    assert_int_equal(gw_keylimits_take_alerts(f->k, a, 4), 1); /* 80% */
+    moved.day.start_ms = T0 + HOUR;
+    moved.day.end_ms = moved.day.start_ms + DAY;
+    gw_keylimits_recount_init(&rc, &moved); /* no row inside the new day */
+    assert_true(gw_keylimits_recount_apply(f->k, &rc, T0 + 2 * HOUR));
+    assert_int_equal(t_used(f->k, T0 + 2 * HOUR, &moved, 0), 0);
+    for (int i = 0; i < 3; i++)
+        t_use(f->k, T0 + 2 * HOUR + (uint64_t)i * MIN, &moved, u, 0);
+    assert_int_equal(gw_keylimits_take_alerts(f->k, a, 4), 0);
+    t_use(f->k, T0 + 2 * HOUR + 3 * MIN, &moved, u, 0);
+    assert_int_equal(gw_keylimits_take_alerts(f->k, a, 4), 1);
+    assert_int_equal(a[0].percent, 80);
+    assert_int_equal(a[0].used, 4);
+}
+
+/* Every key of the registry is visited once. */
+static void
+t_count_key(void *arg, struct gw_keylimits *k)
+{
+    (void)k;
+    (*(int *)arg)++;
+}
+
+static void
+test_limits_registry_each_visits_every_key(void **state)
+{
+    struct t_fix *f = *state;
+    char name[16];
+    int n = 0;
+
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof(name), "k%d", i);
+        assert_non_null(gw_keylimits_reg_get(f->reg, name, NULL));
+    }
+    gw_keylimits_reg_each(f->reg, t_count_key, &n);
+    assert_int_equal(n, 101); /* with alice */
 }
 
 /* ---- rebuild ---- */
@@ -1164,7 +1245,14 @@ main(void)
         cmocka_unit_test_setup_teardown(
             test_limits_reservation_from_yesterday_settled_today_does_not_count_today, t_setup,
             t_teardown),
-        cmocka_unit_test_setup_teardown(test_limits_reset_calendar_then_rebuild_recounts_the_period,
+        cmocka_unit_test_setup_teardown(
+            test_limits_recount_counts_the_rows_of_the_moved_day_and_keeps_running_requests,
+            t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_limits_recount_of_a_period_that_moved_on_again_is_dropped,
+                                        t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_limits_recount_of_a_moved_day_arms_its_alerts_again,
+                                        t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_limits_registry_each_visits_every_key,
                                         t_setup, t_teardown),
         cmocka_unit_test(test_limits_row_counts_only_when_a_hop_was_sent),
         cmocka_unit_test(test_limits_rebuild_equals_live_settlement),

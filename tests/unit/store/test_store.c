@@ -524,6 +524,37 @@ t_on_row(void *arg, const struct gw_row *row)
     return sc->stop_at && sc->n >= sc->stop_at;
 }
 
+/* A sync wakes a writer that would otherwise sleep a minute, and returns once the rows
+ * queued before it can be read. */
+static void
+test_store_sync_returns_once_the_rows_queued_before_it_are_readable(void **state)
+{
+    struct t_ctx *c = *state;
+    struct t_scan sc;
+
+    t_open(c);
+    assert_int_equal(store_writer_start(c->s, 60000, 0), GW_OK);
+    assert_true(store_sync(c->s, 1000)); /* nothing queued: at once */
+    for (unsigned i = 1; i <= 3; i++)
+        t_submit(c->s, t_row(i, 1000 * i, "alice"));
+    assert_true(store_sync(c->s, 30000));
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "alice", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 3);
+    store_writer_stop(c->s);
+}
+
+/* Without a writer nothing is handled: the sync gives up at its timeout. */
+static void
+test_store_sync_without_a_writer_times_out(void **state)
+{
+    struct t_ctx *c = *state;
+
+    t_open(c);
+    t_submit(c->s, t_row(1, 1000, "alice"));
+    assert_false(store_sync(c->s, 20));
+}
+
 static void
 test_store_rows_by_client_since_oldest_first(void **state)
 {
@@ -855,6 +886,8 @@ main(void)
         T_TEST(test_store_close_commits_rows_submitted_while_stopped),
         T_TEST(test_store_sequence_continues_after_reopen),
         T_TEST(test_store_rows_by_client_since_oldest_first),
+        T_TEST(test_store_sync_returns_once_the_rows_queued_before_it_are_readable),
+        T_TEST(test_store_sync_without_a_writer_times_out),
         T_TEST(test_store_retention_deletes_old_rows_only),
         T_TEST(test_store_retention_runs_in_bounded_chunks),
         T_TEST(test_store_cursor_of_pruned_row_ends_listing),
