@@ -39,5 +39,8 @@ int cli_cmd_dry_run(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_providers(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_groups(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_events(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_keys(const struct cli_opts *o, int argc, char **argv);
+/* `spec set|rm`: <argv>[1] is "set" or "rm". */
+int cli_cmd_spec(const struct cli_opts *o, int argc, char **argv);
 
 #endif

@@ -22,9 +22,13 @@ usage_print(FILE *f)
           "                           recent requests, newest first (-f: follow)\n"
           "  providers                upstreams: state, pause, slots, latency, success\n"
           "  groups                   groups: type, members, weights, balance_by\n"
+          "  keys                     gateway keys: concurrency, each limit's use and reset\n"
           "  dry-run MODEL [--key NAME] [--body FILE]\n"
           "                           the upstreams a request would try, in order\n"
           "  events                   follow the gateway's events (key_limit_alert, ...)\n"
+          "  spec set PROVIDER MODEL [--context-window N|none] [--max-output-tokens N|none]\n"
+          "  spec rm PROVIDER MODEL   set or remove a providers[].model_specs entry in the\n"
+          "                           gateway's config file (saved, then reloaded)\n"
           "  check FILE               validate a config file offline\n"
           "\n"
           "global flags (before the subcommand):\n"
@@ -107,6 +111,10 @@ main(int argc, char **argv)
         return cli_cmd_providers(&o, argc - i, argv + i);
     if (strcmp(cmd, "groups") == 0)
         return cli_cmd_groups(&o, argc - i, argv + i);
+    if (strcmp(cmd, "keys") == 0)
+        return cli_cmd_keys(&o, argc - i, argv + i);
+    if (strcmp(cmd, "spec") == 0)
+        return cli_cmd_spec(&o, argc - i, argv + i);
     if (strcmp(cmd, "events") == 0)
         return cli_cmd_events(&o, argc - i, argv + i);
     if (strcmp(cmd, "dry-run") == 0)

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT
- * cli/overview.c - `gwctl providers` and `gwctl groups`: tables from
+ * cli/overview.c - `gwctl providers`, `gwctl groups` and `gwctl keys`: tables from
  * GET /control/v1/overview (providers with health, pause and slots, then the failover
- * settings; groups with members, weights and balance_by), or, with --json, the
- * answer's "providers" (with "failover") or "groups" part.
+ * settings; groups with members, weights and balance_by; keys with their concurrency
+ * and one line per usage limit), or, with --json, the answer's "providers" (with
+ * "failover"), "groups" or "keys" part.
  * Owns:    nothing beyond one call.
  * Threads: the main thread only; blocks on the network.
  * See:     cli/cli.h, net/control.c (net_control_overview_json), docs/gwctl.md
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -286,6 +288,223 @@ cli_cmd_groups(const struct cli_opts *o, int argc, char **argv)
     }
     if (rc == CLI_EXIT_OK)
         cli_table_flush(&t, stdout);
+    cli_table_fini(&t);
+    json_decref(ov);
+    return rc;
+}
+
+/* ---- keys ---- */
+
+enum {
+    K_NAME,
+    K_SLOTS,
+    K_WAITING,
+    K_PER,
+    K_MEASURE,
+    K_USED,
+    K_MAX,
+    K_PCT,
+    K_RESETS,
+    K_REACHED,
+    K__COUNT
+};
+
+static const struct cli_col key_cols[K__COUNT] = {
+    [K_NAME] = {"NAME", 0, false},
+    [K_SLOTS] = {"IN FLIGHT", 0, true},
+    [K_WAITING] = {"WAITING", 0, true},
+    [K_PER] = {"PER", 0, false},
+    [K_MEASURE] = {"MEASURE", 0, false},
+    [K_USED] = {"USED", 0, true},
+    [K_MAX] = {"MAX", 0, true},
+    [K_PCT] = {"USED%", 0, true},
+    [K_RESETS] = {"RESETS (LOCAL)", 0, false},
+    [K_REACHED] = {"REACHED", 0, false},
+};
+
+/* A limit's amount: USD with cents (more digits under a cent) for cost, else the count. */
+static void
+amount(char *buf, size_t size, json_t *v, bool cost)
+{
+    double d = json_number_value(v);
+
+    if (!json_is_number(v))
+        snprintf(buf, size, "-");
+    else if (!cost)
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    else if (d != 0 && d < 0.01)
+        snprintf(buf, size, "$%.6f", d);
+    else
+        snprintf(buf, size, "$%.2f", d);
+}
+
+/* An RFC 3339 UTC time ("2026-12-01T00:00:00.000Z") as local "YYYY-MM-DD HH:MM:SS";
+ * "-" when absent or unreadable. */
+static void
+local_time(char *buf, size_t size, json_t *v)
+{
+    const char *s = json_string_value(v);
+    struct tm tm;
+    time_t t;
+
+    memset(&tm, 0, sizeof(tm));
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                     &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) {
+        snprintf(buf, size, "-");
+        return;
+    }
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    t = timegm(&tm);
+    if (t == (time_t)-1 || !localtime_r(&t, &tm) ||
+        strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+        snprintf(buf, size, "-");
+}
+
+/* One line per limit of key <k> (one line with "-" limits when it has none); the
+ * concurrency cells only on the key's first line. */
+static int
+add_key(struct cli_table *t, json_t *k)
+{
+    char slots[48], waiting[16], used[32], max[32], pct[16], resets[40];
+    json_t *limits = json_object_get(k, "limits"), *l, *v;
+    const char *cells[K__COUNT];
+    size_t i, n = json_array_size(limits);
+
+    v = json_object_get(k, "max_concurrent");
+    if (json_is_integer(v))
+        snprintf(slots, sizeof(slots), "%lld/%lld",
+                 (long long)json_integer_value(json_object_get(k, "in_flight")),
+                 (long long)json_integer_value(v));
+    else
+        snprintf(slots, sizeof(slots), "%lld",
+                 (long long)json_integer_value(json_object_get(k, "in_flight")));
+    int_or_dash(waiting, sizeof(waiting), json_object_get(k, "waiting"), "");
+    for (i = 0; i < (n ? n : 1); i++) {
+        const char *measure;
+        bool cost;
+        double mx;
+
+        memset(cells, 0, sizeof(cells));
+        cells[K_NAME] = json_string_value(json_object_get(k, "name"));
+        cells[K_SLOTS] = i == 0 ? slots : "";
+        cells[K_WAITING] = i == 0 ? waiting : "";
+        if (n == 0) { /* no limits: the other cells print "-" */
+            if (cli_table_add(t, cells) != 0)
+                return -1;
+            break;
+        }
+        l = json_array_get(limits, i);
+        measure = json_string_value(json_object_get(l, "measure"));
+        cost = measure && strcmp(measure, "cost") == 0;
+        amount(used, sizeof(used), json_object_get(l, "used"), cost);
+        amount(max, sizeof(max), json_object_get(l, "max"), cost);
+        mx = json_number_value(json_object_get(l, "max"));
+        if (mx > 0)
+            snprintf(pct, sizeof(pct), "%.0f%%",
+                     json_number_value(json_object_get(l, "used")) * 100.0 / mx);
+        else
+            snprintf(pct, sizeof(pct), "-");
+        local_time(resets, sizeof(resets), json_object_get(l, "resets_at"));
+        cells[K_PER] = json_string_value(json_object_get(l, "per"));
+        cells[K_MEASURE] = measure;
+        cells[K_USED] = used;
+        cells[K_MAX] = max;
+        cells[K_PCT] = pct;
+        cells[K_RESETS] = resets;
+        cells[K_REACHED] = json_is_true(json_object_get(l, "reached")) ? "REACHED" : "";
+        if (cli_table_add(t, cells) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static bool
+has_cost_limit(json_t *k)
+{
+    json_t *l;
+    size_t i;
+
+    json_array_foreach(json_object_get(k, "limits"), i, l)
+    {
+        const char *m = json_string_value(json_object_get(l, "measure"));
+
+        if (m && strcmp(m, "cost") == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Under the table: the models a cost-limited key used that have no price (its cost
+ * limit cannot see them, DESIGN.md 8). */
+static void
+print_unpriced(json_t *keys)
+{
+    json_t *k, *m;
+    size_t i, j;
+
+    json_array_foreach(keys, i, k)
+    {
+        json_t *un = json_object_get(k, "unpriced_models");
+
+        if (!has_cost_limit(k) || json_array_size(un) == 0)
+            continue;
+        printf("%s: unpriced models, not counted by its cost limit:",
+               json_string_value(json_object_get(k, "name")));
+        json_array_foreach(un, j, m) printf("%s %s", j ? "," : "", json_string_value(m));
+        printf("\n");
+    }
+}
+
+int
+cli_cmd_keys(const struct cli_opts *o, int argc, char **argv)
+{
+    struct cli_table t;
+    json_t *ov = NULL, *k, *keys;
+    size_t i;
+    int rc;
+
+    (void)argv;
+    if (argc != 1) {
+        fprintf(stderr, "gwctl: keys takes no arguments\n");
+        return cli_usage();
+    }
+    rc = fetch_overview(o, &ov);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    keys = json_object_get(ov, "keys");
+    if (!json_is_array(keys)) {
+        fprintf(stderr, "gwctl: /control/v1/overview: the answer has no keys\n");
+        json_decref(ov);
+        return CLI_EXIT_ERROR;
+    }
+    if (o->json) {
+        rc = print_parts(ov, "keys", NULL);
+        json_decref(ov);
+        return rc;
+    }
+    if (json_array_size(keys) == 0) {
+        printf("no keys: the config has no clients\n");
+        json_decref(ov);
+        return CLI_EXIT_OK;
+    }
+    if (cli_table_init(&t, key_cols, K__COUNT) != 0) {
+        json_decref(ov);
+        fprintf(stderr, "gwctl: out of memory\n");
+        return CLI_EXIT_ERROR;
+    }
+    json_array_foreach(keys, i, k)
+    {
+        if (add_key(&t, k) != 0) {
+            fprintf(stderr, "gwctl: out of memory\n");
+            rc = CLI_EXIT_ERROR;
+            break;
+        }
+    }
+    if (rc == CLI_EXIT_OK) {
+        cli_table_flush(&t, stdout);
+        print_unpriced(keys);
+    }
     cli_table_fini(&t);
     json_decref(ov);
     return rc;

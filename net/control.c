@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT
  * net/control.c - the control thread: one event_base and one evhttp server on
  * control.listen answering /healthz, /metrics (Prometheus text) and the bearer-token
- * protected /control/v1/ JSON API (DESIGN.md 14, 18): version, traffic, overview and
- * dry-run.
+ * protected /control/v1/ JSON API (DESIGN.md 14, 18): version, traffic, overview,
+ * dry-run, events and PUT provider-model-spec.
  * Each request acquires the live config snapshot (for the token) and releases it before
  * the handler returns; traffic pages are read from the store in their own read
  * transaction (store_rows_page), so nothing is held across callbacks. The dry-run calls
  * the data plane's own ordering (gw_route_order with advance = false) and conversation
  * key (net_conversation_key), so it answers what a request would get, changing nothing.
- * Owns:    the thread, its event_base, the evhttp server and listener, the stop event.
+ * A model-spec save edits the config file's one entry (core/yaml_edit.h), validates the
+ * whole text with gw_conf_parse as a reload would, replaces the file atomically (temp
+ * file in the same folder, fsync, rename), sends SIGHUP to the process (main reloads on
+ * its own loop) and answers once the reload has published the entry, polling the
+ * snapshot with a timer so the control loop never blocks.
+ * Owns:    the thread, its event_base, the evhttp server and listener, the stop event,
+ *          the saves waiting for their reload.
  * Threads: net_control_start/stop on main; every handler on the control thread, which
  *          blocks only on its own sockets and short LMDB reads.
  * See:     net/control.h, cli/ (gwctl), tests/unit/net/test_control.c, docs/gwctl.md
@@ -16,16 +22,22 @@
 #include "net/control.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -38,12 +50,14 @@
 #include "core/events.h"
 #include "core/health.h"
 #include "core/limits.h"
+#include "core/log.h"
 #include "core/route.h"
 #include "core/row.h"
 #include "core/slots.h"
 #include "core/snap.h"
 #include "core/sticky.h"
 #include "core/str.h"
+#include "core/yaml_edit.h"
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
 #include "net/calendar.h"
@@ -62,6 +76,26 @@
 #define CONTROL_PREFIX "/control/v1/"
 /* "2026-11-30T04:01:02.345Z" and its NUL */
 #define CONTROL_TS_LEN 25
+/* A model-spec save waits this long for the reload to publish its entry. */
+#define CONTROL_RELOAD_WAIT_MS 10000
+#define CONTROL_RELOAD_POLL_MS 20
+#define CONTROL_MAX_SAVES 16 /* saves waiting for their reload at once */
+#define CONTROL_MAX_CONF (16 * 1024 * 1024)
+
+struct net_control;
+
+/* A saved model spec whose answer waits for the reload (PUT provider-model-spec). */
+struct spec_wait {
+    struct net_control *c;
+    struct evhttp_request *req; /* answered when the wait ends */
+    struct event *ev;           /* owned: the poll timer */
+    uint64_t gen;               /* the live generation before the reload was asked */
+    unsigned polls;
+    char provider[GW_NAME_MAX + 1];
+    char *model;     /* owned */
+    bool present;    /* the entry exists in the saved file */
+    uint64_t cw, mo; /* its context_window / max_output_tokens; 0 = not written */
+};
 
 struct net_control {
     struct event_base *base;          /* owned; run by the thread only */
@@ -78,6 +112,9 @@ struct net_control {
     size_t n_subs;
     struct event *ev_tick;
     unsigned ticks;
+    /* PUT provider-model-spec answers waiting for their reload */
+    struct spec_wait *waits[CONTROL_MAX_SAVES];
+    size_t n_waits;
 };
 
 /* ---- JSON helpers ---- */
@@ -677,6 +714,7 @@ reason_of(int status)
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
     case 503: return "Service Unavailable";
     default: return "Internal Server Error";
     }
@@ -968,8 +1006,471 @@ authorized(struct evhttp_request *req, const struct gw_conf *conf, const char **
     return true;
 }
 
+/* ---- PUT /control/v1/provider-model-spec ---- */
+
+static const char *
+conf_getenv(void *arg, const char *name)
+{
+    (void)arg;
+    return getenv(name);
+}
+
+/* The environment gwd's own loader uses (net/main.c): the process environment and
+ * SHA-256, so a save is validated exactly as the reload will validate it. */
+static const struct gw_conf_env control_conf_env = {conf_getenv, sha256, NULL};
+
+/* The body: {"provider", "model", "context_window"?, "max_output_tokens"?}; a field
+ * left out keeps what the file says, null removes it. */
+static enum gw_code
+spec_request(json_t *j, const char **prov, const char **model, struct gw_yaml_spec_edit *e,
+             char *why, size_t whylen)
+{
+    static const char *const names[2] = {"context_window", "max_output_tokens"};
+    enum gw_yaml_op *ops[2] = {&e->context_window_op, &e->max_output_tokens_op};
+    uint64_t *vals[2] = {&e->context_window, &e->max_output_tokens};
+    const char *k;
+    json_t *v;
+    int i;
+
+    memset(e, 0, sizeof(*e));
+    if (!json_is_object(j)) {
+        snprintf(why, whylen,
+                 "expected a JSON object {\"provider\", \"model\", "
+                 "\"context_window\", \"max_output_tokens\"}");
+        return GW_E_BAD_REQUEST;
+    }
+    json_object_foreach(j, k, v)
+    {
+        if (strcmp(k, "provider") != 0 && strcmp(k, "model") != 0 && strcmp(k, names[0]) != 0 &&
+            strcmp(k, names[1]) != 0) {
+            snprintf(why, whylen,
+                     "unknown field \"%.64s\" (expected provider, model, context_window, "
+                     "max_output_tokens)",
+                     k);
+            return GW_E_BAD_REQUEST;
+        }
+    }
+    *prov = json_string_value(json_object_get(j, "provider"));
+    *model = json_string_value(json_object_get(j, "model"));
+    if (!*prov || !**prov) {
+        snprintf(why, whylen, "provider: expected a provider name (a string)");
+        return GW_E_BAD_REQUEST;
+    }
+    if (!*model) {
+        snprintf(why, whylen, "model: expected a model id (a string)");
+        return GW_E_BAD_REQUEST;
+    }
+    for (i = 0; i < 2; i++) {
+        v = json_object_get(j, names[i]);
+        if (!v)
+            continue;
+        if (json_is_null(v)) {
+            *ops[i] = GW_YAML_REMOVE;
+            continue;
+        }
+        if (!json_is_integer(v)) {
+            snprintf(why, whylen, "%s: expected a whole number of tokens, or null to remove it",
+                     names[i]);
+            return GW_E_CFG_WRONG_TYPE;
+        }
+        if (json_integer_value(v) < 0) {
+            snprintf(why, whylen, "%s: %lld (must be 1..100000000 tokens)", names[i],
+                     (long long)json_integer_value(v));
+            return GW_E_CFG_RANGE;
+        }
+        *ops[i] = GW_YAML_SET;
+        *vals[i] = (uint64_t)json_integer_value(v);
+    }
+    if (e->context_window_op == GW_YAML_KEEP && e->max_output_tokens_op == GW_YAML_KEEP) {
+        snprintf(why, whylen,
+                 "give context_window and/or max_output_tokens (null removes one; "
+                 "both null remove the entry)");
+        return GW_E_BAD_REQUEST;
+    }
+    return GW_OK;
+}
+
+/* The model_specs entry <model> of provider <prov> in <c> as written (NULL if none). */
+static const struct gw_conf_model_spec *
+spec_entry(const struct gw_conf *c, const char *prov, const char *model)
+{
+    const struct gw_conf_provider *p = c ? gw_conf_provider_find(c, prov, strlen(prov)) : NULL;
+    size_t i;
+
+    for (i = 0; p && i < p->n_model_specs; i++)
+        if (strcmp(p->model_specs[i].model, model) == 0)
+            return &p->model_specs[i];
+    return NULL;
+}
+
+static char *
+file_read(const char *path, size_t *lenp)
+{
+    struct gw_buf b = {0};
+    char chunk[16384];
+    FILE *f = fopen(path, "rb");
+    size_t n;
+
+    if (!f)
+        return NULL;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (b.len + n > CONTROL_MAX_CONF || gw_buf_append(&b, chunk, n) != GW_OK) {
+            fclose(f);
+            gw_buf_fini(&b);
+            errno = b.len + n > CONTROL_MAX_CONF ? EFBIG : ENOMEM;
+            return NULL;
+        }
+    }
+    if (ferror(f)) {
+        fclose(f);
+        gw_buf_fini(&b);
+        errno = EIO;
+        return NULL;
+    }
+    fclose(f);
+    *lenp = b.len;
+    if (!b.data) /* an empty file */
+        return gw_calloc(1, 1);
+    return b.data;
+}
+
+/* Replaces <path> by <len> bytes of <data>: a temp file in the same folder, with the
+ * old file's mode, written, fsynced and renamed over it, then the folder fsynced. A
+ * symlinked config is followed, so the link stays and its target is replaced. */
+static bool
+file_replace(const char *path, const char *data, size_t len, char *why, size_t whylen)
+{
+    char real[PATH_MAX], rcopy[PATH_MAX], tmp[PATH_MAX + 32];
+    const char *dir;
+    struct stat st;
+    size_t off = 0;
+    int fd, dfd, n;
+
+    if (!realpath(path, real) || stat(real, &st) != 0) {
+        snprintf(why, whylen, "%.300s: %s", path, strerror(errno));
+        return false;
+    }
+    memcpy(rcopy, real, sizeof(rcopy));
+    dir = dirname(rcopy);
+    n = snprintf(tmp, sizeof(tmp), "%s/.gw-save-XXXXXX", dir);
+    if (n < 0 || (size_t)n >= sizeof(tmp)) {
+        snprintf(why, whylen, "%.300s: the path is too long", real);
+        return false;
+    }
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(why, whylen, "cannot create a file in %.300s: %s", dir, strerror(errno));
+        return false;
+    }
+    if (fchmod(fd, st.st_mode & 07777) != 0)
+        goto fail;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            goto fail;
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0) /* the bytes are on disk before the name points at them */
+        goto fail;
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, real) != 0)
+        goto fail;
+    dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) { /* the rename itself is durable once the folder is synced */
+        fsync(dfd);
+        close(dfd);
+    }
+    return true;
+fail:
+    snprintf(why, whylen, "cannot write %.300s: %s", real, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    return false;
+}
+
+/* The answer: the entry as the file now holds it. */
+static json_t *
+spec_answer(const char *prov, const char *model, bool present, uint64_t cw, uint64_t mo, bool saved,
+            bool reloaded)
+{
+    return json_pack("{s:s,s:s,s:o,s:o,s:b,s:b,s:b}", "provider", prov, "model", model,
+                     "context_window", cw ? json_integer((json_int_t)cw) : json_null(),
+                     "max_output_tokens", mo ? json_integer((json_int_t)mo) : json_null(),
+                     "present", present, "saved", saved, "reloaded", reloaded);
+}
+
+/* Sends a refused config: <code> (GW_OK: the first problem's) with <status>, every
+ * problem (up to 20) in the message and in "problems". */
+static void
+send_problems(struct evhttp_request *req, const struct gw_conf_problems *probs, enum gw_code code,
+              int status, const char *lead)
+{
+    struct gw_buf msg = {0};
+    json_t *arr = json_array(), *j;
+    char line[1024];
+    size_t i;
+
+    gw_buf_append_cstr(&msg, lead);
+    for (i = 0; i < probs->n && i < 20; i++) {
+        gw_conf_problem_format(&probs->v[i], line, sizeof(line));
+        gw_buf_printf(&msg, "%s%s", i ? "; " : ": ", line);
+        json_array_append_new(arr,
+                              json_pack("{s:s,s:s,s:s,s:s}", "code", gw_code_str(probs->v[i].code),
+                                        "path", probs->v[i].path ? probs->v[i].path : "", "value",
+                                        probs->v[i].value ? probs->v[i].value : "", "message",
+                                        probs->v[i].msg ? probs->v[i].msg : ""));
+    }
+    if (code == GW_OK)
+        code = probs->n ? probs->v[0].code : GW_E_CFG_SYNTAX;
+    j = json_pack("{s:{s:s,s:s,s:o}}", "error", "code", gw_code_str(code), "message",
+                  msg.data ? msg.data : lead, "problems", arr);
+    gw_buf_fini(&msg);
+    send_json(req, status, j);
+}
+
+static void
+spec_wait_free(struct spec_wait *w)
+{
+    struct net_control *c = w->c;
+    size_t i;
+
+    for (i = 0; i < c->n_waits; i++) {
+        if (c->waits[i] == w) {
+            c->waits[i] = c->waits[--c->n_waits];
+            break;
+        }
+    }
+    if (w->ev)
+        event_free(w->ev);
+    gw_free(w->model);
+    gw_free(w);
+}
+
+static void
+on_spec_client_gone(struct evhttp_connection *evcon, void *arg)
+{
+    struct net_control *c = arg;
+    size_t i;
+
+    for (i = 0; i < c->n_waits; i++) {
+        if (evhttp_request_get_connection(c->waits[i]->req) == evcon) {
+            spec_wait_free(c->waits[i]); /* evhttp frees the request after this */
+            return;
+        }
+    }
+}
+
+/* Answers a save once the live snapshot is newer than the one before the SIGHUP and
+ * holds the saved entry (so it was loaded from the saved file), or once the wait is
+ * over (reloaded: false: the reload failed or is slow; gwd's log says which). */
+static void
+on_spec_poll(evutil_socket_t fd, short what, void *arg)
+{
+    struct spec_wait *w = arg;
+    struct gw_conf *live = gw_conf_acquire(&w->c->thr);
+    const struct gw_conf_model_spec *s;
+    bool done = false;
+
+    (void)fd;
+    (void)what;
+    if (live && live->generation != w->gen) {
+        s = spec_entry(live, w->provider, w->model);
+        done = w->present ? s && s->context_window == w->cw && s->max_output_tokens == w->mo : !s;
+    }
+    gw_conf_release(live);
+    if (done || ++w->polls * CONTROL_RELOAD_POLL_MS >= CONTROL_RELOAD_WAIT_MS) {
+        evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
+        send_json(w->req, 200,
+                  spec_answer(w->provider, w->model, w->present, w->cw, w->mo, true, done));
+        spec_wait_free(w);
+        return;
+    }
+    {
+        struct timeval tv = {0, CONTROL_RELOAD_POLL_MS * 1000};
+
+        event_add(w->ev, &tv);
+    }
+}
+
+/* Starts the wait for the reload of a save; false when out of memory or too many saves
+ * wait (the caller answers then, without waiting). */
+static bool
+spec_wait_start(struct net_control *c, struct evhttp_request *req, uint64_t gen, const char *prov,
+                const char *model, const struct gw_conf_model_spec *s)
+{
+    struct spec_wait *w;
+    struct timeval tv = {0, CONTROL_RELOAD_POLL_MS * 1000};
+
+    if (c->n_waits == CONTROL_MAX_SAVES || !(w = gw_calloc(1, sizeof(*w))))
+        return false;
+    w->c = c;
+    w->req = req;
+    w->gen = gen;
+    snprintf(w->provider, sizeof(w->provider), "%s", prov);
+    w->model = gw_strdup(model);
+    w->present = s != NULL;
+    w->cw = s ? s->context_window : 0;
+    w->mo = s ? s->max_output_tokens : 0;
+    w->ev = evtimer_new(c->base, on_spec_poll, w);
+    c->waits[c->n_waits++] = w;
+    if (!w->model || !w->ev || event_add(w->ev, &tv) != 0) {
+        spec_wait_free(w);
+        return false;
+    }
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_spec_client_gone, c);
+    return true;
+}
+
+static int
+spec_status(enum gw_code rc)
+{
+    switch (rc) {
+    case GW_E_CFG_MODEL_SPEC_BLANK_MODEL:
+    case GW_E_CFG_MODEL_SPEC_WILDCARD:
+    case GW_E_CFG_MODEL_SPEC_ZERO:
+    case GW_E_CFG_RANGE:
+    case GW_E_CFG_WRONG_TYPE: return 400;
+    default: return 0; /* the code's own */
+    }
+}
+
+static void
+on_model_spec(struct net_control *c, struct evhttp_request *req, const struct gw_conf *conf)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t blen = evbuffer_get_length(in), len = 0;
+    const char *bytes = blen ? (const char *)evbuffer_pullup(in, -1) : "";
+    struct gw_conf_problems probs = {0};
+    struct gw_conf *old = NULL, *neu = NULL, *live;
+    const struct gw_conf_model_spec *os, *ns;
+    struct gw_yaml_spec_edit e;
+    const char *prov = NULL, *model = NULL;
+    struct gw_buf text = {0};
+    char why[1024], dir[PATH_MAX], *data = NULL, *dcopy;
+    uint64_t want_cw, want_mo, gen;
+    json_error_t jerr;
+    json_t *j = NULL;
+    enum gw_code rc;
+
+    if (!c->deps.conf_path) {
+        send_error(req, GW_E_CONTROL_CONFIG_IO, 503,
+                   "the gateway does not know its config file: saves are off");
+        return;
+    }
+    j = bytes ? json_loadb(bytes, blen, 0, &jerr) : NULL;
+    if (!j) {
+        snprintf(why, sizeof(why), "the body is not JSON: %s", bytes ? jerr.text : "no memory");
+        send_error(req, GW_E_BAD_REQUEST, 400, why);
+        return;
+    }
+    rc = spec_request(j, &prov, &model, &e, why, sizeof(why));
+    if (rc != GW_OK) {
+        send_error(req, rc, 400, why);
+        goto out;
+    }
+    if (!gw_conf_provider_find(conf, prov, strlen(prov))) {
+        snprintf(why, sizeof(why), "no provider named \"%.64s\" in the running config", prov);
+        send_error(req, GW_E_CONTROL_UNKNOWN_PROVIDER, 0, why);
+        goto out;
+    }
+    data = file_read(c->deps.conf_path, &len);
+    if (!data) {
+        snprintf(why, sizeof(why), "cannot read the config file %.300s: %s", c->deps.conf_path,
+                 strerror(errno));
+        send_error(req, GW_E_CONTROL_CONFIG_IO, 0, why);
+        goto out;
+    }
+    /* the folder relative paths resolve against, as gwd's loader has it */
+    dcopy = gw_strdup(c->deps.conf_path);
+    if (!dcopy || !realpath(dirname(dcopy), dir))
+        snprintf(dir, sizeof(dir), ".");
+    gw_free(dcopy);
+    rc = gw_conf_parse(data, len, dir, &control_conf_env, &old, &probs);
+    if (rc == GW_E_NOMEM) {
+        send_error(req, rc, 0, "out of memory");
+        goto out;
+    }
+    if (rc != GW_OK) {
+        send_problems(req, &probs, GW_E_CONTROL_CONFIG_INVALID, 409,
+                      "the config file is refused as it is now (fix it by hand first)");
+        goto out;
+    }
+    rc = gw_yaml_set_model_spec(data, len, prov, model, &e, &text, why, sizeof(why));
+    if (rc != GW_OK) {
+        send_error(req, rc, spec_status(rc), why);
+        goto out;
+    }
+    os = spec_entry(old, prov, model);
+    want_cw = e.context_window_op == GW_YAML_SET      ? e.context_window
+              : e.context_window_op == GW_YAML_REMOVE ? 0
+              : os                                    ? os->context_window
+                                                      : 0;
+    want_mo = e.max_output_tokens_op == GW_YAML_SET      ? e.max_output_tokens
+              : e.max_output_tokens_op == GW_YAML_REMOVE ? 0
+              : os                                       ? os->max_output_tokens
+                                                         : 0;
+    if (text.len == len && memcmp(text.data ? text.data : "", data, len) == 0) {
+        send_json(req, 200, spec_answer(prov, model, os != NULL, want_cw, want_mo, false, false));
+        goto out;
+    }
+    rc = gw_conf_parse(text.data, text.len, dir, &control_conf_env, &neu, &probs);
+    if (rc == GW_E_NOMEM) {
+        send_error(req, rc, 0, "out of memory");
+        goto out;
+    }
+    if (rc != GW_OK) {
+        send_problems(req, &probs, GW_OK, 400,
+                      "the edited config is refused; the file is unchanged");
+        goto out;
+    }
+    ns = spec_entry(neu, prov, model);
+    if (ns ? ns->context_window != want_cw || ns->max_output_tokens != want_mo
+           : want_cw || want_mo) {
+        send_error(req, GW_E_INTERNAL, 500,
+                   "the edit did not give the entry asked for; the file is unchanged");
+        goto out;
+    }
+    if (!file_replace(c->deps.conf_path, text.data, text.len, why, sizeof(why))) {
+        send_error(req, GW_E_CONTROL_CONFIG_IO, 0, why);
+        goto out;
+    }
+    GW_LOG(GW_LOG_INFO, NULL, "config_saved",
+           "model_specs of provider %s, model %.128s saved to %s", prov, model, c->deps.conf_path);
+    live = gw_conf_acquire(&c->thr);
+    gen = live ? live->generation : 0;
+    gw_conf_release(live);
+    /* main reloads on SIGHUP on its own loop (the same path as an operator's kill -HUP);
+     * the answer waits for the snapshot that holds the entry */
+    kill(getpid(), SIGHUP);
+    if (!spec_wait_start(c, req, gen, prov, model, ns))
+        send_json(req, 200, spec_answer(prov, model, ns != NULL, want_cw, want_mo, true, false));
+out:
+    gw_conf_free(old);
+    gw_conf_free(neu);
+    gw_conf_problems_fini(&probs);
+    gw_buf_fini(&text);
+    gw_free(data);
+    json_decref(j);
+}
+
 /* The /control/v1/ endpoints and the one method each answers. */
-enum control_ep { EP_VERSION, EP_TRAFFIC, EP_OVERVIEW, EP_DRY_RUN, EP_EVENTS, EP__COUNT };
+enum control_ep {
+    EP_VERSION,
+    EP_TRAFFIC,
+    EP_OVERVIEW,
+    EP_DRY_RUN,
+    EP_EVENTS,
+    EP_MODEL_SPEC,
+    EP__COUNT
+};
 
 static const struct {
     const char *name;
@@ -981,6 +1482,7 @@ static const struct {
     [EP_OVERVIEW] = {"overview", EVHTTP_REQ_GET, "GET"},
     [EP_DRY_RUN] = {"dry-run", EVHTTP_REQ_POST, "POST"},
     [EP_EVENTS] = {"events", EVHTTP_REQ_GET, "GET"},
+    [EP_MODEL_SPEC] = {"provider-model-spec", EVHTTP_REQ_PUT, "PUT"},
 };
 
 /* ---- GET /control/v1/events (SSE) ---- */
@@ -1091,6 +1593,7 @@ on_control(struct net_control *c, struct evhttp_request *req, const char *sub)
         case EP_OVERVIEW: on_overview(req, conf); break;
         case EP_DRY_RUN: on_dry_run(c, req, conf); break;
         case EP_EVENTS: on_events(c, req); break;
+        case EP_MODEL_SPEC: on_model_spec(c, req, conf); break;
         case EP__COUNT: break;
         }
     }
@@ -1146,6 +1649,8 @@ control_main(void *arg)
     event_base_dispatch(c->base);
     while (c->n_subs) /* end the streams; the close callbacks need the base no more */
         evhttp_send_reply_end(c->subs[--c->n_subs]);
+    while (c->n_waits) /* saves still waiting for their reload; evhttp_free closes them */
+        spec_wait_free(c->waits[0]);
     gw_thread_unregister(&c->thr);
     return NULL;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT
  * net/control.h - the control thread: the control API on control.listen (DESIGN.md 14,
  * 18): /healthz, /metrics, /control/v1/version, /control/v1/traffic,
- * /control/v1/overview and POST /control/v1/dry-run, with the bearer token from
- * control.token_env compared in constant time.
+ * /control/v1/overview, /control/v1/events, POST /control/v1/dry-run and
+ * PUT /control/v1/provider-model-spec (saves one model_specs entry to the config file
+ * at deps->conf_path, then reloads by sending the process SIGHUP), with the bearer
+ * token from control.token_env compared in constant time.
  * Owns:    its thread, event_base and evhttp listener.
  * Threads: start/stop on main; everything else on the control thread.
  * See:     net/control.c, cli/ (gwctl), tests/e2e/test_control.py
@@ -26,8 +28,11 @@ struct net_control;
  * from the live snapshot (core/snap.h) per request, so a reload applies at once.
  * <deps> is copied; the objects it points at are borrowed and must outlive
  * net_control_stop (deps->store NULL: traffic answers 503 and /metrics has no store
- * counters; deps->sticky NULL: dry-runs show no stickiness). <deps> itself may be NULL
- * (both NULL). GW_E_INTERNAL with a message in <err> when the address cannot be bound. */
+ * counters; deps->sticky NULL: dry-runs show no stickiness; deps->conf_path NULL:
+ * model-spec saves answer 503). <deps> itself may be NULL (all NULL).
+ * Caveat: a model-spec save sends SIGHUP to the process, so with conf_path set the
+ * caller must handle SIGHUP (gwd's main reloads on it) before serving saves.
+ * GW_E_INTERNAL with a message in <err> when the address cannot be bound. */
 enum gw_code net_control_start(const struct gw_conf_addr *listen, const struct net_deps *deps,
                                struct net_control **out, char *err, size_t errlen);
 /* Stops the thread and frees everything. Blocks until the thread has exited. NULL is

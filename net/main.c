@@ -406,6 +406,9 @@ run(struct gwd *g)
         goto out;
     }
     net_logger_start();
+    /* A control API save sends SIGHUP; until the event loop handles it (below), one
+     * arriving early must not end the process. evsignal_new replaces this. */
+    signal(SIGHUP, SIG_IGN);
     if (net_control_start(&conf->control.listen, &g->deps, &g->control, err, sizeof(err)) !=
         GW_OK) {
         fprintf(stderr, "control.listen: %s:%u: %s\n", conf->control.listen.host,
