@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * bench/upstream.c - `gwbench upstream`: a fake OpenAI Chat Completions server.
+ * bench/upstream.c - `gwbench upstream`: a fake OpenAI Chat Completions and
+ * Anthropic Messages server.
  * Each worker thread runs its own event_base and its own SO_REUSEPORT listener
  * on the same port. A connection reads into its input buffer, http_parser
  * frames one request at a time (the parser is paused at the end of each
@@ -52,10 +53,11 @@ enum up_fault {
     UP_FAULT_HANG_CONTENT,
     UP_FAULT_DROP_BEFORE,
     UP_FAULT_DROP_MID,
+    UP_FAULT_ERROR_MID,
 };
 
 static const char *const fault_names[] = {
-    "none", "status", "hang-headers", "hang-content", "drop-before", "drop-mid",
+    "none", "status", "hang-headers", "hang-content", "drop-before", "drop-mid", "error-mid",
 };
 
 /* One segment of a pace profile: <count> content chunks, each <gap_ms> after the
@@ -74,6 +76,7 @@ struct up_params {
     uint64_t retry_after; /* meaningful when has_retry_after */
     uint64_t drop_after;
     uint64_t cached;
+    uint64_t cache_write; /* Anthropic cache_creation_input_tokens */
     enum up_fault fault;
     bool has_retry_after;
     unsigned pace_n; /* 0: no profile, chunks are interval_ms apart */
@@ -87,6 +90,7 @@ static struct {
     struct up_params def;
     struct gw_buf text;       /* --text, JSON-escaped, without quotes */
     struct gw_buf error_body; /* --error-body, raw */
+    bool error_body_set;      /* --error-body given: both routes send it as is */
     bool no_usage;
     bool quiet;
 } g;
@@ -103,7 +107,7 @@ static struct {
     atomic_uint_fast64_t streams_aborted;
 } st;
 
-/* The last chat request, rendered as JSON; swapped in under the mutex. */
+/* The last chat or messages request, rendered as JSON; swapped in under the mutex. */
 static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct gw_buf last_json;
 
@@ -129,7 +133,7 @@ struct up_thread {
     struct gw_buf last;  /* scratch: the next /_bench/last record */
 };
 
-enum up_route { UP_ROUTE_NONE, UP_ROUTE_CHAT, UP_ROUTE_STATS, UP_ROUTE_LAST };
+enum up_route { UP_ROUTE_NONE, UP_ROUTE_CHAT, UP_ROUTE_MESSAGES, UP_ROUTE_STATS, UP_ROUTE_LAST };
 
 enum up_state {
     UP_ST_IDLE,    /* reading a request */
@@ -160,7 +164,10 @@ struct up_conn {
     bool keep_alive;
     bool stream;
     bool include_usage;
-    bool stream_active; /* stream headers sent, [DONE] not yet */
+    bool anth;           /* the request came to the Anthropic Messages route */
+    bool has_version;    /* an anthropic-version header was sent */
+    bool has_max_tokens; /* the body has a numeric top-level max_tokens */
+    bool stream_active;  /* stream headers sent, [DONE] not yet */
     bool close_after_write;
     bool closing;
     bool by_peer;
@@ -292,8 +299,9 @@ append_json_inner(struct gw_buf *b, const char *s, size_t n)
 }
 
 /* ---- a tiny JSON scanner for the request body ----
- * Reads only model, stream and stream_options.include_usage at the top level;
- * any malformed input simply leaves the defaults. */
+ * Reads only model, stream, stream_options.include_usage and (whether there is a
+ * numeric) max_tokens at the top level; any malformed input simply leaves the
+ * defaults. */
 
 static const char *
 skip_ws(const char *p, const char *e)
@@ -373,7 +381,8 @@ is_true(const char *p, const char *e)
     return e - p >= 4 && memcmp(p, "true", 4) == 0;
 }
 
-/* Walks the top-level object of <body>; fills <c>'s model, stream, include_usage. */
+/* Walks the top-level object of <body>; fills <c>'s model, stream, include_usage,
+ * has_max_tokens. */
 static void
 scan_request(struct up_conn *c, const char *p, size_t n)
 {
@@ -381,6 +390,7 @@ scan_request(struct up_conn *c, const char *p, size_t n)
 
     c->stream = false;
     c->include_usage = false;
+    c->has_max_tokens = false;
     gw_buf_reset(&c->model);
     p = skip_ws(p, e);
     if (p >= e || *p != '{')
@@ -400,6 +410,8 @@ scan_request(struct up_conn *c, const char *p, size_t n)
             (void)gw_buf_append(&c->model, v + 1, (size_t)(p - v - 2));
         } else if (key_is(k, kend, "stream")) {
             c->stream = is_true(v, e);
+        } else if (key_is(k, kend, "max_tokens")) {
+            c->has_max_tokens = *v >= '0' && *v <= '9';
         } else if (key_is(k, kend, "stream_options") && *v == '{') {
             const char *q = skip_ws(v + 1, p);
 
@@ -525,7 +537,15 @@ send_simple(struct up_conn *c, unsigned status, const char *ctype, const char *e
     conn_drain_then(c, false);
 }
 
-/* ---- chat answers ---- */
+/* ---- chat answers ----
+ * The connection's <anth> flag picks the Anthropic renderers of the next chapter;
+ * the chat bytes themselves are produced only here. */
+
+static void render_message(struct up_conn *c, struct gw_buf *b);
+static void anth_stream_open(struct up_conn *c);
+static void anth_stream_delta(struct up_conn *c);
+static void anth_stream_close(struct up_conn *c);
+static void anth_stream_error(struct up_conn *c);
 
 static void
 render_usage(struct gw_buf *b, const struct up_conn *c, uint64_t completion)
@@ -565,7 +585,10 @@ send_completion(struct up_conn *c)
     struct iovec iov[2];
     bool half = c->p.fault == UP_FAULT_DROP_MID;
 
-    render_completion(c, &t->body);
+    if (c->anth)
+        render_message(c, &t->body);
+    else
+        render_completion(c, &t->body);
     gw_buf_reset(&t->frame);
     (void)gw_buf_printf(&t->frame,
                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -619,6 +642,10 @@ send_stream_start(struct up_conn *c)
     conn_write(c, t->frame.data, t->frame.len);
     c->stream_active = true;
     count(&st.streams_started);
+    if (c->anth) {
+        anth_stream_open(c);
+        return;
+    }
     chunk_head(c, &t->body);
     (void)gw_buf_append_str(
         &t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
@@ -631,6 +658,11 @@ send_stream_content(struct up_conn *c)
 {
     struct up_thread *t = c->t;
 
+    if (c->anth) {
+        anth_stream_delta(c);
+        c->sent++;
+        return;
+    }
     chunk_head(c, &t->body);
     (void)gw_buf_append_str(&t->body,
                             GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"content\":\""));
@@ -646,23 +678,221 @@ send_stream_end(struct up_conn *c)
     struct up_thread *t = c->t;
     static const struct gw_buf done = {(char *)(uintptr_t) "[DONE]", 6, 0};
 
-    chunk_head(c, &t->body);
-    (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{},"
-                                                 "\"finish_reason\":\"stop\"}]}"));
-    send_event(c, &t->body, false);
-    if (c->include_usage && !g.no_usage) {
+    if (c->anth) {
+        anth_stream_close(c);
+    } else {
         chunk_head(c, &t->body);
-        (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"choices\":[],"));
-        render_usage(&t->body, c, c->sent);
-        (void)gw_buf_append(&t->body, "}", 1);
+        (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{},"
+                                                     "\"finish_reason\":\"stop\"}]}"));
         send_event(c, &t->body, false);
+        if (c->include_usage && !g.no_usage) {
+            chunk_head(c, &t->body);
+            (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"choices\":[],"));
+            render_usage(&t->body, c, c->sent);
+            (void)gw_buf_append(&t->body, "}", 1);
+            send_event(c, &t->body, false);
+        }
+        send_event(c, &done, true);
     }
-    send_event(c, &done, true);
     if (c->closing)
         return;
     c->stream_active = false;
     count(&st.streams_completed);
     conn_drain_then(c, false);
+}
+
+/* --fault error-mid: an in-stream error event, then the end of the body; the
+ * connection stays open. The stream counts as neither completed nor aborted. */
+static void
+send_stream_error(struct up_conn *c)
+{
+    static const char err[] =
+        "{\"error\":{\"message\":\"fake failure\",\"type\":\"server_error\"}}";
+    static const struct gw_buf ev = {(char *)(uintptr_t)err, sizeof(err) - 1, 0};
+
+    if (c->anth)
+        anth_stream_error(c);
+    else
+        send_event(c, &ev, true);
+    if (c->closing)
+        return;
+    c->stream_active = false; /* we end it, not the peer */
+    conn_drain_then(c, false);
+}
+
+/* ---- Anthropic Messages answers ----
+ * The Messages API (anthropic-version 2023-06-01): one text content block made of
+ * the same chunks as the chat answer; usage splits the estimated prompt into
+ * uncached input, cache reads (--cached) and cache writes (--cache-write). */
+
+/* Sends one SSE event "event: <name>\ndata: <ev>\n\n" as its own HTTP chunk;
+ * <last> appends the terminating zero-size chunk. */
+static void
+send_named_event(struct up_conn *c, const char *name, const struct gw_buf *ev, bool last)
+{
+    struct up_thread *t = c->t;
+    size_t nl = strlen(name);
+
+    gw_buf_reset(&t->frame);
+    (void)gw_buf_printf(&t->frame, "%zx\r\nevent: %s\ndata: ", 7 + nl + 1 + 6 + ev->len + 2, name);
+    (void)gw_buf_append(&t->frame, ev->data, ev->len);
+    (void)gw_buf_append_str(&t->frame, GW_STR_LIT("\n\n\r\n"));
+    if (last)
+        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("0\r\n\r\n"));
+    conn_write(c, t->frame.data, t->frame.len);
+}
+
+/* The error type of an Anthropic error body answered with HTTP <status>. */
+static const char *
+anth_error_type(unsigned status)
+{
+    switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 529: return "overloaded_error";
+    default: return status >= 400 && status < 500 ? "invalid_request_error" : "api_error";
+    }
+}
+
+/* Replaces <b> with the Anthropic error body {"type":"error","error":{...}}. */
+static void
+render_anth_error(struct gw_buf *b, const char *type, const char *msg)
+{
+    gw_buf_reset(b);
+    (void)gw_buf_printf(b, "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":", type);
+    (void)gw_buf_append_json_str(b, gw_str_c(msg));
+    (void)gw_buf_append_str(b, GW_STR_LIT("}}"));
+}
+
+/* Answers <status> with an Anthropic error body of <type> and <msg>, keep-alive. */
+static void
+send_anth_error(struct up_conn *c, unsigned status, const char *type, const char *msg)
+{
+    struct up_thread *t = c->t;
+
+    render_anth_error(&t->body, type, msg);
+    send_simple(c, status, "application/json", NULL, t->body.data, t->body.len);
+}
+
+/* Appends the usage object with <output> output tokens: input_tokens is the
+ * estimated prompt less the cache reads and writes (never below 0). */
+static void
+render_anth_usage(struct gw_buf *b, const struct up_conn *c, uint64_t output)
+{
+    uint64_t cached = c->p.cached + c->p.cache_write;
+    uint64_t input = c->prompt_tokens > cached ? c->prompt_tokens - cached : 0;
+
+    (void)gw_buf_printf(b,
+                        "\"usage\":{\"input_tokens\":%llu,\"cache_creation_input_tokens\":%llu,"
+                        "\"cache_read_input_tokens\":%llu,\"output_tokens\":%llu}",
+                        (unsigned long long)input, (unsigned long long)c->p.cache_write,
+                        (unsigned long long)c->p.cached, (unsigned long long)output);
+}
+
+/* Appends the message object's head, up to and including `"content":[`. */
+static void
+message_head(struct up_conn *c, struct gw_buf *b)
+{
+    (void)gw_buf_printf(b,
+                        "{\"id\":\"msg_bench_%llu\",\"type\":\"message\",\"role\":\"assistant\","
+                        "\"model\":\"%.*s\",\"content\":[",
+                        (unsigned long long)c->id, (int)c->model.len,
+                        c->model.data ? c->model.data : "");
+}
+
+static void
+render_message(struct up_conn *c, struct gw_buf *b)
+{
+    gw_buf_reset(b);
+    message_head(c, b);
+    (void)gw_buf_append_str(b, GW_STR_LIT("{\"type\":\"text\",\"text\":\""));
+    for (uint64_t i = 0; i < c->p.chunks; i++)
+        (void)gw_buf_append(b, g.text.data, g.text.len);
+    (void)gw_buf_append_str(b,
+                            GW_STR_LIT("\"}],\"stop_reason\":\"end_turn\",\"stop_sequence\":null"));
+    if (!g.no_usage) {
+        (void)gw_buf_append(b, ",", 1);
+        render_anth_usage(b, c, c->p.chunks);
+    }
+    (void)gw_buf_append(b, "}", 1);
+}
+
+/* message_start, content_block_start and a ping, at once with the headers. */
+static void
+anth_stream_open(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    static const char cbs[] = "{\"type\":\"content_block_start\",\"index\":0,"
+                              "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}";
+    static const char ping[] = "{\"type\":\"ping\"}";
+    static const struct gw_buf cbs_ev = {(char *)(uintptr_t)cbs, sizeof(cbs) - 1, 0};
+    static const struct gw_buf ping_ev = {(char *)(uintptr_t)ping, sizeof(ping) - 1, 0};
+
+    gw_buf_reset(&t->body);
+    (void)gw_buf_append_str(&t->body, GW_STR_LIT("{\"type\":\"message_start\",\"message\":"));
+    message_head(c, &t->body);
+    (void)gw_buf_append_str(&t->body, GW_STR_LIT("],\"stop_reason\":null,\"stop_sequence\":null"));
+    if (!g.no_usage) {
+        (void)gw_buf_append(&t->body, ",", 1);
+        render_anth_usage(&t->body, c, 1);
+    }
+    (void)gw_buf_append_str(&t->body, GW_STR_LIT("}}"));
+    send_named_event(c, "message_start", &t->body, false);
+    send_named_event(c, "content_block_start", &cbs_ev, false);
+    send_named_event(c, "ping", &ping_ev, false);
+}
+
+/* One content_block_delta carrying --text. */
+static void
+anth_stream_delta(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+
+    gw_buf_reset(&t->body);
+    (void)gw_buf_append_str(&t->body, GW_STR_LIT("{\"type\":\"content_block_delta\",\"index\":0,"
+                                                 "\"delta\":{\"type\":\"text_delta\",\"text\":\""));
+    (void)gw_buf_append(&t->body, g.text.data, g.text.len);
+    (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"}}"));
+    send_named_event(c, "content_block_delta", &t->body, false);
+}
+
+/* content_block_stop, message_delta (stop reason, output tokens), message_stop and
+ * the end of the body. */
+static void
+anth_stream_close(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    static const char cbs[] = "{\"type\":\"content_block_stop\",\"index\":0}";
+    static const char stop[] = "{\"type\":\"message_stop\"}";
+    static const struct gw_buf cbs_ev = {(char *)(uintptr_t)cbs, sizeof(cbs) - 1, 0};
+    static const struct gw_buf stop_ev = {(char *)(uintptr_t)stop, sizeof(stop) - 1, 0};
+
+    send_named_event(c, "content_block_stop", &cbs_ev, false);
+    gw_buf_reset(&t->body);
+    (void)gw_buf_append_str(&t->body,
+                            GW_STR_LIT("{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+                                       "\"end_turn\",\"stop_sequence\":null}"));
+    if (!g.no_usage)
+        (void)gw_buf_printf(&t->body, ",\"usage\":{\"output_tokens\":%llu}",
+                            (unsigned long long)c->sent);
+    (void)gw_buf_append(&t->body, "}", 1);
+    send_named_event(c, "message_delta", &t->body, false);
+    send_named_event(c, "message_stop", &stop_ev, true);
+}
+
+/* --fault error-mid: the in-stream error event of an overloaded upstream, then the
+ * end of the body. */
+static void
+anth_stream_error(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+
+    render_anth_error(&t->body, "overloaded_error", "Overloaded");
+    send_named_event(c, "error", &t->body, true);
 }
 
 static void
@@ -693,6 +923,10 @@ stream_step(struct up_conn *c)
         if (c->p.fault == UP_FAULT_DROP_MID && c->sent >= c->p.drop_after) {
             c->stream_active = false; /* we end it, not the peer */
             conn_drain_then(c, true);
+            return;
+        }
+        if (c->p.fault == UP_FAULT_ERROR_MID && c->sent >= c->p.drop_after) {
+            send_stream_error(c);
             return;
         }
         if (c->sent >= c->p.chunks) {
@@ -733,8 +967,29 @@ record_last(struct up_conn *c)
     pthread_mutex_unlock(&last_mu);
 }
 
+/* Answers the status fault: --status with --error-body (as given) or, on the
+ * Anthropic route without --error-body, an Anthropic error body for the status. */
 static void
-answer_chat(struct up_conn *c)
+send_status_fault(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    char extra[64] = "";
+
+    if (c->p.has_retry_after)
+        snprintf(extra, sizeof(extra), "Retry-After: %llu\r\n",
+                 (unsigned long long)c->p.retry_after);
+    if (c->anth && !g.error_body_set) {
+        render_anth_error(&t->body, anth_error_type((unsigned)c->p.status), "fake failure");
+        send_simple(c, (unsigned)c->p.status, "application/json", extra, t->body.data, t->body.len);
+        return;
+    }
+    send_simple(c, (unsigned)c->p.status, "application/json", extra, g.error_body.data,
+                g.error_body.len);
+}
+
+/* Answers a request of either model route (c->anth picks the wire format). */
+static void
+answer_model(struct up_conn *c)
 {
     uint64_t wait;
 
@@ -745,21 +1000,20 @@ answer_chat(struct up_conn *c)
     c->t0_us = bench_now_us();
     scan_request(c, c->body.data ? c->body.data : "", c->body.len);
     record_last(c);
+    if (c->anth && !c->has_version) {
+        send_anth_error(c, 400, "invalid_request_error", "anthropic-version header is required");
+        return;
+    }
+    if (c->anth && !c->has_max_tokens) {
+        send_anth_error(c, 400, "invalid_request_error", "max_tokens: Field required");
+        return;
+    }
     if (c->p.pace_n)
         c->p.chunks = pace_total(&c->p);
     if (c->p.chunks > UP_MAX_CHUNKS)
         c->p.chunks = UP_MAX_CHUNKS;
     switch (c->p.fault) {
-    case UP_FAULT_STATUS: {
-        char extra[64] = "";
-
-        if (c->p.has_retry_after)
-            snprintf(extra, sizeof(extra), "Retry-After: %llu\r\n",
-                     (unsigned long long)c->p.retry_after);
-        send_simple(c, (unsigned)c->p.status, "application/json", extra, g.error_body.data,
-                    g.error_body.len);
-        return;
-    }
+    case UP_FAULT_STATUS: send_status_fault(c); return;
     case UP_FAULT_HANG_HEADERS: c->state = UP_ST_HANG; return;
     case UP_FAULT_DROP_BEFORE: c->closing = true; return;
     case UP_FAULT_HANG_CONTENT:
@@ -767,6 +1021,12 @@ answer_chat(struct up_conn *c)
         if (c->stream)
             send_stream_start(c);
         return;
+    case UP_FAULT_ERROR_MID:
+        if (!c->stream) {
+            send_status_fault(c); /* no stream to break: the status fault instead */
+            return;
+        }
+        break;
     case UP_FAULT_NONE:
     case UP_FAULT_DROP_MID: break;
     }
@@ -835,13 +1095,22 @@ dispatch(struct up_conn *c)
 #define PATH_IS(s) (n == sizeof(s) - 1 && memcmp(u, s, n) == 0)
     if (m == HTTP_POST && (PATH_IS("/v1/chat/completions") || PATH_IS("/chat/completions")))
         r = UP_ROUTE_CHAT;
+    else if (m == HTTP_POST && (PATH_IS("/v1/messages") || PATH_IS("/messages")))
+        r = UP_ROUTE_MESSAGES;
     else if (m == HTTP_GET && PATH_IS("/_bench/stats"))
         r = UP_ROUTE_STATS;
     else if (m == HTTP_GET && PATH_IS("/_bench/last"))
         r = UP_ROUTE_LAST;
 #undef PATH_IS
     switch (r) {
-    case UP_ROUTE_CHAT: answer_chat(c); break;
+    case UP_ROUTE_CHAT:
+        c->anth = false;
+        answer_model(c);
+        break;
+    case UP_ROUTE_MESSAGES:
+        c->anth = true;
+        answer_model(c);
+        break;
     case UP_ROUTE_STATS: answer_stats(c); break;
     case UP_ROUTE_LAST: answer_last(c); break;
     case UP_ROUTE_NONE: send_simple(c, 404, "application/json", NULL, nf, sizeof(nf) - 1); break;
@@ -861,6 +1130,7 @@ on_message_begin(http_parser *p)
     gw_buf_reset(&c->hjson);
     gw_buf_reset(&c->body);
     c->in_value = false;
+    c->has_version = false;
     c->p = g.def;
     return 0;
 }
@@ -904,6 +1174,8 @@ apply_override(struct up_conn *c, const char *name, const char *v, size_t vl)
         q->drop_after = x;
     else if (strcmp(name, "cached") == 0)
         q->cached = x;
+    else if (strcmp(name, "cache-write") == 0)
+        q->cache_write = x;
 }
 
 static void
@@ -923,6 +1195,8 @@ finish_header(struct up_conn *c)
     (void)gw_buf_append_json_str(&c->hjson, (struct gw_str){nm, c->hname.len});
     (void)gw_buf_append(&c->hjson, ":", 1);
     (void)gw_buf_append_json_str(&c->hjson, (struct gw_str){c->hval.data, c->hval.len});
+    if (c->hname.len == 17 && memcmp(nm, "anthropic-version", 17) == 0)
+        c->has_version = true;
     if (c->hname.len > 8 && memcmp(nm, "x-bench-", 8) == 0)
         apply_override(c, nm + 8, c->hval.data ? c->hval.data : "", c->hval.len);
     gw_buf_reset(&c->hname);
@@ -1222,7 +1496,9 @@ usage(void)
     fprintf(stderr,
             "usage: gwbench upstream [--listen HOST:PORT] [--threads N] [--ttft-ms N]\n"
             "         [--chunks N] [--interval-ms N] [--text STR] [--cached N]\n"
-            "         [--fault none|status|hang-headers|hang-content|drop-before|drop-mid]\n"
+            "         [--cache-write N]\n"
+            "         [--fault none|status|hang-headers|hang-content|drop-before|drop-mid|\n"
+            "                  error-mid]\n"
             "         [--status N] [--retry-after SECS] [--error-body JSON] [--drop-after N]\n"
             "         [--pace COUNTxMS[,COUNTxMS...]] [--no-usage] [--quiet]\n"
             "see docs/gwbench.md\n");
@@ -1268,9 +1544,18 @@ parse_flags(int argc, char **argv)
         NUM("--interval-ms", g.def.interval_ms, 3600000)
         STR("--text", text)
         NUM("--cached", g.def.cached, UINT32_MAX)
+        NUM("--cache-write", g.def.cache_write, UINT32_MAX)
         NUM("--status", g.def.status, 999)
         NUM("--drop-after", g.def.drop_after, UP_MAX_CHUNKS)
-        STR("--error-body", err_body)
+        if ((r = bench_arg(argc, argv, &i, "--error-body", &v)) != 0) {
+            if (r < 0) {
+                fprintf(stderr, "gwbench upstream: --error-body needs a value\n");
+                return 2;
+            }
+            err_body = v;
+            g.error_body_set = true;
+            continue;
+        }
         if ((r = bench_arg(argc, argv, &i, "--retry-after", &v)) != 0) {
             if (r < 0 || !bench_parse_u64(v, UINT32_MAX, &g.def.retry_after)) {
                 fprintf(stderr, "gwbench upstream: --retry-after needs a number\n");
