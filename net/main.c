@@ -264,14 +264,16 @@ attach_usage(struct gwd *g, struct gw_conf *conf)
 }
 
 /* Providers of another API shape are accepted in the config (the shapes are part of
- * the contract) but this build only relays Chat Completions: say so once. */
+ * the contract) but this build only sends Chat Completions requests as they are or
+ * converted to Anthropic Messages: say so once. */
 static void
 warn_unspoken(const struct gw_conf *conf)
 {
     size_t i;
 
     for (i = 0; i < conf->n_providers; i++)
-        if (conf->providers[i].dialect != GW_DIALECT_OPENAI)
+        if (conf->providers[i].dialect != GW_DIALECT_OPENAI &&
+            conf->providers[i].dialect != GW_DIALECT_ANTHROPIC)
             GW_LOG(GW_LOG_WARN, NULL, "provider_unused",
                    "provider %s: dialect %s is not converted by this build yet; it is never "
                    "chosen",

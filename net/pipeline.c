@@ -31,6 +31,7 @@
 #include "core/sse.h"
 #include "core/slots.h"
 #include "core/sticky.h"
+#include "dialects/anthropic.h"
 #include "dialects/openai.h"
 #include "net/calendar.h"
 #include "net/logger.h"
@@ -51,7 +52,10 @@ struct net_stream {
     const struct gw_conf_client *client;
     struct dl_openai_req *req;
     struct gw_buf body;                       /* the client's body (taken from the conn) */
-    struct gw_buf upbody;                     /* what is sent upstream */
+    struct gw_buf upbody;                     /* what is sent upstream ... */
+    size_t upbody_for;                        /* ... to candidate cands[upbody_for] */
+    bool upbody_ready;                        /* upbody holds that candidate's body */
+    char unconvertible[160];                  /* why a candidate's shape could not take it */
     struct gw_route_cand cands[GW_ROUTE_MAX]; /* in the order to try (core/route.h) */
     size_t n_cands, cur;
     int pick;             /* the routing pick (tried even when paused) */
@@ -89,7 +93,11 @@ struct net_stream {
     int up_status;
     bool up_ok, up_sse, stream, wants_usage, headers_sent, chunked, paused;
     bool stream_error; /* the upstream sent an error event before content */
+    bool up_anth;      /* the hop speaks Anthropic Messages: answers are converted */
     struct gw_sse sse;
+    struct gw_sse sse_chat;          /* the converted stream, as Chat chunk events */
+    struct gw_buf anth_out;          /* scratch: one converted event */
+    struct dl_anthropic_stream anth; /* the converted stream's state */
     struct gw_buf out;     /* held events, or the non-streamed answer */
     struct gw_buf errbody; /* a non-2xx upstream body (bounded, logged only) */
     uint64_t t_hop_us, t_first_us;
@@ -100,6 +108,14 @@ struct net_stream {
     int fail_status;
     struct gw_row *row;
 };
+
+/* True for the upstream shapes a Chat Completions request can be sent in by this build:
+ * Chat itself and Anthropic Messages (converted, dialects/anthropic.h). */
+static bool
+spoken(const struct gw_conf_provider *p)
+{
+    return p->dialect == GW_DIALECT_OPENAI || p->dialect == GW_DIALECT_ANTHROPIC;
+}
 
 static const struct gw_conf_provider *
 cur_prov(const struct net_stream *s)
@@ -280,6 +296,8 @@ stream_free(struct net_stream *s)
     gw_buf_fini(&s->out);
     gw_buf_fini(&s->errbody);
     gw_sse_fini(&s->sse);
+    gw_sse_fini(&s->sse_chat);
+    gw_buf_fini(&s->anth_out);
     gw_free(s->row);
     gw_conf_release(s->conf);
     s->magic_ = 0;
@@ -663,6 +681,30 @@ on_sse_event(void *arg, const struct gw_sse_event *ev)
     return 0;
 }
 
+/* One event of an Anthropic stream: converted to Chat chunk events, which then take the
+ * path of an OpenAI upstream's events. The usage comes from the Messages events (cache
+ * writes included, which a Chat chunk cannot carry). */
+static int
+on_anth_event(void *arg, const struct gw_sse_event *ev)
+{
+    struct net_stream *s = arg;
+    enum gw_code rc;
+
+    gw_buf_reset(&s->anth_out);
+    if (ev->data.len == 0)
+        return 0; /* a keep-alive comment */
+    if (dl_anthropic_stream_event(&s->anth, ev->event, ev->data, &s->anth_out) != GW_OK) {
+        s->stream_error = true;
+        return 1;
+    }
+    rc = gw_sse_feed(&s->sse_chat, s->anth_out.data, s->anth_out.len, on_sse_event, s);
+    if (s->anth.usage_seen) {
+        s->usage = s->anth.usage;
+        s->usage_seen = true;
+    }
+    return rc != GW_OK || s->stream_error;
+}
+
 static void
 on_up_body(void *arg, const char *data, size_t len)
 {
@@ -684,7 +726,8 @@ on_up_body(void *arg, const char *data, size_t len)
         }
         return;
     }
-    if (gw_sse_feed(&s->sse, data, len, on_sse_event, s) != GW_OK || s->stream_error) {
+    if (gw_sse_feed(&s->sse, data, len, s->up_anth ? on_anth_event : on_sse_event, s) != GW_OK ||
+        s->stream_error) {
         net_upx_cancel(s->upx);
         s->upx = NULL;
         if (s->headers_sent) {
@@ -768,8 +811,8 @@ count_answer(struct net_stream *s)
 static void
 finish_ok(struct net_stream *s)
 {
-    attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
     if (s->stream && s->up_sse) {
+        attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
         count_answer(s);
         if (!s->headers_sent)
             write_stream_head(s); /* an answer without content: relay it as it is */
@@ -778,13 +821,30 @@ finish_ok(struct net_stream *s)
         stream_finish(s, 200, GW_OK, GW_OUT_OK);
         return;
     }
-    {
+    if (s->up_anth) {
+        struct gw_buf chat = {0};
+        struct gw_usage u;
+
+        if (dl_anthropic_answer_to_chat(s->out.data, s->out.len, net_now_ms() / 1000, &chat, &u) !=
+            GW_OK) {
+            gw_buf_fini(&chat);
+            gw_buf_reset(&s->out);
+            hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+            return;
+        }
+        gw_buf_fini(&s->out);
+        s->out = chat;
+        s->usage = u;
+        s->usage_seen = true;
+        s->content_bytes = 0;
+    } else {
         size_t content = 0;
 
         if (dl_openai_answer_usage((struct gw_str){s->out.data, s->out.len}, &s->usage, &content))
             s->usage_seen = true;
         s->content_bytes = content;
     }
+    attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
     count_answer(s);
     s->t_first_us = net_mono_us();
     respond(s->conn, s->up_status, s->id, "application/json", NULL, s->out.data, s->out.len);
@@ -833,6 +893,13 @@ on_up_end(void *arg, enum gw_code rc)
          * the upstream answered, so it counts as a success for its health. */
         count_answer(s);
         attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
+        if (s->up_anth) {
+            struct gw_buf chat = {0};
+
+            dl_anthropic_error_to_chat(s->errbody.data, s->errbody.len, s->up_status, &chat);
+            gw_buf_fini(&s->errbody);
+            s->errbody = chat;
+        }
         respond(s->conn, s->up_status, s->id, "application/json", NULL, s->errbody.data,
                 s->errbody.len);
         stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
@@ -871,6 +938,7 @@ is_forwarded(struct gw_str name)
         GW_STR_LIT("accept"),
         GW_STR_LIT("cookie"),
         GW_STR_LIT("proxy-authorization"),
+        GW_STR_LIT("anthropic-version"), /* ours, for a converted hop */
     };
     size_t i;
 
@@ -914,7 +982,7 @@ on_slow_start(evutil_socket_t fd, short what, void *arg)
         const struct gw_route_cand *c = &s->cands[j];
         struct gw_upfacts f;
 
-        if (c->prov->dialect != GW_DIALECT_OPENAI || c->state == GW_CAND_DISABLED)
+        if (!spoken(c->prov) || c->state == GW_CAND_DISABLED)
             continue;
         gw_upstate_facts(c->prov->state, now, &f);
         if (!f.paused_until_ms)
@@ -933,46 +1001,92 @@ on_slow_start(evutil_socket_t fd, short what, void *arg)
     hop_next(s);
 }
 
+/* Renders in s->upbody the body for candidate <idx> in its upstream's shape: the
+ * client's bytes with the model spliced in, or the request converted to Anthropic
+ * Messages with max_tokens from the model's spec (the one resolve function) when the
+ * client set none. Kept for that candidate, so a later hop_send does not render again.
+ * GW_OK; GW_E_UNCONVERTIBLE with the reason in s->unconvertible; GW_E_NOMEM. */
+static enum gw_code
+render_body(struct net_stream *s, size_t idx)
+{
+    const struct gw_route_cand *c = &s->cands[idx];
+    struct gw_str model = {c->model, c->model_len};
+    enum gw_code rc;
+
+    if (s->upbody_ready && s->upbody_for == idx)
+        return GW_OK;
+    s->upbody_ready = false;
+    gw_buf_reset(&s->upbody);
+    if (c->prov->dialect == GW_DIALECT_ANTHROPIC) {
+        struct gw_model_spec spec;
+
+        gw_conf_model_spec(s->conf, c->prov, c->model, &spec);
+        rc = dl_anthropic_from_chat(s->body.data, s->body.len, model,
+                                    spec.max_output_tokens_known ? spec.max_output_tokens : 0,
+                                    &s->upbody, s->unconvertible, sizeof(s->unconvertible));
+    } else {
+        rc = dl_openai_req_render(s->req, s->body.data, s->body.len, model, &s->upbody);
+    }
+    if (rc == GW_OK) {
+        s->upbody_ready = true;
+        s->upbody_for = idx;
+    }
+    return rc;
+}
+
 static void
 hop_send(struct net_stream *s, const struct gw_route_cand *c)
 {
     const struct gw_conf_provider *p = c->prov;
-    struct net_hdr hdrs[NET_MAX_FWD_HEADERS + 3];
+    struct net_hdr hdrs[NET_MAX_FWD_HEADERS + 4];
     struct gw_buf auth = {0}, path = {0};
     struct net_up_req rq;
-    struct gw_str model = {c->model, c->model_len};
     size_t n = 0;
     unsigned i;
+    bool anth = p->dialect == GW_DIALECT_ANTHROPIC;
 
     attempt_add(s, c, GW_OUT_NONE)->queued_ms = s->hop_queued_ms;
     s->hop_queued_ms = 0;
     s->reached_upstream = true;
     s->retry_after[0] = s->retry_after_ms[0] = '\0';
 
-    gw_buf_reset(&s->upbody);
     gw_buf_reset(&s->errbody);
     gw_buf_reset(&s->out);
     gw_sse_fini(&s->sse);
     gw_sse_init(&s->sse, 0);
     s->up_status = 0;
     s->up_ok = s->up_sse = s->stream_error = false;
+    s->up_anth = anth;
+    if (anth) {
+        gw_sse_fini(&s->sse_chat);
+        gw_sse_init(&s->sse_chat, 0);
+        dl_anthropic_stream_init(&s->anth, net_now_ms() / 1000);
+    }
     s->usage_seen = false;
     s->content_bytes = 0;
-    if (dl_openai_req_render(s->req, s->body.data, s->body.len, model, &s->upbody) != GW_OK ||
-        gw_buf_append(&auth, "Bearer ", 7) != GW_OK ||
+    if (render_body(s, (size_t)(c - s->cands)) != GW_OK ||
+        (!anth && gw_buf_append(&auth, "Bearer ", 7) != GW_OK) ||
         gw_buf_append_cstr(&auth, p->keys[0].secret) != GW_OK ||
         gw_buf_append_cstr(&path, p->path_prefix) != GW_OK ||
-        gw_buf_append(&path, "/v1/chat/completions", 20) != GW_OK) {
+        (anth ? gw_buf_append(&path, "/v1/messages", 12)
+              : gw_buf_append(&path, "/v1/chat/completions", 20)) != GW_OK) {
         gw_buf_fini(&auth);
         gw_buf_fini(&path);
         hop_failed(s, 0, GW_E_NOMEM);
         return;
     }
-    hdrs[n++] = (struct net_hdr){GW_STR_LIT("authorization"), {auth.data, auth.len}};
+    s->upbody_ready = false; /* sent: a later hop renders its own */
+    if (anth) {
+        hdrs[n++] = (struct net_hdr){GW_STR_LIT("x-api-key"), {auth.data, auth.len}};
+        hdrs[n++] =
+            (struct net_hdr){GW_STR_LIT("anthropic-version"), GW_STR_LIT(DL_ANTHROPIC_VERSION)};
+    } else {
+        hdrs[n++] = (struct net_hdr){GW_STR_LIT("authorization"), {auth.data, auth.len}};
+    }
     hdrs[n++] = (struct net_hdr){GW_STR_LIT("content-type"), GW_STR_LIT("application/json")};
     hdrs[n++] = (struct net_hdr){GW_STR_LIT("accept"), s->stream ? GW_STR_LIT("text/event-stream")
                                                                  : GW_STR_LIT("application/json")};
-    for (i = 0; i < s->conn->n_hdrs && n < NET_MAX_FWD_HEADERS + 3; i++) {
+    for (i = 0; i < s->conn->n_hdrs && n < NET_MAX_FWD_HEADERS + 4; i++) {
         struct gw_str name, value;
 
         net_conn_header_at(s->conn, i, &name, &value);
@@ -1119,8 +1233,8 @@ hop_next(struct net_stream *s)
         const struct gw_route_cand *c = &s->cands[s->cur];
         struct gw_upfacts f;
 
-        /* Passed over without an attempt: another API shape (not converted yet). */
-        if (c->prov->dialect != GW_DIALECT_OPENAI || c->state == GW_CAND_DISABLED) {
+        /* Passed over without an attempt: a shape this build does not convert to. */
+        if (!spoken(c->prov) || c->state == GW_CAND_DISABLED) {
             s->cur++;
             continue;
         }
@@ -1145,6 +1259,19 @@ hop_next(struct net_stream *s)
             s->context_skipped = true;
             s->cur++;
             continue;
+        }
+        if (c->prov->dialect != GW_DIALECT_OPENAI) {
+            /* Converted before a slot is taken: a request the shape cannot express
+             * passes this candidate over (s->unconvertible says why). */
+            code = render_body(s, s->cur);
+            if (code == GW_E_UNCONVERTIBLE) {
+                s->cur++;
+                continue;
+            }
+            if (code != GW_OK) {
+                stream_refuse(s, code, "out of memory", true);
+                return;
+            }
         }
         if (has_slot_limit(c->prov) && !gw_slots_try(c->prov->slots)) {
             /* Full: the sticky upstream is waited for; others are skipped as busy. */
@@ -1173,6 +1300,10 @@ hop_next(struct net_stream *s)
     if (s->context_skipped && !s->reached_upstream) {
         stream_refuse(s, GW_E_CONTEXT_LENGTH,
                       "the request does not fit the context window of any upstream model", true);
+        return;
+    }
+    if (s->unconvertible[0] && !s->reached_upstream) {
+        stream_refuse(s, GW_E_UNCONVERTIBLE, s->unconvertible, true);
         return;
     }
     /* Every candidate failed, none with an answer of its own to pass back. */
@@ -1373,7 +1504,7 @@ skip_paused(struct net_stream *s)
         const struct gw_route_cand *c = &s->cands[i];
 
         if (c->state == GW_CAND_PAUSED && (int)i != s->pick &&
-            c->prov->dialect == GW_DIALECT_OPENAI && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+            spoken(c->prov) && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
             attempt_add(s, c, GW_OUT_SKIPPED_PAUSED);
             continue;
         }
@@ -1391,7 +1522,7 @@ skip_paused(struct net_stream *s)
         const struct gw_route_cand *c = &s->cands[i];
 
         if (c->state == GW_CAND_FULL && (int)i != s->pick && !c->sticky &&
-            c->prov->dialect == GW_DIALECT_OPENAI && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+            spoken(c->prov) && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
             attempt_add(s, c, GW_OUT_SKIPPED_BUSY);
             s->busy_noted[i] = true;
         }
@@ -1777,6 +1908,7 @@ net_pipeline_start(struct net_conn *c)
     c->stream = s;
     s->t0_us = net_mono_us();
     gw_sse_init(&s->sse, 0);
+    gw_sse_init(&s->sse_chat, 0);
     net_worker_request_id(w, s->id);
     memcpy(s->row->id, s->id, sizeof(s->row->id));
     s->row->ts_ms = net_now_ms();

@@ -161,13 +161,13 @@ def test_drop_after_content_ends_stream_with_error_chunk(tmp_path, bench, gwd):
 
 
 def test_provider_of_another_shape_is_never_chosen_and_startup_warns(tmp_path, bench, gwd):
-    # This build relays Chat Completions only: a provider of another API shape listed
-    # first for the model is passed over (and gwd says so at startup), not sent OpenAI
-    # bodies it would not understand.
+    # This build sends Chat Completions requests as they are or converted to Anthropic
+    # Messages: a provider of another API shape listed first for the model is passed
+    # over (and gwd says so at startup), not sent bodies it would not understand.
     a = bench()
     b = bench("--chunks", 1)
-    g = gwd(config(tmp_path, [provider("anth", a, dialect="anthropic"), provider("b", b)]))
-    g.err.wait_for(r"code=provider_unused .*provider anth: dialect anthropic")
+    g = gwd(config(tmp_path, [provider("gem", a, dialect="gemini"), provider("b", b)]))
+    g.err.wait_for(r"code=provider_unused .*provider gem: dialect gemini")
 
     r = g.chat(chat_body())
 

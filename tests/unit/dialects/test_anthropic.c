@@ -1,0 +1,1021 @@
+/* SPDX-License-Identifier: MIT
+ * tests/unit/dialects/test_anthropic.c - Chat Completions <-> Anthropic Messages:
+ * request mapping (max_tokens precedence, system, merges, images, tools, sampling),
+ * each refusal, answer and usage conversion, error mapping, and streams (text, tool
+ * call, error, malformed events), the converted chunks read back through the gateway's
+ * OpenAI chunk inspector.
+ * See: dialects/anthropic.c
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "core/alloc.h"
+#include "dialects/anthropic.h"
+#include "dialects/openai.h"
+
+#define T_MODEL GW_STR_LIT("claude-test")
+
+/* Asserts that <got> (JSON text) equals the JSON <want>, printing both when not. */
+static void
+t_json_eq(const char *got, size_t len, const char *want)
+{
+    json_t *g = json_loadb(got, len, 0, NULL);
+    json_t *w = json_loads(want, 0, NULL);
+
+    assert_non_null(w);
+    if (!g || !json_equal(g, w)) {
+        print_error("got:  %.*s\nwant: %s\n", (int)len, got, want);
+        fail();
+    }
+    json_decref(g);
+    json_decref(w);
+}
+
+/* Converts <body> expecting GW_OK and returns the parsed Messages body. */
+static json_t *
+t_convert(const char *body, uint64_t spec_max)
+{
+    struct gw_buf out = {0};
+    char why[256] = "x";
+    json_t *j;
+
+    assert_int_equal(
+        dl_anthropic_from_chat(body, strlen(body), T_MODEL, spec_max, &out, why, sizeof(why)),
+        GW_OK);
+    assert_string_equal(why, "");
+    j = json_loadb(out.data, out.len, 0, NULL);
+    assert_non_null(j);
+    gw_buf_fini(&out);
+    return j;
+}
+
+static void
+t_convert_eq(const char *body, uint64_t spec_max, const char *want)
+{
+    struct gw_buf out = {0};
+    char why[256];
+
+    assert_int_equal(
+        dl_anthropic_from_chat(body, strlen(body), T_MODEL, spec_max, &out, why, sizeof(why)),
+        GW_OK);
+    t_json_eq(out.data, out.len, want);
+    gw_buf_fini(&out);
+}
+
+/* Converts <body> expecting a refusal whose message contains <field>. */
+static void
+t_refused(const char *body, const char *field)
+{
+    struct gw_buf out = {0};
+    char why[256] = "";
+
+    assert_int_equal(dl_anthropic_from_chat(body, strlen(body), T_MODEL, 0, &out, why, sizeof(why)),
+                     GW_E_UNCONVERTIBLE);
+    if (!strstr(why, field)) {
+        print_error("why \"%s\" does not name \"%s\"\n", why, field);
+        fail();
+    }
+    assert_int_equal(out.len, 0);
+    gw_buf_fini(&out);
+}
+
+static uint64_t
+t_max_tokens(const char *body, uint64_t spec_max)
+{
+    json_t *j = t_convert(body, spec_max);
+    uint64_t v = (uint64_t)json_integer_value(json_object_get(j, "max_tokens"));
+
+    json_decref(j);
+    return v;
+}
+
+/* ---- request ---- */
+
+static void
+test_anthropic_request_maps_model_messages_and_stream(void **state)
+{
+    (void)state;
+    t_convert_eq("{\"model\":\"gpt-x\",\"stream\":true,\"messages\":[{\"role\":\"user\","
+                 "\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"hello\"},"
+                 "{\"role\":\"user\",\"content\":\"bye\"}]}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":["
+                 "{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\","
+                 "\"content\":\"hello\"},{\"role\":\"user\",\"content\":\"bye\"}],"
+                 "\"stream\":true}");
+    /* stream false or absent: no "stream" key */
+    t_convert_eq("{\"model\":\"m\",\"stream\":false,\"messages\":[{\"role\":\"user\","
+                 "\"content\":\"hi\"}]}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":["
+                 "{\"role\":\"user\",\"content\":\"hi\"}]}");
+}
+
+static void
+test_anthropic_request_max_tokens_precedence_and_spec_fill(void **state)
+{
+    (void)state;
+    assert_int_equal(t_max_tokens("{\"model\":\"m\",\"max_completion_tokens\":100,\"max_tokens\":"
+                                  "200,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                                  300),
+                     100);
+    assert_int_equal(t_max_tokens("{\"model\":\"m\",\"max_tokens\":200,\"messages\":[{\"role\":"
+                                  "\"user\",\"content\":\"x\"}]}",
+                                  300),
+                     200);
+    assert_int_equal(t_max_tokens("{\"model\":\"m\",\"max_completion_tokens\":null,\"messages\":[{"
+                                  "\"role\":\"user\",\"content\":\"x\"}]}",
+                                  300),
+                     300);
+    assert_int_equal(
+        t_max_tokens("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", 0),
+        DL_ANTHROPIC_FALLBACK_MAX_TOKENS);
+    t_refused("{\"model\":\"m\",\"max_tokens\":0,\"messages\":[{\"role\":\"user\",\"content\":"
+              "\"x\"}]}",
+              "max_tokens");
+}
+
+static void
+test_anthropic_request_system_and_developer_join_top_level_system(void **state)
+{
+    (void)state;
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+                 "{\"role\":\"developer\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+                 "{\"type\":\"text\",\"text\":\"b\"}]},{\"role\":\"user\",\"content\":\"q\"}]}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"system\":\"be brief\\n\\na"
+                 "\\n\\nb\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}");
+}
+
+static void
+test_anthropic_request_merges_consecutive_same_role_messages(void **state)
+{
+    (void)state;
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"},"
+                 "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"b\"}]},"
+                 "{\"role\":\"assistant\",\"content\":\"c\"},{\"role\":\"assistant\","
+                 "\"content\":\"d\"},{\"role\":\"user\",\"content\":\"e\"}]}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":["
+                 "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+                 "{\"type\":\"text\",\"text\":\"b\"}]},"
+                 "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"c\"},"
+                 "{\"type\":\"text\",\"text\":\"d\"}]},"
+                 "{\"role\":\"user\",\"content\":\"e\"}]}");
+}
+
+static void
+test_anthropic_request_images_data_and_http_urls(void **state)
+{
+    (void)state;
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
+                 "{\"type\":\"text\",\"text\":\"look\",\"cache_control\":{\"type\":\"ephemeral\"}},"
+                 "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,QUJD\"}},"
+                 "{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://x.test/a.jpg\","
+                 "\"detail\":\"low\"}},{\"type\":\"text\",\"text\":\"\"}]}]}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":[{\"role\":\"user\","
+                 "\"content\":[{\"type\":\"text\",\"text\":\"look\",\"cache_control\":{\"type\":"
+                 "\"ephemeral\"}},{\"type\":\"image\",\"source\":{\"type\":\"base64\","
+                 "\"media_type\":\"image/png\",\"data\":\"QUJD\"}},{\"type\":\"image\","
+                 "\"source\":{\"type\":\"url\",\"url\":\"https://x.test/a.jpg\"}}]}]}");
+    t_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+              "\"image_url\",\"image_url\":{\"url\":\"ftp://x/a.png\"}}]}]}",
+              "messages[0].content[0].image_url.url");
+    t_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+              "\"image_url\",\"image_url\":{\"url\":\"data:image/png,abc\"}}]}]}",
+              "base64");
+}
+
+static void
+test_anthropic_request_tools_and_tool_choice(void **state)
+{
+    static const char *const choices[][2] = {
+        {"\"auto\"", "{\"type\":\"auto\"}"},
+        {"\"required\"", "{\"type\":\"any\"}"},
+        {"\"none\"", "{\"type\":\"none\"}"},
+        {"{\"type\":\"function\",\"function\":{\"name\":\"f\"}}",
+         "{\"type\":\"tool\",\"name\":\"f\"}"},
+    };
+    char body[512], want[512];
+    size_t i;
+
+    (void)state;
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get\","
+                 "\"description\":\"gets\",\"parameters\":{\"type\":\"object\",\"properties\":{"
+                 "\"q\":{\"type\":\"string\"}}},\"strict\":true}},{\"type\":\"function\","
+                 "\"function\":{\"name\":\"noargs\"}}],\"parallel_tool_calls\":false}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":[{\"role\":\"user\","
+                 "\"content\":\"x\"}],\"tools\":[{\"name\":\"get\",\"description\":\"gets\","
+                 "\"input_schema\":{\"type\":\"object\",\"properties\":{\"q\":{\"type\":"
+                 "\"string\"}}}},{\"name\":\"noargs\",\"input_schema\":{\"type\":\"object\","
+                 "\"properties\":{}}}],\"tool_choice\":{\"type\":\"auto\","
+                 "\"disable_parallel_tool_use\":true}}");
+    for (i = 0; i < sizeof(choices) / sizeof(choices[0]); i++) {
+        snprintf(body, sizeof(body),
+                 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+                 "\"tool_choice\":%s}",
+                 choices[i][0]);
+        snprintf(want, sizeof(want),
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":[{\"role\":"
+                 "\"user\",\"content\":\"x\"}],\"tools\":[{\"name\":\"f\",\"input_schema\":{"
+                 "\"type\":\"object\",\"properties\":{}}}],\"tool_choice\":%s}",
+                 choices[i][1]);
+        t_convert_eq(body, 0, want);
+    }
+    /* no tools declared: tool_choice is dropped */
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"tool_choice\":\"auto\"}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":[{\"role\":"
+                 "\"user\",\"content\":\"x\"}]}");
+}
+
+static void
+test_anthropic_request_tool_calls_and_results_round_trip(void **state)
+{
+    (void)state;
+    t_convert_eq(
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"},"
+        "{\"role\":\"assistant\",\"content\":\"checking\",\"tool_calls\":["
+        "{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"w\",\"arguments\":"
+        "\"{\\\"city\\\":\\\"Oslo\\\"}\"}},{\"id\":\"call_2\",\"type\":\"function\",\"function\":"
+        "{\"name\":\"t\",\"arguments\":\"\"}}]},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"rain\"},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"call_2\",\"content\":[{\"type\":\"text\","
+        "\"text\":\"12:00\"}]},{\"role\":\"user\",\"content\":\"thanks\"}]}",
+        0,
+        "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":["
+        "{\"role\":\"user\",\"content\":\"weather?\"},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"checking\"},"
+        "{\"type\":\"tool_use\",\"id\":\"call_1\",\"name\":\"w\",\"input\":{\"city\":\"Oslo\"}},"
+        "{\"type\":\"tool_use\",\"id\":\"call_2\",\"name\":\"t\",\"input\":{}}]},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"call_1\","
+        "\"content\":\"rain\"},{\"type\":\"tool_result\",\"tool_use_id\":\"call_2\","
+        "\"content\":[{\"type\":\"text\",\"text\":\"12:00\"}]},{\"type\":\"text\","
+        "\"text\":\"thanks\"}]}]}");
+    /* null content with tool calls: only tool_use blocks */
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+                 "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c\","
+                 "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}]}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":["
+                 "{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":["
+                 "{\"type\":\"tool_use\",\"id\":\"c\",\"name\":\"f\",\"input\":{}}]}]}");
+}
+
+static void
+test_anthropic_request_refuses_tool_arguments_not_an_object(void **state)
+{
+    (void)state;
+    t_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+              "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\","
+              "\"function\":{\"name\":\"f\",\"arguments\":\"[1,2]\"}}]}]}",
+              "messages[1].tool_calls[0].function.arguments");
+    t_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+              "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\","
+              "\"function\":{\"name\":\"f\",\"arguments\":\"{oops\"}}]}]}",
+              "function.arguments");
+}
+
+static void
+test_anthropic_request_sampling_clamps_temperature_drops_top_p_with_it_stop_and_user(void **state)
+{
+    (void)state;
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"temperature\":1.5,\"top_p\":0.5,\"stop\":\"END\",\"user\":\"u1\"}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":[{\"role\":"
+                 "\"user\",\"content\":\"x\"}],\"temperature\":1.0,"
+                 "\"stop_sequences\":[\"END\"],\"metadata\":{\"user_id\":\"u1\"}}");
+    /* top_p alone is copied; safety_identifier stands in for user */
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"top_p\":0.5,\"safety_identifier\":\"s1\"}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":[{\"role\":"
+                 "\"user\",\"content\":\"x\"}],\"top_p\":0.5,\"metadata\":{\"user_id\":"
+                 "\"s1\"}}");
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"temperature\":0,\"stop\":[\"a\",\"b\"]}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":[{\"role\":"
+                 "\"user\",\"content\":\"x\"}],\"temperature\":0,\"stop_sequences\":[\"a\","
+                 "\"b\"]}");
+}
+
+static void
+test_anthropic_request_ignores_fields_without_equivalent(void **state)
+{
+    (void)state;
+    t_convert_eq("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"frequency_penalty\":1,\"presence_penalty\":1,\"seed\":7,\"logit_bias\":{"
+                 "\"1\":2},\"stream_options\":{\"include_usage\":true},\"store\":true,"
+                 "\"metadata\":{\"a\":\"b\"},\"service_tier\":\"auto\",\"reasoning_effort\":"
+                 "\"low\",\"n\":1,\"logprobs\":false,\"response_format\":{\"type\":\"text\"},"
+                 "\"modalities\":[\"text\"]}",
+                 0,
+                 "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":[{\"role\":"
+                 "\"user\",\"content\":\"x\"}]}");
+}
+
+static void
+test_anthropic_request_refuses_what_messages_cannot_express(void **state)
+{
+    static const char *const cases[][2] = {
+        {"\"n\":2", "n:"},
+        {"\"logprobs\":true", "logprobs"},
+        {"\"top_logprobs\":3", "top_logprobs"},
+        {"\"response_format\":{\"type\":\"json_object\"}", "response_format"},
+        {"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}", "response_format"},
+        {"\"audio\":{\"voice\":\"x\"}", "audio"},
+        {"\"modalities\":[\"text\",\"audio\"]", "modalities[1]"},
+        {"\"functions\":[{\"name\":\"f\"}]", "functions"},
+        {"\"function_call\":\"auto\"", "function_call"},
+        {"\"prediction\":{\"type\":\"content\",\"content\":\"x\"}", "prediction"},
+        {"\"tools\":[{\"type\":\"custom\",\"custom\":{\"name\":\"x\"}}]", "tools[0]"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+         "\"tool_choice\":{\"type\":\"allowed_tools\"}",
+         "tool_choice"},
+    };
+    char body[512];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(body, sizeof(body),
+                 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}",
+                 cases[i][0]);
+        t_refused(body, cases[i][1]);
+    }
+}
+
+static void
+test_anthropic_request_refuses_unconvertible_messages(void **state)
+{
+    (void)state;
+    t_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\",\"content\":\"hi\"},"
+              "{\"role\":\"user\",\"content\":\"x\"}]}",
+              "start with a user message");
+    t_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"s\"}]}",
+              "at least one user message");
+    t_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+              "\"input_audio\",\"input_audio\":{\"data\":\"x\",\"format\":\"wav\"}}]}]}",
+              "messages[0].content[0]: input_audio");
+    t_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+              "{\"role\":\"function\",\"name\":\"f\",\"content\":\"x\"}]}",
+              "messages[1].role");
+    t_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+              "{\"role\":\"tool\",\"content\":\"x\"}]}",
+              "messages[1].tool_call_id");
+    t_refused("[1]", "JSON object");
+    t_refused("{nope", "not valid JSON");
+}
+
+static void
+test_anthropic_request_refusal_message_never_quotes_the_body(void **state)
+{
+    struct gw_buf out = {0};
+    char why[256];
+    const char *body = "{\"model\":\"m\",\"messages\":[{\"role\":\"SECRET\",\"content\":\"x\"}]}";
+
+    (void)state;
+    assert_int_equal(dl_anthropic_from_chat(body, strlen(body), T_MODEL, 0, &out, why, sizeof(why)),
+                     GW_E_UNCONVERTIBLE);
+    assert_null(strstr(why, "SECRET"));
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_request_appends_to_out(void **state)
+{
+    struct gw_buf out = {0};
+    char why[64];
+    const char *body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+
+    (void)state;
+    assert_int_equal(gw_buf_append_cstr(&out, "P"), GW_OK);
+    assert_int_equal(dl_anthropic_from_chat(body, strlen(body), T_MODEL, 0, &out, why, sizeof(why)),
+                     GW_OK);
+    assert_true(out.data[0] == 'P');
+    t_json_eq(out.data + 1, out.len - 1,
+              "{\"model\":\"claude-test\",\"max_tokens\":4096,\"messages\":[{\"role\":\"user\","
+              "\"content\":\"x\"}]}");
+    gw_buf_fini(&out);
+}
+
+/* ---- answer ---- */
+
+static void
+test_anthropic_answer_converts_text_tool_use_and_usage(void **state)
+{
+    struct gw_buf out = {0};
+    struct gw_usage u;
+    const char *body =
+        "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-x\","
+        "\"content\":[{\"type\":\"thinking\",\"thinking\":\"hmm\",\"signature\":\"s\"},"
+        "{\"type\":\"text\",\"text\":\"Hello \"},{\"type\":\"text\",\"text\":\"there\"},"
+        "{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get\",\"input\":{\"q\":\"a b\","
+        "\"n\":[1,2]}}],\"stop_reason\":\"tool_use\",\"stop_sequence\":null,\"usage\":{"
+        "\"input_tokens\":10,\"output_tokens\":20,\"cache_creation_input_tokens\":3,"
+        "\"cache_read_input_tokens\":5}}";
+
+    (void)state;
+    assert_int_equal(dl_anthropic_answer_to_chat(body, strlen(body), 1700000000, &out, &u), GW_OK);
+    t_json_eq(out.data, out.len,
+              "{\"id\":\"chatcmpl-msg_1\",\"object\":\"chat.completion\",\"created\":1700000000,"
+              "\"model\":\"claude-x\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+              "\"assistant\",\"content\":\"Hello there\",\"tool_calls\":[{\"id\":\"toolu_1\","
+              "\"type\":\"function\",\"function\":{\"name\":\"get\",\"arguments\":"
+              "\"{\\\"q\\\":\\\"a b\\\",\\\"n\\\":[1,2]}\"}}]},\"logprobs\":null,"
+              "\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":18,"
+              "\"completion_tokens\":20,\"total_tokens\":38,\"prompt_tokens_details\":{"
+              "\"cached_tokens\":5}}}");
+    assert_int_equal(u.input_tokens, 10);
+    assert_int_equal(u.output_tokens, 20);
+    assert_int_equal(u.cache_read_tokens, 5);
+    assert_int_equal(u.cache_write_tokens, 3);
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_answer_finish_reasons_and_null_content(void **state)
+{
+    static const char *const reasons[][2] = {
+        {"end_turn", "stop"},     {"stop_sequence", "stop"},  {"pause_turn", "stop"},
+        {"max_tokens", "length"}, {"tool_use", "tool_calls"}, {"refusal", "content_filter"},
+    };
+    char body[256];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+        struct gw_buf out = {0};
+        struct gw_usage u;
+        json_t *j;
+
+        snprintf(body, sizeof(body),
+                 "{\"id\":\"m\",\"type\":\"message\",\"model\":\"c\",\"content\":[],"
+                 "\"stop_reason\":\"%s\"}",
+                 reasons[i][0]);
+        assert_int_equal(dl_anthropic_answer_to_chat(body, strlen(body), 1, &out, &u), GW_OK);
+        j = json_loadb(out.data, out.len, 0, NULL);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(
+                                json_array_get(json_object_get(j, "choices"), 0), "finish_reason")),
+                            reasons[i][1]);
+        /* no text block: content null, no tool_calls, no usage */
+        assert_true(json_is_null(json_object_get(
+            json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message"),
+            "content")));
+        assert_null(json_object_get(j, "usage"));
+        assert_int_equal(u.input_tokens + u.output_tokens, 0);
+        json_decref(j);
+        gw_buf_fini(&out);
+    }
+}
+
+static void
+test_anthropic_answer_refuses_what_is_not_a_messages_answer(void **state)
+{
+    static const char *const bodies[] = {
+        "not json",
+        "[]",
+        "{\"type\":\"message\"}",
+        "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"x\"},\"content\":[]}",
+        "{\"content\":[1]}",
+        "{\"content\":[{\"type\":\"text\"}]}",
+        "{\"content\":[{\"type\":\"tool_use\",\"id\":\"a\",\"name\":\"b\"}]}",
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        struct gw_buf out = {0};
+        struct gw_usage u;
+
+        assert_int_equal(gw_buf_append_cstr(&out, "keep"), GW_OK);
+        assert_int_equal(dl_anthropic_answer_to_chat(bodies[i], strlen(bodies[i]), 1, &out, &u),
+                         GW_E_UPSTREAM_PROTOCOL);
+        assert_string_equal(out.data, "keep");
+        gw_buf_fini(&out);
+    }
+}
+
+/* ---- errors ---- */
+
+static void
+t_error(const char *body, int status, const char *want)
+{
+    struct gw_buf out = {0};
+
+    dl_anthropic_error_to_chat(body, strlen(body), status, &out);
+    t_json_eq(out.data, out.len, want);
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_error_maps_types_to_openai(void **state)
+{
+    static const char *const map[][3] = {
+        {"invalid_request_error", "invalid_request_error", "null"},
+        {"authentication_error", "authentication_error", "null"},
+        {"permission_error", "permission_error", "null"},
+        {"not_found_error", "not_found_error", "null"},
+        {"rate_limit_error", "requests", "\"rate_limit_exceeded\""},
+        {"overloaded_error", "server_error", "null"},
+        {"api_error", "server_error", "null"},
+        {"billing_error", "insufficient_quota", "\"insufficient_quota\""},
+    };
+    char body[256], want[256];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        snprintf(body, sizeof(body),
+                 "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":\"why \\\"q\\\"\"}}",
+                 map[i][0]);
+        snprintf(want, sizeof(want),
+                 "{\"error\":{\"message\":\"why \\\"q\\\"\",\"type\":\"%s\",\"param\":null,"
+                 "\"code\":%s}}",
+                 map[i][1], map[i][2]);
+        t_error(body, 400, want);
+    }
+}
+
+static void
+test_anthropic_error_not_anthropic_body_uses_status(void **state)
+{
+    (void)state;
+    t_error("<html>bad gateway</html>", 502,
+            "{\"error\":{\"message\":\"the upstream answered HTTP 502\",\"type\":\"server_error\","
+            "\"param\":null,\"code\":null}}");
+    t_error("", 429,
+            "{\"error\":{\"message\":\"the upstream answered HTTP 429\",\"type\":\"requests\","
+            "\"param\":null,\"code\":\"rate_limit_exceeded\"}}");
+    t_error("{\"type\":\"error\",\"error\":{\"type\":\"something_new\"}}", 404,
+            "{\"error\":{\"message\":\"the upstream answered HTTP 404\",\"type\":"
+            "\"not_found_error\",\"param\":null,\"code\":null}}");
+}
+
+/* ---- stream ---- */
+
+struct t_event {
+    const char *name;
+    const char *data;
+};
+
+/* Feeds <n> events, expecting GW_OK each, into <out>. */
+static void
+t_feed(struct dl_anthropic_stream *st, const struct t_event *ev, size_t n, struct gw_buf *out)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        assert_int_equal(
+            dl_anthropic_stream_event(st, gw_str_c(ev[i].name), gw_str_c(ev[i].data), out), GW_OK);
+}
+
+/* Splits <sse> into its "data: " payloads; returns how many (at most <max>). */
+static size_t
+t_split(const struct gw_buf *sse, struct gw_str *v, size_t max)
+{
+    size_t n = 0, i = 0;
+
+    while (i < sse->len && n < max) {
+        const char *end = strstr(sse->data + i, "\n\n");
+
+        assert_non_null(end);
+        assert_memory_equal(sse->data + i, "data: ", 6);
+        v[n].ptr = sse->data + i + 6;
+        v[n].len = (size_t)(end - v[n].ptr);
+        n++;
+        i = (size_t)(end - sse->data) + 2;
+    }
+    assert_int_equal(i, sse->len);
+    return n;
+}
+
+static const struct t_event t_text_stream[] = {
+    {"message_start",
+     "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_9\",\"type\":\"message\",\"role\":"
+     "\"assistant\",\"content\":[],\"model\":\"claude-y\",\"stop_reason\":null,\"usage\":{"
+     "\"input_tokens\":25,\"output_tokens\":1,\"cache_read_input_tokens\":7,"
+     "\"cache_creation_input_tokens\":2}}}"},
+    {"content_block_start",
+     "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\","
+     "\"text\":\"\"}}"},
+    {"ping", "{\"type\":\"ping\"}"},
+    {"content_block_delta",
+     "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\","
+     "\"text\":\"Hel\"}}"},
+    {"content_block_delta",
+     "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\","
+     "\"text\":\"lo\\n\"}}"},
+    {"content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}"},
+    {"message_delta",
+     "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":"
+     "null},\"usage\":{\"output_tokens\":15}}"},
+    {"message_stop", "{\"type\":\"message_stop\"}"},
+};
+
+static void
+test_anthropic_stream_text_converts_to_chat_chunks(void **state)
+{
+    struct dl_anthropic_stream st;
+    struct gw_buf out = {0};
+    struct gw_str c[16];
+    size_t n;
+
+    (void)state;
+    dl_anthropic_stream_init(&st, 1700000001);
+    t_feed(&st, t_text_stream, sizeof(t_text_stream) / sizeof(t_text_stream[0]), &out);
+    n = t_split(&out, c, 16);
+    assert_int_equal(n, 6);
+    t_json_eq(c[0].ptr, c[0].len,
+              "{\"id\":\"chatcmpl-msg_9\",\"object\":\"chat.completion.chunk\",\"created\":"
+              "1700000001,\"model\":\"claude-y\",\"choices\":[{\"index\":0,\"delta\":{\"role\":"
+              "\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}");
+    t_json_eq(c[1].ptr, c[1].len,
+              "{\"id\":\"chatcmpl-msg_9\",\"object\":\"chat.completion.chunk\",\"created\":"
+              "1700000001,\"model\":\"claude-y\",\"choices\":[{\"index\":0,\"delta\":{"
+              "\"content\":\"Hel\"},\"finish_reason\":null}]}");
+    t_json_eq(c[2].ptr, c[2].len,
+              "{\"id\":\"chatcmpl-msg_9\",\"object\":\"chat.completion.chunk\",\"created\":"
+              "1700000001,\"model\":\"claude-y\",\"choices\":[{\"index\":0,\"delta\":{"
+              "\"content\":\"lo\\n\"},\"finish_reason\":null}]}");
+    t_json_eq(c[3].ptr, c[3].len,
+              "{\"id\":\"chatcmpl-msg_9\",\"object\":\"chat.completion.chunk\",\"created\":"
+              "1700000001,\"model\":\"claude-y\",\"choices\":[{\"index\":0,\"delta\":{},"
+              "\"finish_reason\":\"stop\"}]}");
+    t_json_eq(c[4].ptr, c[4].len,
+              "{\"id\":\"chatcmpl-msg_9\",\"object\":\"chat.completion.chunk\",\"created\":"
+              "1700000001,\"model\":\"claude-y\",\"choices\":[],\"usage\":{\"prompt_tokens\":34,"
+              "\"completion_tokens\":15,\"total_tokens\":49,\"prompt_tokens_details\":{"
+              "\"cached_tokens\":7}}}");
+    assert_true(gw_str_eq(c[5], GW_STR_LIT("[DONE]")));
+    assert_true(st.stopped);
+    assert_true(st.usage_seen);
+    assert_int_equal(st.usage.input_tokens, 25);
+    assert_int_equal(st.usage.output_tokens, 15);
+    assert_int_equal(st.usage.cache_read_tokens, 7);
+    assert_int_equal(st.usage.cache_write_tokens, 2);
+    /* after message_stop nothing more is written */
+    gw_buf_reset(&out);
+    t_feed(&st, t_text_stream + 3, 1, &out);
+    assert_int_equal(out.len, 0);
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_stream_chunks_read_by_openai_inspector(void **state)
+{
+    struct dl_anthropic_stream st;
+    struct dl_openai_chunk ck;
+    struct gw_buf out = {0};
+    struct gw_str c[16];
+    size_t n;
+
+    (void)state;
+    dl_anthropic_stream_init(&st, 5);
+    t_feed(&st, t_text_stream, sizeof(t_text_stream) / sizeof(t_text_stream[0]), &out);
+    n = t_split(&out, c, 16);
+    assert_int_equal(n, 6);
+    /* role chunk: no content */
+    assert_int_equal(dl_openai_chunk_inspect(c[0], &ck), GW_OK);
+    assert_false(ck.has_content);
+    assert_false(ck.is_error);
+    assert_false(ck.has_usage);
+    /* text delta: content with its bytes */
+    assert_int_equal(dl_openai_chunk_inspect(c[1], &ck), GW_OK);
+    assert_true(ck.has_content);
+    assert_int_equal(ck.content_bytes, 3);
+    assert_int_equal(dl_openai_chunk_inspect(c[2], &ck), GW_OK);
+    assert_int_equal(ck.content_bytes, 3);
+    /* finish chunk: nothing */
+    assert_int_equal(dl_openai_chunk_inspect(c[3], &ck), GW_OK);
+    assert_false(ck.has_content);
+    assert_false(ck.has_usage);
+    /* usage chunk: usage only; the inspector folds cache creation into input */
+    assert_int_equal(dl_openai_chunk_inspect(c[4], &ck), GW_OK);
+    assert_true(ck.has_usage);
+    assert_true(ck.usage_only);
+    assert_int_equal(ck.usage.input_tokens, 27);
+    assert_int_equal(ck.usage.cache_read_tokens, 7);
+    assert_int_equal(ck.usage.output_tokens, 15);
+    assert_int_equal(dl_openai_chunk_inspect(c[5], &ck), GW_OK);
+    assert_true(ck.done);
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_stream_tool_call_opens_and_streams_arguments(void **state)
+{
+    static const struct t_event ev[] = {
+        {"message_start", "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_t\",\"model\":"
+                          "\"c\",\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}"},
+        {"content_block_start", "{\"type\":\"content_block_start\",\"index\":0,"
+                                "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}"},
+        {"content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{"
+                                "\"type\":\"text_delta\",\"text\":\"ok\"}}"},
+        {"content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}"},
+        {"content_block_start",
+         "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":"
+         "\"tool_use\",\"id\":\"toolu_7\",\"name\":\"get\",\"input\":{}}}"},
+        {"content_block_delta", "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{"
+                                "\"type\":\"input_json_delta\",\"partial_json\":\"\"}}"},
+        {"content_block_delta", "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{"
+                                "\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"q\\\":\"}}"},
+        {"content_block_delta", "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{"
+                                "\"type\":\"input_json_delta\",\"partial_json\":\"1}\"}}"},
+        {"content_block_stop", "{\"type\":\"content_block_stop\",\"index\":1}"},
+        {"content_block_start",
+         "{\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":"
+         "\"tool_use\",\"id\":\"toolu_8\",\"name\":\"put\",\"input\":{}}}"},
+        {"content_block_stop", "{\"type\":\"content_block_stop\",\"index\":2}"},
+        {"message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},"
+                          "\"usage\":{\"output_tokens\":9}}"},
+        {"message_stop", "{\"type\":\"message_stop\"}"},
+    };
+    struct dl_anthropic_stream st;
+    struct dl_openai_chunk ck;
+    struct gw_buf out = {0};
+    struct gw_str c[16];
+    size_t n;
+
+    (void)state;
+    dl_anthropic_stream_init(&st, 9);
+    t_feed(&st, ev, sizeof(ev) / sizeof(ev[0]), &out);
+    n = t_split(&out, c, 16);
+    assert_int_equal(n, 9);
+    t_json_eq(c[2].ptr, c[2].len,
+              "{\"id\":\"chatcmpl-msg_t\",\"object\":\"chat.completion.chunk\",\"created\":9,"
+              "\"model\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+              "\"id\":\"toolu_7\",\"type\":\"function\",\"function\":{\"name\":\"get\","
+              "\"arguments\":\"\"}}]},\"finish_reason\":null}]}");
+    t_json_eq(c[3].ptr, c[3].len,
+              "{\"id\":\"chatcmpl-msg_t\",\"object\":\"chat.completion.chunk\",\"created\":9,"
+              "\"model\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+              "\"function\":{\"arguments\":\"{\\\"q\\\":\"}}]},\"finish_reason\":null}]}");
+    t_json_eq(c[4].ptr, c[4].len,
+              "{\"id\":\"chatcmpl-msg_t\",\"object\":\"chat.completion.chunk\",\"created\":9,"
+              "\"model\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+              "\"function\":{\"arguments\":\"1}\"}}]},\"finish_reason\":null}]}");
+    t_json_eq(c[5].ptr, c[5].len,
+              "{\"id\":\"chatcmpl-msg_t\",\"object\":\"chat.completion.chunk\",\"created\":9,"
+              "\"model\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,"
+              "\"id\":\"toolu_8\",\"type\":\"function\",\"function\":{\"name\":\"put\","
+              "\"arguments\":\"\"}}]},\"finish_reason\":null}]}");
+    t_json_eq(c[6].ptr, c[6].len,
+              "{\"id\":\"chatcmpl-msg_t\",\"object\":\"chat.completion.chunk\",\"created\":9,"
+              "\"model\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+              "\"tool_calls\"}]}");
+    /* the inspector counts the arguments as content */
+    assert_int_equal(dl_openai_chunk_inspect(c[4], &ck), GW_OK);
+    assert_true(ck.has_content);
+    assert_int_equal(ck.content_bytes, 2);
+    assert_int_equal(st.usage.output_tokens, 9);
+    assert_true(gw_str_eq(c[8], GW_STR_LIT("[DONE]")));
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_stream_error_event_ends_stream_with_error_chunk(void **state)
+{
+    struct dl_anthropic_stream st;
+    struct dl_openai_chunk ck;
+    struct gw_buf out = {0};
+    struct gw_str c[4];
+
+    (void)state;
+    dl_anthropic_stream_init(&st, 1);
+    t_feed(&st, t_text_stream, 1, &out);
+    gw_buf_reset(&out);
+    assert_int_equal(
+        dl_anthropic_stream_event(&st, GW_STR_LIT("error"),
+                                  GW_STR_LIT("{\"type\":\"error\",\"error\":{\"type\":"
+                                             "\"overloaded_error\",\"message\":\"Overloaded\"}}"),
+                                  &out),
+        GW_OK);
+    assert_int_equal(t_split(&out, c, 4), 1);
+    t_json_eq(c[0].ptr, c[0].len,
+              "{\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\",\"param\":null,"
+              "\"code\":null}}");
+    assert_int_equal(dl_openai_chunk_inspect(c[0], &ck), GW_OK);
+    assert_true(ck.is_error);
+    assert_true(st.failed);
+    assert_false(st.stopped);
+    /* no [DONE] after the error, whatever follows */
+    gw_buf_reset(&out);
+    t_feed(&st, t_text_stream + 3, 5, &out);
+    assert_int_equal(out.len, 0);
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_stream_without_event_names_reads_data_type(void **state)
+{
+    struct dl_anthropic_stream st;
+    struct gw_buf out = {0}, named = {0};
+    size_t i;
+
+    (void)state;
+    dl_anthropic_stream_init(&st, 3);
+    for (i = 0; i < sizeof(t_text_stream) / sizeof(t_text_stream[0]); i++)
+        assert_int_equal(
+            dl_anthropic_stream_event(&st, GW_STR_LIT(""), gw_str_c(t_text_stream[i].data), &out),
+            GW_OK);
+    dl_anthropic_stream_init(&st, 3);
+    t_feed(&st, t_text_stream, sizeof(t_text_stream) / sizeof(t_text_stream[0]), &named);
+    assert_int_equal(out.len, named.len);
+    assert_memory_equal(out.data, named.data, out.len);
+    gw_buf_fini(&out);
+    gw_buf_fini(&named);
+}
+
+static void
+test_anthropic_stream_malformed_events_are_upstream_protocol(void **state)
+{
+    static const struct t_event bad[] = {
+        {"message_start", "not json"},
+        {"message_start", "{\"type\":\"message_start\"}"},
+        {"message_start", "[1]"},
+        {"content_block_start", "{\"index\":0}"},
+        {"content_block_start", "{\"content_block\":{\"type\":\"tool_use\",\"id\":1}}"},
+        {"content_block_delta", "{\"delta\":{\"type\":\"text_delta\"}}"},
+        {"content_block_delta", "{\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":2}}"},
+        {"content_block_delta", "{\"delta\":\"x\"}"},
+        {"message_delta", "{\"delta\":[],\"usage\":{}}"},
+        {"error", "{\"type\":\"error\"}"},
+        {"error", ""},
+        {"", "{\"type\":\"content_block_delta\"}"},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct dl_anthropic_stream st;
+        struct gw_buf out = {0};
+
+        dl_anthropic_stream_init(&st, 1);
+        if (strcmp(bad[i].name, "message_start") != 0)
+            t_feed(&st, t_text_stream, 1, &out);
+        gw_buf_reset(&out);
+        if (dl_anthropic_stream_event(&st, gw_str_c(bad[i].name), gw_str_c(bad[i].data), &out) !=
+            GW_E_UPSTREAM_PROTOCOL) {
+            print_error("case %zu (%s) not refused\n", i, bad[i].name);
+            fail();
+        }
+        assert_int_equal(out.len, 0);
+        gw_buf_fini(&out);
+    }
+}
+
+static void
+test_anthropic_stream_ignores_ping_thinking_and_unknown_events(void **state)
+{
+    static const struct t_event ev[] = {
+        {"ping", "garbage"},
+        {"content_block_start", "{\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}"},
+        {"content_block_delta", "{\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}"},
+        {"content_block_delta", "{\"delta\":{\"type\":\"signature_delta\",\"signature\":\"s\"}}"},
+        {"content_block_stop", ""},
+        {"brand_new_event", "whatever"},
+        {"content_block_start", "{\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"s\","
+                                "\"name\":\"web_search\"}}"},
+        {"content_block_delta", "{\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":"
+                                "\"{}\"}}"},
+        {"message_delta", "{\"delta\":{\"stop_reason\":null}}"},
+    };
+    struct dl_anthropic_stream st;
+    struct gw_buf out = {0};
+
+    (void)state;
+    dl_anthropic_stream_init(&st, 1);
+    t_feed(&st, t_text_stream, 1, &out);
+    gw_buf_reset(&out);
+    t_feed(&st, ev, sizeof(ev) / sizeof(ev[0]), &out);
+    assert_int_equal(out.len, 0);
+    assert_int_equal(st.tool_index, -1);
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_stream_without_usage_writes_no_usage_chunk(void **state)
+{
+    struct dl_anthropic_stream st;
+    struct gw_buf out = {0};
+
+    (void)state;
+    dl_anthropic_stream_init(&st, 1);
+    t_feed(&st,
+           (const struct t_event[]){
+               {"message_start", "{\"message\":{\"id\":\"a\",\"model\":\"b\"}}"},
+               {"message_stop", ""},
+           },
+           2, &out);
+    assert_false(st.usage_seen);
+    assert_non_null(strstr(out.data, "\"role\":\"assistant\""));
+    assert_null(strstr(out.data, "usage"));
+    assert_non_null(strstr(out.data, "data: [DONE]\n\n"));
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_stream_long_id_is_cut_to_fit(void **state)
+{
+    struct dl_anthropic_stream st;
+    struct gw_buf out = {0};
+    char data[512];
+
+    (void)state;
+    snprintf(data, sizeof(data), "{\"message\":{\"id\":\"%0200d\",\"model\":\"m\"}}", 7);
+    dl_anthropic_stream_init(&st, 1);
+    assert_int_equal(
+        dl_anthropic_stream_event(&st, GW_STR_LIT("message_start"), gw_str_c(data), &out), GW_OK);
+    assert_int_equal(strlen(st.id), sizeof(st.id) - 1);
+    assert_memory_equal(st.id, "chatcmpl-000", 12);
+    gw_buf_fini(&out);
+}
+
+static void
+test_anthropic_out_of_memory_is_clean(void **state)
+{
+    const char *body =
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\","
+        "\"content\":\"a\"},{\"role\":\"user\",\"content\":\"b\"}],\"tools\":[{\"type\":"
+        "\"function\",\"function\":{\"name\":\"f\"}}]}";
+    unsigned long k;
+
+    (void)state;
+    /* gw_malloc failures (jansson allocates with malloc): each ends in GW_OK or NOMEM */
+    for (k = 1; k < 40; k++) {
+        struct dl_anthropic_stream st;
+        struct gw_buf out = {0};
+        char why[128];
+        enum gw_code rc;
+
+        gw_alloc_fail_at(k);
+        rc = dl_anthropic_from_chat(body, strlen(body), T_MODEL, 0, &out, why, sizeof(why));
+        gw_alloc_fail_at(0);
+        assert_true(rc == GW_OK || rc == GW_E_NOMEM);
+        gw_buf_fini(&out);
+        dl_anthropic_stream_init(&st, 1);
+        gw_alloc_fail_at(k);
+        rc = dl_anthropic_stream_event(&st, gw_str_c(t_text_stream[0].name),
+                                       gw_str_c(t_text_stream[0].data), &out);
+        gw_alloc_fail_at(0);
+        assert_true(rc == GW_OK || rc == GW_E_NOMEM);
+        if (rc != GW_OK)
+            assert_int_equal(out.len, 0);
+        gw_buf_fini(&out);
+    }
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_anthropic_request_maps_model_messages_and_stream),
+        cmocka_unit_test(test_anthropic_request_max_tokens_precedence_and_spec_fill),
+        cmocka_unit_test(test_anthropic_request_system_and_developer_join_top_level_system),
+        cmocka_unit_test(test_anthropic_request_merges_consecutive_same_role_messages),
+        cmocka_unit_test(test_anthropic_request_images_data_and_http_urls),
+        cmocka_unit_test(test_anthropic_request_tools_and_tool_choice),
+        cmocka_unit_test(test_anthropic_request_tool_calls_and_results_round_trip),
+        cmocka_unit_test(test_anthropic_request_refuses_tool_arguments_not_an_object),
+        cmocka_unit_test(
+            test_anthropic_request_sampling_clamps_temperature_drops_top_p_with_it_stop_and_user),
+        cmocka_unit_test(test_anthropic_request_ignores_fields_without_equivalent),
+        cmocka_unit_test(test_anthropic_request_refuses_what_messages_cannot_express),
+        cmocka_unit_test(test_anthropic_request_refuses_unconvertible_messages),
+        cmocka_unit_test(test_anthropic_request_refusal_message_never_quotes_the_body),
+        cmocka_unit_test(test_anthropic_request_appends_to_out),
+        cmocka_unit_test(test_anthropic_answer_converts_text_tool_use_and_usage),
+        cmocka_unit_test(test_anthropic_answer_finish_reasons_and_null_content),
+        cmocka_unit_test(test_anthropic_answer_refuses_what_is_not_a_messages_answer),
+        cmocka_unit_test(test_anthropic_error_maps_types_to_openai),
+        cmocka_unit_test(test_anthropic_error_not_anthropic_body_uses_status),
+        cmocka_unit_test(test_anthropic_stream_text_converts_to_chat_chunks),
+        cmocka_unit_test(test_anthropic_stream_chunks_read_by_openai_inspector),
+        cmocka_unit_test(test_anthropic_stream_tool_call_opens_and_streams_arguments),
+        cmocka_unit_test(test_anthropic_stream_error_event_ends_stream_with_error_chunk),
+        cmocka_unit_test(test_anthropic_stream_without_event_names_reads_data_type),
+        cmocka_unit_test(test_anthropic_stream_malformed_events_are_upstream_protocol),
+        cmocka_unit_test(test_anthropic_stream_ignores_ping_thinking_and_unknown_events),
+        cmocka_unit_test(test_anthropic_stream_without_usage_writes_no_usage_chunk),
+        cmocka_unit_test(test_anthropic_stream_long_id_is_cut_to_fit),
+        cmocka_unit_test(test_anthropic_out_of_memory_is_clean),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
