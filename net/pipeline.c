@@ -87,6 +87,8 @@ struct net_stream {
     bool busy_noted[GW_ROUTE_MAX];     /* a skipped:busy attempt is already on the row */
     bool context_skipped;              /* a candidate's context window was too small */
     struct gw_limit_reservation quota; /* the key's usage limits: what this request holds */
+    uint64_t est_tokens;               /* ... reserving its input estimate ... */
+    int64_t est_cost_micros;           /* ... at the first candidate's input price */
     struct event *limit_timer;         /* a rolling limit's wait */
     unsigned n_busy;
     struct net_upx *upx;
@@ -1566,6 +1568,25 @@ static void on_limit_wait(evutil_socket_t fd, short what, void *arg);
 /* A key usage limit said no (DESIGN.md 8): 429 with the exact Retry-After. A calendar
  * limit tells the SDK not to retry (x-should-retry: false; OpenAI shape:
  * insufficient_quota); a rolling one may be retried. */
+/* DESIGN.md 8: a running request reserves the cost of its input estimate at the input
+ * price of the first candidate it will try (0 when that model has no price). */
+static int64_t
+input_cost_estimate(const struct net_stream *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->n_cands; i++) {
+        const struct gw_route_cand *c = &s->cands[i];
+        double price;
+
+        if (!spoken(c->prov) || c->state == GW_CAND_DISABLED)
+            continue;
+        price = gw_conf_price_input(s->conf, c->prov, c->model);
+        return price > 0 ? (int64_t)(price * (double)s->est_tokens + 0.5) : 0;
+    }
+    return 0;
+}
+
 static void
 limit_refuse(struct net_stream *s, const struct gw_limit_verdict *v, bool calendar)
 {
@@ -1599,7 +1620,7 @@ limit_admit(struct net_stream *s)
     }
     net_calendar(now, &cal);
     switch (
-        gw_keylimits_admit(k, now, &cal, dl_openai_req_input_estimate(s->req), 0, &s->quota, &v)) {
+        gw_keylimits_admit(k, now, &cal, s->est_tokens, s->est_cost_micros, &s->quota, &v)) {
     case GW_LIMIT_OK: hop_next(s); return;
     case GW_LIMIT_REFUSE_CALENDAR: limit_refuse(s, &v, true); return;
     case GW_LIMIT_WAIT_ROLLING:
@@ -1734,11 +1755,12 @@ chat_completions(struct net_stream *s)
         struct gw_period cal;
         uint64_t now = net_now_ms();
 
+        s->est_tokens = dl_openai_req_input_estimate(s->req);
+        s->est_cost_micros = input_cost_estimate(s);
         /* DESIGN.md 7: calendar limits refuse before anything waits */
         net_calendar(now, &cal);
-        if (gw_keylimits_check_calendar(s->client->usage, now, &cal,
-                                        dl_openai_req_input_estimate(s->req), 0,
-                                        &v) == GW_LIMIT_REFUSE_CALENDAR) {
+        if (gw_keylimits_check_calendar(s->client->usage, now, &cal, s->est_tokens,
+                                        s->est_cost_micros, &v) == GW_LIMIT_REFUSE_CALENDAR) {
             limit_refuse(s, &v, true);
             return;
         }

@@ -119,6 +119,28 @@ def _day_cost_limit(tmp_path, b):
                             "limits": [{"per": "day", "cost": 1000.0}]}])
 
 
+def test_a_running_request_holds_its_input_cost_against_the_limit(tmp_path, bench, gwd):
+    # DESIGN.md 8: a running request reserves its input estimate's cost at the first
+    # candidate's input price; a second request that would overspend with it is refused
+    # while the first still runs, and the key view shows the reservation.
+    b = bench()
+    (tmp_path / "prices.yaml").write_text(
+        "models:\n  - {model: m1, input: 10.0, output: 0.0}\n")  # 1000 tokens: $0.01
+    g = gwd(config(tmp_path, [provider("up", b)], prices="prices.yaml",
+                   clients=[{"name": "lim", "key_sha256": sha256_hex(KEY),
+                             "limits": [{"per": "day", "cost": 0.015}]}]))
+    body = chat_body(model="m1", stream=True, text="x" * 4000)  # estimate: 1000 tokens
+
+    s = g.stream(body, key=KEY, headers={"x-bench-pace": "1x0,1x60000"})  # then ~60 s idle
+    assert s.status == 200
+    s.next_content()
+    assert 0.01 <= _day_cost(g) <= 0.0105  # the reservation (estimate: ~1000 tokens)
+    r = g.chat(chat_body(model="m1", text="x" * 4000), key=KEY)
+    assert r.status == 429, r
+    assert r.headers["x-gw-code"] == "gw.key_limit.cost_per_period"
+    s.close()
+
+
 def _day_cost(g):
     key = [k for k in g.control("/control/v1/overview").json()["keys"] if k["name"] == "lim"][0]
     return [x for x in key["limits"] if x["per"] == "day"][0]["used"]
