@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-# bench/run.py - what `make bench` runs: direct vs gwd vs nginx on loopback.
-# Starts `gwbench upstream`, `gwd` (temporary config) and Debian's nginx (temporary
-# prefix), runs the scenarios below interleaved with `gwbench load --json`, prints
-# one table and writes it as markdown to build/bench/results.md. Everything it
-# starts is stopped in a finally block. See docs/gwbench.md.
+# bench/run.py - what `make bench` runs: direct vs gwd vs nginx on loopback, and the
+# admission scenario (gwd against "gwd+adm", the same gwd with key and upstream slots
+# and key limits configured). Starts `gwbench upstream`, both gwds (temporary configs)
+# and Debian's nginx (temporary prefix), runs the scenarios below interleaved with
+# `gwbench load --json`, checks in gwd+adm's control overview that its requests went
+# through admission (exit 1 if not), prints two tables and writes them as markdown to
+# build/bench/results.md. Everything it starts is stopped in a finally block. See
+# docs/gwbench.md.
 #
 # usage: bench/run.py [--bin DIR] [--rounds N] [--quick] [--out FILE] [--gwd-workers N]
 import argparse
@@ -21,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NGINX = "/usr/sbin/nginx"
@@ -61,11 +65,17 @@ def cpu_secs(pid):
 
 
 def rss_kb(pid):
+    """(VmRSS, RssAnon) of <pid> in kB. VmRSS includes file pages mapped and touched,
+    for gwd mostly its LMDB store, which grows with the rows written; RssAnon is the
+    process's own memory (heap, stacks, buffers)."""
+    vm = anon = 0
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+                vm = int(line.split()[1])
+            elif line.startswith("RssAnon:"):
+                anon = int(line.split()[1])
+    return vm, anon
 
 
 def free_port():
@@ -101,36 +111,70 @@ def start_upstream(bindir, procs):
     return int(m.group(2))
 
 
-def start_gwd(bindir, tmp, up_port, key, workers, procs):
-    """Returns (port, proc, note); port None when gwd is missing or did not start."""
+# The admission scenario's gwd ("gwd+adm"): every gate of DESIGN.md 7-9 on the request
+# path, none of them ever the bottleneck (the 64-connection run never reaches ADM_SLOTS,
+# no limit is approached). The key's limits are three periods and three measures.
+ADM_SLOTS = 100
+ADM_LIMITS = [("minute", "requests", 100000000), ("day", "tokens", 10000000000),
+              ("month", "cost", 1000000.0)]
+ADM_PRICE = (1.0, 4.0)  # mock-model, USD per 1M input / output tokens: costs count
+# gwd's and gwd+adm's 1-connection runs of a round are cut in SLICES alternating slices
+SLICES = 10
+# The pinned A/B of the admission scenario: gwd and gwd+adm (every thread) on the last
+# CPU, the load and the upstream on the first, PINNED_SLICES alternated runs of
+# PINNED_N requests each. Unpinned, a 1-connection p50 on 2 cores flips between two
+# levels with where the scheduler puts the threads; pinned, only the code differs.
+PINNED_SLICES = 20
+PINNED_N = 1000
+
+
+def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=False):
+    """Returns (port, proc, control, note); port None when gwd is missing or did not
+    start; control is (port, token) of its control API. Each gwd gets a folder of its
+    own under tmp (config, store, log, and for admission its price table)."""
     gwd = os.path.join(bindir, "gwd")
     if not os.access(gwd, os.X_OK):
-        return None, None, f"gwd not found at {gwd}: gwd column skipped"
-    cfg = os.path.join(tmp, "gw.yaml")
+        return None, None, None, f"gwd not found at {gwd}: {name} column skipped"
+    home = os.path.join(tmp, name)
+    os.makedirs(home, exist_ok=True)
+    cfg = os.path.join(home, "gw.yaml")
+    ctl_port = free_port()
+    token = secrets.token_hex(16)
+    prov_extra = client_extra = ""
+    if admission:
+        with open(os.path.join(home, "prices.yaml"), "w") as f:
+            f.write("models:\n  - { model: mock-model, input: %.2f, output: %.2f }\n"
+                    % ADM_PRICE)
+        prov_extra = f"    max_concurrent: {ADM_SLOTS}\n"
+        client_extra = f"    max_concurrent: {ADM_SLOTS}\n"
+        if ADM_LIMITS:
+            client_extra += "    limits:\n" + "".join(
+                f"      - {{ per: {per}, {m}: {v} }}\n" for per, m, v in ADM_LIMITS)
     # Ports picked here rather than 0, so that a gwd that refuses port 0 still runs.
+    # Without `prices:` a prices.yaml next to the config is used: only gwd+adm has one.
     with open(cfg, "w") as f:
         f.write(f"""server:
   listen: ["127.0.0.1:{free_port()}"]
   workers: {workers}
 control:
-  listen: 127.0.0.1:{free_port()}
+  listen: 127.0.0.1:{ctl_port}
   token_env: GW_BENCH_CONTROL_TOKEN
 store:
-  path: {os.path.join(tmp, "store")}
+  path: {os.path.join(home, "store")}
 providers:
   - name: mock
     dialect: openai
     base_url: http://127.0.0.1:{up_port}
     keys: [{{ value: bench-upstream-key }}]
     models: ["*"]
-clients:
+{prov_extra}clients:
   - name: bench
     key_sha256: "{hashlib.sha256(key.encode()).hexdigest()}"
-""")
-    log = os.path.join(tmp, "gwd.log")
-    env = dict(os.environ, GW_BENCH_CONTROL_TOKEN=secrets.token_hex(16))
+{client_extra}""")
+    log = os.path.join(home, "gwd.log")
+    env = dict(os.environ, GW_BENCH_CONTROL_TOKEN=token)
     with open(log, "w") as lf:
-        p = Proc("gwd", [gwd, "-c", cfg], stdout=lf, stderr=lf, env=env)
+        p = Proc(name, [gwd, "-c", cfg], stdout=lf, stderr=lf, env=env)
     procs.append(p)
     end = time.time() + 15
     while time.time() < end:
@@ -138,14 +182,71 @@ clients:
             text = lf.read()
         m = re.search(r"code=ready.*?data=([\d.]+):(\d+)", text)
         if m:
-            return int(m.group(2)), p, None
+            return int(m.group(2)), p, (ctl_port, token), None
         if not p.alive():
             break
         time.sleep(0.05)
     with open(log) as lf:
         tail = lf.read()[-2000:]
     p.stop()
-    return None, None, "gwd did not become ready: gwd column skipped\n" + tail
+    return None, None, None, f"{name} did not become ready: {name} column skipped\n" + tail
+
+
+def overview(control):
+    """GET /control/v1/overview of a gwd started above; the parsed answer."""
+    port, token = control
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/control/v1/overview",
+                                 headers={"Authorization": f"Bearer {token}"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no http_proxy
+    with opener.open(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def check_admission(control, n_ok, base_control):
+    """Problems (a list of strings; empty: fine) with the claim that gwd+adm's <n_ok>
+    answered requests went through admission and the baseline gwd's did not: its
+    overview shows the key and provider slots configured and all returned, and every
+    limit charged (requests and tokens exactly: each request is charged alike) and
+    never reached."""
+    bad = []
+    try:
+        ov = overview(control)
+    except (OSError, ValueError) as e:
+        return [f"GET /control/v1/overview failed: {e}"]
+    keys = [k for k in ov.get("keys", []) if k.get("name") == "bench"]
+    provs = [p for p in ov.get("providers", []) if p.get("name") == "mock"]
+    if not keys or not provs:
+        return ["the overview lists no key 'bench' or no provider 'mock'"]
+    k, pv = keys[0], provs[0]
+    if k.get("max_concurrent") != ADM_SLOTS or pv.get("max_concurrent") != ADM_SLOTS:
+        bad.append(f"max_concurrent: key {k.get('max_concurrent')}, provider "
+                   f"{pv.get('max_concurrent')}, want {ADM_SLOTS}")
+    if k.get("in_flight") or k.get("waiting"):
+        bad.append(f"key permits not all returned: in_flight {k.get('in_flight')}, "
+                   f"waiting {k.get('waiting')}")
+    lims = {(x.get("per"), x.get("measure")): x for x in k.get("limits") or []}
+    for per, measure, mx in ADM_LIMITS:
+        x = lims.get((per, measure))
+        if x is None:
+            bad.append(f"limit {per} {measure} not in the overview")
+            continue
+        used = x.get("used") or 0
+        if x.get("reached"):
+            bad.append(f"limit {per} {measure} reached ({used} of {mx})")
+        if not used > 0:
+            bad.append(f"limit {per} {measure}: used {used}, want > 0")
+        elif measure == "tokens" and (used % n_ok or used < 2 * n_ok):
+            bad.append(f"limit {per} tokens: used {used} is not the same charge "
+                       f"for each of the {n_ok} requests")
+    try:
+        base = overview(base_control) if base_control else None
+    except (OSError, ValueError) as e:
+        return bad + [f"GET /control/v1/overview of the baseline gwd failed: {e}"]
+    if base:
+        bk = [x for x in base.get("keys", []) if x.get("name") == "bench"]
+        if not bk or bk[0].get("limits") or bk[0].get("max_concurrent") is not None:
+            bad.append("the baseline gwd's key is not free of limits")
+    return bad
 
 
 def start_nginx(tmp, up_port, procs):
@@ -198,17 +299,30 @@ http {{
 
 # ---- load runs ----
 
-def load(bindir, port, key, args, proxy=None, sample_rss=False):
-    """Runs gwbench load; returns (summary dict, proxy cpu seconds, peak rss kB)."""
+def pin(pid, cpus):
+    """Sets the CPU affinity of every thread of process <pid> to the set <cpus>."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass  # a thread that just ended
+
+
+def load(bindir, port, key, args, proxy=None, sample_rss=False, cpu=None):
+    """Runs gwbench load (on CPU <cpu> when given); returns (summary dict, proxy cpu
+    seconds, [peak VmRSS kB, peak RssAnon kB]) (the peaks only with sample_rss)."""
     argv = [os.path.join(bindir, "gwbench"), "load", "--json", "--quiet",
             "--url", f"http://127.0.0.1:{port}/v1/chat/completions", "--key", key] + args
-    peak = [0]
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu)] + argv
+    peak = [0, 0]
     stop = threading.Event()
 
     def sampler():
         while not stop.is_set():
             try:
-                peak[0] = max(peak[0], rss_kb(proxy.pid))
+                vm, anon = rss_kb(proxy.pid)
+                peak[0], peak[1] = max(peak[0], vm), max(peak[1], anon)
             except OSError:
                 return
             stop.wait(0.05)
@@ -226,13 +340,44 @@ def load(bindir, port, key, args, proxy=None, sample_rss=False):
     c1 = cpu_secs(proxy.pid) if proxy else 0.0
     if out.returncode != 0:
         raise SystemExit(f"bench: gwbench load failed: {out.stderr.strip()}")
-    return json.loads(out.stdout), c1 - c0, peak[0]
+    return json.loads(out.stdout), c1 - c0, peak
+
+
+def fmt_table(table):
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    text = []
+    for i, r in enumerate(table):
+        text.append("  ".join(c.ljust(widths[j]) if j == 0 else c.rjust(widths[j])
+                              for j, c in enumerate(r)))
+        if i == 0:
+            text.append("  ".join("-" * w for w in widths))
+    return text
+
+
+def md_table(table):
+    md = ["| " + " | ".join(table[0]) + " |",
+          "|" + "|".join(["---"] + ["---:"] * (len(table[0]) - 1)) + "|"]
+    for r in table[1:]:
+        md.append("| " + " | ".join(r) + " |")
+    return md
+
+
+def compare(g, n, cmp):
+    """How <g> compares to <n>: a difference, a percentage or a ratio."""
+    if g is None or n is None:
+        return "-"
+    if cmp == "diff":
+        return f"{g - n:+.0f} us"
+    if cmp == "pct":
+        return f"{100.0 * g / n:.0f}%" if n else "-"
+    return f"{g / n:.2f}x" if n else "-"
 
 
 def main():
-    ap = argparse.ArgumentParser(description="direct vs gwd vs nginx on loopback")
+    ap = argparse.ArgumentParser(description="direct vs gwd vs nginx on loopback, and "
+                                 "gwd with admission (key and upstream slots, key limits)")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build/release/bin"))
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="smaller runs (a smoke test)")
     ap.add_argument("--out", default=os.path.join(ROOT, "build/bench/results.md"))
     ap.add_argument("--gwd-workers", type=int, default=1,
@@ -243,21 +388,29 @@ def main():
         raise SystemExit(f"bench: no gwbench in {bindir}")
     n_serial = 1000 if a.quick else 5000
     n_tput = 10000 if a.quick else 50000
+    n_warm = 2000
     streams, chunks, interval = 200, 20, 50
     key = "gw-bench-" + secrets.token_hex(8)
 
     procs = []
     tmp = tempfile.mkdtemp(prefix="gwbench-")
     notes = []
+    adm_bad = []
     try:
         up_port = start_upstream(bindir, procs)
         upstream = procs[-1]
         targets = [("direct", up_port, None)]
-        gport, gproc, note = start_gwd(bindir, tmp, up_port, key, a.gwd_workers, procs)
+        gport, gproc, gctl, note = start_gwd(bindir, tmp, up_port, key, a.gwd_workers, procs)
         if note:
             notes.append(note)
         if gport:
             targets.append(("gwd", gport, gproc))
+        aport, aproc, actl, note = start_gwd(bindir, tmp, up_port, key, a.gwd_workers, procs,
+                                             name="gwd+adm", admission=True)
+        if note:
+            notes.append(note)
+        if aport:
+            targets.append(("gwd+adm", aport, aproc))
         nport, nproc, note = start_nginx(tmp, up_port, procs)
         if note:
             notes.append(note)
@@ -267,55 +420,99 @@ def main():
         print(f"bench: upstream :{up_port}; targets: "
               + ", ".join(f"{n} :{p}" for n, p, _ in targets), file=sys.stderr)
 
-        # warm-up: connections, pools, caches
-        for name, port, proc in targets:
-            load(bindir, port, key, ["--connections", "8", "--threads", "1", "--requests", "2000"])
-
         res = {n: {} for n in names}
         errs = {n: 0 for n in names}
+        oks = {n: 0 for n in names}
 
         def add(name, k, v):
             res[name].setdefault(k, []).append(v)
 
+        def run(name, port, proc, argv, sample_rss=False, cpu=None):
+            s, cpu, peak = load(bindir, port, key, argv, proc, sample_rss, cpu)
+            errs[name] += s["requests"] - s["ok"]
+            oks[name] += s["ok"]
+            return s, cpu, peak
+
+        # warm-up: connections, pools, caches
+        for name, port, proc in targets:
+            run(name, port, proc, ["--connections", "8", "--threads", "1",
+                                   "--requests", str(n_warm)])
+
+        def serial(name, port, proc, n):
+            s, _, _ = run(name, port, proc, ["--connections", "1", "--threads", "1",
+                                             "--requests", str(n)])
+            add(name, "serial_p50", s["latency_us"]["p50"])
+            add(name, "serial_p99", s["latency_us"]["p99"])
+
+        pair = [t for t in targets if t[0] in ("gwd", "gwd+adm")]
         t_start = time.time()
         for r in range(a.rounds):
-            for name, port, proc in targets:
+            order = list(targets)
+            if r % 2 and len(pair) == 2:
+                # gwd and gwd+adm swap places every other round (ABBA), so that drift
+                # within a round does not favour either
+                i, j = names.index("gwd"), names.index("gwd+adm")
+                order[i], order[j] = order[j], order[i]
+            for name, port, proc in order:
                 print(f"bench: round {r + 1}/{a.rounds} {name}", file=sys.stderr)
-                # (1) one request at a time
-                s, _, _ = load(bindir, port, key, ["--connections", "1", "--threads", "1",
-                                                   "--requests", str(n_serial)])
-                errs[name] += s["requests"] - s["ok"]
-                add(name, "serial_p50", s["latency_us"]["p50"])
-                add(name, "serial_p99", s["latency_us"]["p99"])
+                # (1) one request at a time; gwd's and gwd+adm's runs are cut in SLICES
+                # slices each, alternated, so that whatever else runs on the machine
+                # hits both alike
+                if len(pair) < 2 or name not in ("gwd", "gwd+adm"):
+                    serial(name, port, proc, n_serial)
+                elif name == next(t[0] for t in order if t in pair):
+                    for k in range(SLICES):
+                        for t in (pair if (r + k) % 2 == 0 else pair[::-1]):
+                            serial(*t, n_serial // SLICES)
                 # (2)+(3) throughput ceiling and proxy CPU per request
-                s, cpu, _ = load(bindir, port, key, ["--connections", "64", "--threads", "2",
-                                                     "--requests", str(n_tput)], proc)
-                errs[name] += s["requests"] - s["ok"]
+                s, cpu, _ = run(name, port, proc, ["--connections", "64", "--threads", "2",
+                                                   "--requests", str(n_tput)])
                 add(name, "rps", s["rps"])
                 if proc:
                     add(name, "cpu_req", cpu * 1e6 / max(1, s["completed"]))
-                else:
-                    add(name, "cpu_req_up", None)
+                if name == "gwd+adm":
+                    continue  # admission is measured on (1)-(3) only
                 # (4) concurrent paced streams
-                s, cpu, peak = load(bindir, port, key, [
+                s, cpu, peak = run(name, port, proc, [
                     "--stream", "--connections", str(streams), "--threads", "2",
                     "--requests", str(streams), "--header", f"x-bench-chunks: {chunks}",
                     "--header", f"x-bench-interval-ms: {interval}",
-                    "--header", "x-bench-ttft-ms: 20"], proc, sample_rss=True)
-                errs[name] += s["requests"] - s["ok"]
+                    "--header", "x-bench-ttft-ms: 20"], sample_rss=True)
                 add(name, "ttft_p99", s["ttft_us"]["p99"])
                 add(name, "gap_p99", s["gap_us"]["p99"])
                 if proc:
                     add(name, "cpu_stream", cpu * 1e6 / max(1, s["completed"]))
-                    add(name, "rss_mb", peak / 1024.0)
+                    add(name, "rss_mb", peak[0] / 1024.0)
+                    add(name, "anon_mb", peak[1] / 1024.0)
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(pair) == 2 and len(cpus) >= 2 and shutil.which("taskset"):
+            # the pinned A/B (PINNED_SLICES above)
+            lo, hi = cpus[0], cpus[-1]
+            pin(upstream.pid, {lo})
+            for _, _, proc in pair:
+                pin(proc.pid, {hi})
+            print("bench: admission, pinned A/B", file=sys.stderr)
+            for k in range(4 if a.quick else PINNED_SLICES):
+                for name, port, proc in (pair if k % 2 == 0 else pair[::-1]):
+                    s, _, _ = run(name, port, proc, ["--connections", "1", "--threads", "1",
+                                                     "--requests", str(PINNED_N)], cpu=lo)
+                    add(name, "pinned_p50", s["latency_us"]["p50"])
+                    add(name, "pinned_p99", s["latency_us"]["p99"])
+            for proc in [upstream] + [t[2] for t in pair]:
+                pin(proc.pid, set(cpus))
         elapsed = time.time() - t_start
+        if aport:
+            # the gwd+adm figures count only if its requests went through admission
+            adm_bad = check_admission(actl, oks["gwd+adm"], gctl)
+            if errs["gwd+adm"]:
+                adm_bad.append(f"{errs['gwd+adm']} requests were not answered 2xx")
     finally:
         for p in reversed(procs):
             p.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
     def med(name, k):
-        v = [x for x in res[name].get(k, []) if x is not None]
+        v = [x for x in res.get(name, {}).get(k, []) if x is not None]
         return statistics.median(v) if v else None
 
     rows = [
@@ -330,6 +527,7 @@ def main():
         (f"{streams} streams x {chunks}: chunk gap p99 (us)", "gap_p99", "{:.0f}", "diff"),
         ("proxy CPU per stream (us)", "cpu_stream", "{:.0f}", "ratio"),
         (f"proxy RSS peak, {streams} streams (MB)", "rss_mb", "{:.1f}", "ratio"),
+        (f"proxy anon RSS peak, {streams} streams (MB)", "anon_mb", "{:.1f}", "ratio"),
     ]
     direct_p50, direct_p99 = med("direct", "serial_p50"), med("direct", "serial_p99")
     for n in names:
@@ -346,46 +544,96 @@ def main():
             v = med(c, k) if c in names else None
             vals[c] = v
             line.append(fmt.format(v) if v is not None else "-")
-        g, n = vals["gwd"], vals["nginx"]
-        if g is None or n is None:
-            line.append("-")
-        elif cmp == "diff":
-            line.append(f"{g - n:+.0f} us")
-        elif cmp == "pct":
-            line.append(f"{100.0 * g / n:.0f}%" if n else "-")
-        else:
-            line.append(f"{g / n:.2f}x" if n else "-")
+        line.append(compare(vals["gwd"], vals["nginx"], cmp))
         table.append(line)
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    text = []
-    for i, r in enumerate(table):
-        text.append("  ".join(c.ljust(widths[j]) if j == 0 else c.rjust(widths[j])
-                              for j, c in enumerate(r)))
-        if i == 0:
-            text.append("  ".join("-" * w for w in widths))
+
+    # admission: gwd+adm against gwd, both measured in the same rounds
+    adm_table = None
+    if "gwd" in names and "gwd+adm" in names:
+        g50, a50 = med("gwd", "serial_p50"), med("gwd+adm", "serial_p50")
+        g99, a99 = med("gwd", "serial_p99"), med("gwd+adm", "serial_p99")
+        adm_rows = [
+            ("admission: 1 conn latency p50 (us)", g50, a50, "{:.0f}", "diff"),
+            ("admission: 1 conn latency p99 (us)", g99, a99, "{:.0f}", "diff"),
+            ("admission: added p50 vs gwd (us)", None, a50 - g50, "{:+.0f}", None),
+            ("admission: added p99 vs gwd (us)", None, a99 - g99, "{:+.0f}", None),
+            ("admission: 64 conns throughput (req/s)", med("gwd", "rps"),
+             med("gwd+adm", "rps"), "{:.0f}", "pct"),
+            ("admission: proxy CPU per request (us)", med("gwd", "cpu_req"),
+             med("gwd+adm", "cpu_req"), "{:.1f}", "ratio"),
+        ]
+        adm_table = [["scenario", "gwd", "gwd+adm", "gwd+adm vs gwd"]]
+        for label, g, v, fmt, cmp in adm_rows:
+            adm_table.append([label, fmt.format(g) if g is not None else "-",
+                              fmt.format(v) if v is not None else "-",
+                              compare(v, g, cmp) if cmp else "-"])
+        if "pinned_p50" in res["gwd"]:
+            pg50, pa50 = med("gwd", "pinned_p50"), med("gwd+adm", "pinned_p50")
+            pd = sorted(b - x for x, b in zip(res["gwd"]["pinned_p50"],
+                                              res["gwd+adm"]["pinned_p50"]))
+            for label, g, v, fmt, cmp in [
+                    ("admission, pinned: 1 conn latency p50 (us)", pg50, pa50, "{:.0f}",
+                     "diff"),
+                    ("admission, pinned: 1 conn latency p99 (us)", med("gwd", "pinned_p99"),
+                     med("gwd+adm", "pinned_p99"), "{:.0f}", "diff"),
+                    ("admission, pinned: added p50 vs gwd, median of pairs (us)", None,
+                     statistics.median(pd), "{:+.1f}", None)]:
+                adm_table.append([label, fmt.format(g) if g is not None else "-",
+                                  fmt.format(v), compare(v, g, cmp) if cmp else "-"])
+        d = sorted(b - x for x, b in zip(res["gwd"]["serial_p50"],
+                                         res["gwd+adm"]["serial_p50"]))
+        q = statistics.quantiles(d, n=4) if len(d) > 1 else [d[0], d[0], d[0]]
+        notes.append(f"admission p50 minus gwd p50 over the {len(d)} paired slices (us): "
+                     f"median {q[1]:+.0f}, quartiles {q[0]:+.0f}..{q[2]:+.0f}, "
+                     f"range {d[0]:+.0f}..{d[-1]:+.0f}")
+        if adm_bad:
+            notes.append("ADMISSION CHECK FAILED, the gwd+adm figures do not measure "
+                         "admission: " + "; ".join(adm_bad))
+        else:
+            notes.append(f"admission checked: the overview of gwd+adm shows its "
+                         f"{oks['gwd+adm']} requests charged to all {len(ADM_LIMITS)} "
+                         f"limits (none reached) and every key permit returned")
+
+    spread = [f"{n} {min(res[n]['serial_p50']):.0f}..{max(res[n]['serial_p50']):.0f}"
+              for n in names if res[n].get("serial_p50")]
+    notes.append("noise: 1 conn p50 range over the runs (us): " + ", ".join(spread))
     for n in names:
         if errs[n]:
             notes.append(f"{n}: {errs[n]} requests were not answered 2xx (figures include them)")
     head = (f"rounds {a.rounds} (median), serial {n_serial} requests, throughput {n_tput} "
             f"requests on 64 connections, {streams} streams of {chunks} chunks every "
             f"{interval} ms after a 20 ms ttft; {os.cpu_count()} CPUs; {elapsed:.0f} s")
-    print("\n".join(text))
+    adm_head = (f"gwd+adm: the same gwd config plus key and provider max_concurrent "
+                f"{ADM_SLOTS} and key limits "
+                + ", ".join(f"{per} {m} {v:.0f}" + (" USD" if m == "cost" else "")
+                            for per, m, v in ADM_LIMITS)
+                + f" (mock-model priced {ADM_PRICE[0]:g} USD input, {ADM_PRICE[1]:g} USD "
+                f"output per 1M tokens); scenarios 1-3 in the same rounds as gwd, the 1-connection "
+                f"runs of both in {SLICES} alternated slices of {n_serial // SLICES} requests; "
+                f"pinned: after the rounds, both gwds on the last CPU and the load and upstream "
+                f"on the first, {4 if a.quick else PINNED_SLICES} alternated runs of "
+                f"{PINNED_N} requests each")
+    print("\n".join(fmt_table(table)))
+    if adm_table:
+        print()
+        print("\n".join(fmt_table(adm_table)))
     print(head)
+    if adm_table:
+        print(adm_head)
     for note in notes:
         print("note: " + note.splitlines()[0])
 
-    md = ["# gw benchmark", "", head, "",
-          "| " + " | ".join(table[0]) + " |",
-          "|" + "|".join(["---"] + ["---:"] * (len(table[0]) - 1)) + "|"]
-    for r in table[1:]:
-        md.append("| " + " | ".join(r) + " |")
-    md.append("")
+    md = ["# gw benchmark", "", head, ""] + md_table(table) + [""]
+    if adm_table:
+        md += [adm_head, ""] + md_table(adm_table) + [""]
     for note in notes:
         md.append("- " + note.splitlines()[0])
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         f.write("\n".join(md) + "\n")
     print(f"bench: wrote {a.out}", file=sys.stderr)
+    if adm_bad:
+        raise SystemExit("bench: admission check failed: " + "; ".join(adm_bad))
 
 
 if __name__ == "__main__":
