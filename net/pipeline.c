@@ -376,6 +376,12 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
             r->usage.output_tokens = (s->content_bytes + 3) / 4;
             r->usage.estimated = true;
         }
+        if (s->given_up_input) {
+            /* Hops given up at slow start may bill their input: kept, estimated,
+             * and priced with the rest at the answering upstream's prices. */
+            r->usage.input_tokens += s->given_up_input;
+            r->usage.estimated = true;
+        }
         if (r->upstream[0] && s->cur < s->n_cands) {
             /* Priced from the usage at the answering upstream's prices for the model it
              * was asked for (one resolve function: model_specs over prices.yaml). */
@@ -387,11 +393,6 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
             r->cost_micros = gw_cost_micros(&spec, &r->usage, &priced);
             if (!priced && s->client && s->client->usage && has_cost_limit(s->client))
                 gw_keylimits_note_unpriced(s->client->usage, s->cands[s->cur].model);
-        }
-        if (s->given_up_input) {
-            /* Hops given up at slow start may bill their input: kept, estimated. */
-            r->usage.input_tokens += s->given_up_input;
-            r->usage.estimated = true;
         }
         if (s->t_first_us && now > s->t_first_us + 1000 && r->usage.output_tokens)
             r->tokens_per_sec =
@@ -1156,6 +1157,7 @@ wait_arm(struct net_stream *s, uint64_t until_us)
 }
 
 static void after_key_gate(struct net_stream *s);
+static void busy_remove(struct net_stream *s, unsigned idx);
 
 /* Every candidate left is full: wait for the first of them to free, in candidate
  * order, until the request's deadline. When none can be waited for (no deadline left,
@@ -1181,6 +1183,7 @@ hop_wait(struct net_stream *s)
             s->hop_slot = s->cands[idx].prov->slots;
             s->hop_queued_ms += ms_since(s->wait_t0_us, net_mono_us());
             s->cur = idx;
+            busy_remove(s, idx);
             hop_send(s, &s->cands[idx]);
             return;
         }
@@ -1210,6 +1213,20 @@ fits_context(struct net_stream *s, const struct gw_route_cand *c)
     gw_conf_model_spec(s->conf, c->prov, c->model, &spec);
     return !spec.context_window_known ||
            dl_openai_req_input_estimate(s->req) <= spec.context_window;
+}
+
+/* Takes candidate <idx> out of the full ones: it was granted and is tried now. */
+static void
+busy_remove(struct net_stream *s, unsigned idx)
+{
+    unsigned i;
+
+    for (i = 0; i < s->n_busy; i++)
+        if (s->busy[i] == idx) {
+            memmove(&s->busy[i], &s->busy[i + 1], (s->n_busy - i - 1) * sizeof(s->busy[0]));
+            s->n_busy--;
+            return;
+        }
 }
 
 /* Remembers candidate <idx> as full, once: after a granted hop fails, the walk goes on
@@ -1294,8 +1311,9 @@ hop_next(struct net_stream *s)
         hop_send(s, c);
         return;
     }
-    if (s->n_busy && !s->reached_upstream) {
-        /* every remaining candidate was full and no hop reached an upstream yet */
+    if (s->n_busy) {
+        /* every remaining candidate was full: wait for the first to free (after a
+         * failure too; when none frees, the last real failure is answered) */
         hop_wait(s);
         return;
     }
@@ -1337,6 +1355,7 @@ on_wait_timeout(evutil_socket_t fd, short what, void *arg)
         s->row->queued_ms += ms_since(s->wait_t0_us, net_mono_us());
     }
     if (kind == NET_WAIT_KEY) {
+        s->row->n_attempts = 0; /* refused before any hop: no attempt chain */
         stream_refuse_hdrs(
             s, GW_E_KEY_BUSY, "this key already runs its max_concurrent requests; retry shortly",
             "retry-after: 1\r\nretry-after-ms: 1000\r\nx-should-retry: true\r\n", true);
@@ -1384,6 +1403,7 @@ net_stream_on_grant(struct net_stream *s)
     s->hop_queued_ms += ms_since(s->wait_t0_us, net_mono_us());
     s->row->queued_ms += ms_since(s->wait_t0_us, net_mono_us());
     s->cur = idx;
+    busy_remove(s, idx);
     hop_send(s, &s->cands[idx]);
 }
 
@@ -1597,6 +1617,7 @@ limit_refuse(struct net_stream *s, const struct gw_limit_verdict *v, bool calend
              "retry-after: %llu\r\nretry-after-ms: %llu\r\nx-should-retry: %s\r\n",
              (unsigned long long)(secs ? secs : 1), (unsigned long long)v->retry_after_ms,
              calendar ? "false" : "true");
+    s->row->n_attempts = 0; /* refused before any hop: no attempt chain (DESIGN.md 8) */
     stream_refuse_hdrs(s, v->code,
                        calendar
                            ? "this key's usage limit for the period is used up"
@@ -1997,7 +2018,8 @@ net_stream_client_gone(struct net_stream *s)
         net_upx_cancel(s->upx); /* closes the upstream connection: it stops generating */
         s->upx = NULL;
     }
-    if (s->row && s->row->n_attempts) {
+    if (attempt_cur(s) && attempt_cur(s)->outcome == GW_OUT_NONE) {
+        /* a hop was in flight (a skipped or failed attempt, or a wait, is not one) */
         const struct gw_conf_provider *p = s->cands[s->cur < s->n_cands ? s->cur : 0].prov;
 
         hop_timers_stop(s);

@@ -305,6 +305,61 @@ def test_sticky_upstream_is_waited_for_not_skipped(tmp_path, bench, gwd, streams
     assert other.stats()["requests"] == 0
 
 
+def test_after_a_failure_the_request_waits_for_a_full_candidate(tmp_path, bench, gwd, streams):
+    # DESIGN.md 7: when every remaining candidate is full the request waits for the first
+    # to free, also after a hop that reached an upstream failed.
+    a = bench("--chunks", 1)
+    b = bench("--fault", "status", "--status", 503)
+    g = gwd(config(tmp_path, [provider("a", a, max_concurrent=1), provider("b", b)],
+                   failover={"slot_wait_secs": 10}))
+    h = hold(g, streams, headers=SLOW)  # a's only slot
+    w = streams(Pending(g, chat_body(text=new_text("after-failure"))))
+    wait_waiting(g, "providers", "a", 1)  # b failed, a is waited for
+
+    assert h.rest()[-1] == "[DONE]"
+    r = w.response()
+
+    assert r.status == 200, r
+    row = g.wait_row(r.headers["x-request-id"])
+    assert outcomes(row) == [("a", "skipped:busy"), ("b", "failed"), ("a", "ok")], row
+    assert row["attempts"][2]["queued_ms"] > 0, row
+
+
+def test_after_a_failure_a_wait_that_runs_out_answers_the_failure(tmp_path, bench, gwd,
+                                                                   streams):
+    a = bench("--chunks", 1)
+    b = bench("--fault", "status", "--status", 503)
+    g = gwd(config(tmp_path, [provider("a", a, max_concurrent=1), provider("b", b)],
+                   failover={"slot_wait_secs": 1}))
+    hold(g, streams)  # a's only slot, for longer than the wait
+
+    r = g.chat(chat_body(text=new_text("runs-out")))
+
+    assert r.status == 502, r  # the last real failure, not gw.busy_all
+    assert r.headers["x-gw-code"] == "gw.upstream.failed", r.headers
+    row = g.wait_row(r.headers["x-request-id"])
+    assert outcomes(row) == [("a", "skipped:busy"), ("b", "failed")], row
+
+
+def test_a_key_refusal_has_an_empty_attempt_chain(tmp_path, bench, gwd, streams):
+    # DESIGN.md 8: a refused request is recorded with its code and no attempt, even when
+    # routing found a candidate full or paused before the key's limits refused it.
+    a = bench("--chunks", 1)
+    b = bench("--chunks", 1)
+    lim = alice()
+    lim["limits"] = [{"per": "day", "requests": 1}]
+    g = gwd(config(tmp_path, [provider("a", a, max_concurrent=1), provider("b", b)],
+                   clients=[lim, bob()]))
+    hold(g, streams)  # alice's one request of the day, holding a's slot
+
+    r = g.chat(chat_body(text=new_text("refused")))
+
+    assert r.status == 429, r
+    assert r.headers["x-gw-code"] == "gw.key_limit.requests_per_period"
+    row = g.wait_row(r.headers["x-request-id"])
+    assert row["code"] == "gw.key_limit.requests_per_period" and row["attempts"] == [], row
+
+
 def lb_a_full(tmp_path, a, b):
     return config(tmp_path, [provider("a", a, max_concurrent=1), provider("b", b)],
                   failover={"slot_wait_secs": 2},
@@ -394,13 +449,16 @@ def test_key_limit_wait_runs_out_429_key_busy(tmp_path, bench, gwd, streams, str
 @pytest.mark.parametrize("limit", ["provider", "key"])
 def test_client_giving_up_while_waiting_does_not_leak_the_slot(tmp_path, bench, gwd, streams,
                                                                limit):
+    # ... nor counts against the key's limits, nor shows an attempt that never was
     up = bench("--chunks", 1)
+    counted = alice(1 if limit == "key" else None)
+    counted["limits"] = [{"per": "day", "requests": 100}]
     if limit == "provider":
         cfg = config(tmp_path, [provider("up", up, max_concurrent=1)],
-                     failover={"slot_wait_secs": 2})
+                     clients=[counted, bob()], failover={"slot_wait_secs": 2})
         section, name = "providers", "up"
     else:
-        cfg = config(tmp_path, [provider("up", up)], clients=[alice(1), bob()],
+        cfg = config(tmp_path, [provider("up", up)], clients=[counted, bob()],
                      failover={"slot_wait_secs": 2})
         section, name = "keys", "alice"
     g = gwd(cfg)
@@ -410,6 +468,11 @@ def test_client_giving_up_while_waiting_does_not_leak_the_slot(tmp_path, bench, 
 
     w.close()  # gives up while waiting
     wait_waiting(g, section, name, 0)
+    gave_up = wait_until(lambda: next((x for x in g.traffic()
+                                       if x["code"] == "gw.client.cancelled"), None),
+                         what="the row of the request that gave up")
+    assert all(a["outcome"] != "cancelled" for a in gave_up["attempts"]), gave_up
+    assert ov_entry(g, "keys", "alice")["limits"][0]["used"] == 1  # the held one only
     h.close()  # the held slot goes back too
     wait_until(lambda: ov_entry(g, section, name)["in_flight"] == 0,
                what=f"overview {section}[{name}].in_flight == 0")
@@ -420,6 +483,7 @@ def test_client_giving_up_while_waiting_does_not_leak_the_slot(tmp_path, bench, 
     assert outcomes(row) == [("up", "ok")], row  # in at once: no busy skip ...
     assert row["queued_ms"] == 0, row  # ... and no wait
     assert up.stats()["requests"] == 2  # the one that gave up was never sent
+    assert ov_entry(g, "keys", "alice")["limits"][0]["used"] == 2
 
 
 @pytest.mark.parametrize("change", ["raised", "removed"])

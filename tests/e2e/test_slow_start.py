@@ -8,6 +8,8 @@
 import json
 import subprocess
 
+import pytest
+
 from gwtest import (base_env, binary, chat_body, config, content_of, overview_provider,
                     provider, sse_events, write_config)
 
@@ -17,8 +19,10 @@ SLOW_START = {"next_on_slow_start": True, "stream_start_wait_secs": 5}
 def test_slow_first_candidate_is_given_up_for_the_next_one(tmp_path, bench, gwd):
     slow = bench("--ttft-ms", 8000, "--chunks", 2, "--text", "slow ")
     fast = bench("--chunks", 2, "--text", "fast ")
+    (tmp_path / "prices.yaml").write_text(
+        "models:\n  - {model: gpt-test, input: 1000.0, output: 1000.0}\n")
     g = gwd(config(tmp_path, [provider("slow", slow), provider("fast", fast)],
-                   failover=SLOW_START))
+                   failover=SLOW_START, prices="prices.yaml"))
 
     r = g.chat(chat_body(stream=True))
 
@@ -31,6 +35,11 @@ def test_slow_first_candidate_is_given_up_for_the_next_one(tmp_path, bench, gwd)
         ("slow", "slow_start"), ("fast", "ok")], row
     assert row["upstream"] == "fast"
     assert row["outcome"] == "ok"
+    # the given-up hop's input is kept (estimated) and priced with the rest
+    u = row["usage"]
+    assert u["estimated"] is True
+    assert row["cost_usd"] == pytest.approx((u["input_tokens"] + u["output_tokens"]) * 0.001,
+                                            abs=1e-6)
     # the slow hop's connection was dropped, so the upstream saw its stream aborted
     slow.wait_stat(lambda s: s["streams_aborted"] == 1, "the slow stream aborted")
     assert slow.stats()["streams_completed"] == 0
