@@ -823,6 +823,30 @@ static const struct {
     {408, "timeout_error"},         {504, "timeout_error"},         {429, "rate_limit_error"},
 };
 
+/* Codes for which OpenAI has a code of its own that clients act on (DESIGN.md 8: a used
+ * up quota stops the SDKs; context_length_exceeded makes agents trim the conversation):
+ * the body's "code" is OpenAI's, and gw's stays in "gw_code" (and x-gw-code). */
+static const struct {
+    enum gw_code code;
+    const char *openai_code;
+} openai_code_by_code[] = {
+    {GW_E_KEY_LIMIT_REQUESTS_PER_PERIOD, "insufficient_quota"},
+    {GW_E_KEY_LIMIT_TOKENS_PER_PERIOD, "insufficient_quota"},
+    {GW_E_KEY_LIMIT_COST_PER_PERIOD, "insufficient_quota"},
+    {GW_E_CONTEXT_LENGTH, "context_length_exceeded"},
+};
+
+static const char *
+openai_code_of(enum gw_code code)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(openai_code_by_code) / sizeof(openai_code_by_code[0]); i++)
+        if (openai_code_by_code[i].code == code)
+            return openai_code_by_code[i].openai_code;
+    return NULL;
+}
+
 static const char *
 openai_error_type(enum gw_code code, int status)
 {
@@ -843,6 +867,7 @@ enum gw_code
 dl_openai_error_body(enum gw_code code, struct gw_str message, struct gw_buf *out)
 {
     int status = gw_code_http_status(code);
+    const char *theirs = openai_code_of(code);
     size_t start = out->len;
 
     /* A config code (0) or GW_OK (200) in an error body is a caller bug: say 500. */
@@ -852,7 +877,9 @@ dl_openai_error_body(enum gw_code code, struct gw_str message, struct gw_buf *ou
         gw_buf_append_json_str(out, message) != GW_OK ||
         gw_buf_printf(out, ",\"type\":\"%s\",\"code\":", openai_error_type(code, status)) !=
             GW_OK ||
-        gw_buf_append_json_str(out, gw_str_c(gw_code_str(code))) != GW_OK ||
+        gw_buf_append_json_str(out, gw_str_c(theirs ? theirs : gw_code_str(code))) != GW_OK ||
+        (theirs && (gw_buf_append_str(out, GW_STR_LIT(",\"gw_code\":")) != GW_OK ||
+                    gw_buf_append_json_str(out, gw_str_c(gw_code_str(code))) != GW_OK)) ||
         gw_buf_printf(out, ",\"status\":%d}}", status) != GW_OK) {
         out->len = start;
         if (out->data)

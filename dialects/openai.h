@@ -68,7 +68,9 @@ bool dl_openai_answer_usage(struct gw_str body, struct gw_usage *usage, size_t *
 /* Appends the error body {"error":{"message","type","code","status"}} for <code> with
  * <message> (gw's own text, never upstream text). type follows OpenAI's vocabulary
  * (invalid_request_error, authentication_error, permission_error, not_found_error,
- * rate_limit_error, insufficient_quota, api_error, ...). */
+ * rate_limit_error, insufficient_quota, api_error, ...). code is gw's stable code,
+ * except where OpenAI has one that clients act on: insufficient_quota for the calendar
+ * key limits and context_length_exceeded; gw's code is then in an added "gw_code". */
 enum gw_code dl_openai_error_body(enum gw_code code, struct gw_str message, struct gw_buf *out);
 /* Appends "data: <error body>\n\n": the chunk that ends a broken Chat stream (no
  * [DONE] follows it). */

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from gwtest import (ALICE_KEY, UP_KEY_A, chat_body, config, content_of, is_usage_chunk,
-                    provider)
+                    provider, sha256_hex)
 
 
 def anthropic(name, b, **extra):
@@ -201,3 +201,18 @@ def test_cache_reads_and_writes_are_recorded_and_priced(tmp_path, bench, gwd):
     assert u["prompt_tokens"] == ru["input_tokens"] + 40 + 100
     want = (ru["input_tokens"] * 3.0 + 3 * 15.0 + 40 * 0.3 + 100 * 3.75) / 1e6
     assert row["cost_usd"] == pytest.approx(want, abs=1e-6)
+
+
+def test_an_unconvertible_request_gives_back_its_reservation(tmp_path, bench, gwd):
+    # DESIGN.md 8: unconvertible requests do not count against the key's limits.
+    b = bench()
+    g = gwd(config(tmp_path, [anthropic("claude", b, models=["claude-x"])],
+                   clients=[{"name": "alice", "key_sha256": sha256_hex(ALICE_KEY),
+                             "limits": [{"per": "day", "requests": 1}]}]))
+
+    r = g.chat(chat_body(model="claude-x", n=2))
+    assert r.status == 400 and r.headers["x-gw-code"] == "gw.unconvertible", r
+    r = g.chat(chat_body(model="claude-x"))  # the day's one request is still there
+    assert r.status == 200, r
+    r = g.chat(chat_body(model="claude-x"))
+    assert r.status == 429 and r.headers["x-gw-code"] == "gw.key_limit.requests_per_period", r

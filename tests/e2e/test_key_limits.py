@@ -18,8 +18,8 @@ import urllib.request
 
 import pytest
 
-from gwtest import (CONTROL_TOKEN, Lines, base_env, binary, chat_body, config, provider,
-                    sha256_hex, wait_until)
+from gwtest import (CONTROL_TOKEN, Lines, base_env, binary, chat_body, config, http_request,
+                    provider, sha256_hex, wait_until)
 
 KEY = "limited-key"
 
@@ -43,7 +43,13 @@ def test_day_request_limit_refuses_until_midnight_and_survives_a_restart(tmp_pat
     assert r.headers["x-should-retry"] == "false"
     assert 1 <= int(r.headers["retry-after"]) <= 86400
     err = r.json()["error"]
-    assert err["type"] == "insufficient_quota" and err["code"] == "gw.key_limit.requests_per_period"
+    assert err["type"] == "insufficient_quota" and err["code"] == "insufficient_quota"
+    assert err["gw_code"] == "gw.key_limit.requests_per_period"
+    # Retry-After runs to the day's end, the reset the key view shows
+    day = [x for x in [k for k in g.control("/control/v1/overview").json()["keys"]
+                       if k["name"] == "lim"][0]["limits"] if x["per"] == "day"][0]
+    reset = datetime.datetime.fromisoformat(day["resets_at"].replace("Z", "+00:00")).timestamp()
+    assert abs(int(r.headers["retry-after-ms"]) / 1000 - (reset - time.time())) < 10
     assert b.stats()["requests"] == 2  # the refused one never reached the upstream
     row = g.wait_row(r.headers["x-request-id"])
     assert row["status"] == 429 and row["attempts"] == []
@@ -72,6 +78,23 @@ def test_rolling_minute_limit_answers_the_exact_retry_after(tmp_path, bench, gwd
     assert int(r.headers["retry-after"]) == (ms + 999) // 1000
     assert r.json()["error"]["type"] == "rate_limit_error"
     assert b.stats()["requests"] == 1
+
+
+def test_rolling_minute_limit_is_waited_for_within_the_deadline(tmp_path, bench, gwd):
+    # DESIGN.md 8: a rolling limit used up makes the request wait, within slot_wait_secs,
+    # until enough usage has left the window (here: the first request, up to 60 s).
+    b = bench()
+    g = gwd(limited(tmp_path, b, [{"per": "minute", "requests": 1}], slot_wait_secs=70))
+    r = g.chat(chat_body(), key=KEY)
+    assert r.status == 200, r
+
+    r = http_request(g.port, "POST", "/v1/chat/completions", chat_body(),
+                     headers={"Authorization": f"Bearer {KEY}"}, timeout=90)
+
+    assert r.status == 200, r
+    row = g.wait_row(r.headers["x-request-id"])
+    assert row["queued_ms"] > 0 and [a["outcome"] for a in row["attempts"]] == ["ok"], row
+    assert b.stats()["requests"] == 2
 
 
 def test_requests_that_never_reach_an_upstream_do_not_count(tmp_path, bench, gwd):

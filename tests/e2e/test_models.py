@@ -87,5 +87,8 @@ def test_request_too_large_for_a_context_window_is_rerouted_or_refused(tmp_path,
     r = g2.chat(big)
     assert r.status == 400, r
     assert r.headers["x-gw-code"] == "gw.context_length_exceeded"
-    assert r.json()["error"]["type"] == "invalid_request_error"
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error"
+    assert err["code"] == "context_length_exceeded"  # OpenAI's own, which agents act on
+    assert err["gw_code"] == "gw.context_length_exceeded"
     assert a.stats()["requests"] == 1  # only the small request above reached it

@@ -889,6 +889,28 @@ test_openai_error_body_shape_per_code(void **state)
     t_check_error_body(GW_E_INTERNAL, "api_error", 500);
 }
 
+/* A used-up quota and a too long context carry OpenAI's own code, which clients act on;
+ * gw's stays beside it. */
+static void
+test_openai_error_body_uses_openai_codes_clients_act_on(void **state)
+{
+    struct gw_buf out = {0};
+
+    (void)state;
+    assert_int_equal(dl_openai_error_body(GW_E_KEY_LIMIT_COST_PER_PERIOD, GW_STR_LIT("m"), &out),
+                     GW_OK);
+    assert_string_equal(out.data, "{\"error\":{\"message\":\"m\",\"type\":\"insufficient_quota\","
+                                  "\"code\":\"insufficient_quota\","
+                                  "\"gw_code\":\"gw.key_limit.cost_per_period\",\"status\":429}}");
+    gw_buf_reset(&out);
+    assert_int_equal(dl_openai_error_body(GW_E_CONTEXT_LENGTH, GW_STR_LIT("m"), &out), GW_OK);
+    assert_string_equal(out.data,
+                        "{\"error\":{\"message\":\"m\",\"type\":\"invalid_request_error\","
+                        "\"code\":\"context_length_exceeded\","
+                        "\"gw_code\":\"gw.context_length_exceeded\",\"status\":400}}");
+    gw_buf_fini(&out);
+}
+
 static void
 test_openai_error_body_appends(void **state)
 {
@@ -957,6 +979,7 @@ main(void)
         cmocka_unit_test(test_openai_chunk_counts_decoded_bytes_and_real_counts),
         cmocka_unit_test(test_openai_answer_refuses_invalid_and_reads_arrays_as_empty),
         cmocka_unit_test(test_openai_error_body_shape_per_code),
+        cmocka_unit_test(test_openai_error_body_uses_openai_codes_clients_act_on),
         cmocka_unit_test(test_openai_error_body_appends),
         cmocka_unit_test(test_openai_error_chunk_framing),
     };
