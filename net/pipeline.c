@@ -325,6 +325,17 @@ has_cost_limit(const struct gw_conf_client *cl)
 
 /* key_limit_alert events (DESIGN.md 8): once per period at 80% and at the limit, to
  * the control plane's event stream and the log. */
+/* A limit's amount as a JSON number, exact: a count, or micro-dollars as USD. */
+static void
+amount_json(uint64_t v, bool cost, char *out, size_t n)
+{
+    if (cost)
+        snprintf(out, n, "%llu.%06llu", (unsigned long long)(v / 1000000),
+                 (unsigned long long)(v % 1000000));
+    else
+        snprintf(out, n, "%llu", (unsigned long long)v);
+}
+
 static void
 emit_alerts(struct net_stream *s)
 {
@@ -335,19 +346,20 @@ emit_alerts(struct net_stream *s)
     for (i = 0; i < n; i++) {
         struct gw_log_ctx ctx = {(int)s->w->id, 0, s->id};
         bool cost = a[i].measure == GW_LIMIT_COST;
-        char resets[40], json[1024];
+        char resets[40], json[1024], used[32], max[32];
         time_t t = (time_t)(a[i].resets_at_ms / 1000);
         struct tm tm;
 
         gmtime_r(&t, &tm);
         strftime(resets, sizeof(resets), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        amount_json(a[i].used, cost, used, sizeof(used));
+        amount_json(a[i].max, cost, max, sizeof(max));
         snprintf(json, sizeof(json),
                  "{\"type\":\"key_limit_alert\",\"client\":\"%s\",\"per\":\"%s\","
-                 "\"measure\":\"%s\",\"percent\":%u,\"used\":%.6g,\"max\":%.6g,"
+                 "\"measure\":\"%s\",\"percent\":%u,\"used\":%s,\"max\":%s,"
                  "\"resets_at\":\"%s\"}",
                  a[i].client, gw_limit_per_str(a[i].per), gw_limit_measure_str(a[i].measure),
-                 a[i].percent, cost ? (double)a[i].used / 1e6 : (double)a[i].used,
-                 cost ? (double)a[i].max / 1e6 : (double)a[i].max, resets);
+                 a[i].percent, used, max, resets);
         gw_event_push(GW_EV_KEY_LIMIT_ALERT, json);
         GW_LOG(GW_LOG_INFO, &ctx, "key_limit_alert", "%s", json);
     }
@@ -1642,7 +1654,11 @@ limit_admit(struct net_stream *s)
     net_calendar(now, &cal);
     switch (
         gw_keylimits_admit(k, now, &cal, s->est_tokens, s->est_cost_micros, &s->quota, &v)) {
-    case GW_LIMIT_OK: hop_next(s); return;
+    case GW_LIMIT_OK:
+        if (gw_keylimits_has_alerts(k))
+            emit_alerts(s); /* a threshold crossed by the reservation: now, not at the end */
+        hop_next(s);
+        return;
     case GW_LIMIT_REFUSE_CALENDAR: limit_refuse(s, &v, true); return;
     case GW_LIMIT_WAIT_ROLLING:
         if (net_mono_us() + v.retry_after_ms * 1000 <= s->deadline_us) {

@@ -164,6 +164,37 @@ def test_a_running_request_holds_its_input_cost_against_the_limit(tmp_path, benc
     s.close()
 
 
+def test_an_alert_crossed_at_admission_is_sent_while_the_request_runs(tmp_path, bench, gwd):
+    # The 80% threshold crossed by a long stream's reservation reaches the event stream
+    # at once, not when the stream ends; the amounts are exact numbers.
+    b = bench()
+    cfg = limited(tmp_path, b, [{"per": "day", "tokens": 1_000_003}])
+    cfg["server"]["max_body_mb"] = 8
+    g = gwd(cfg)
+    ev = subprocess.Popen([binary("gwctl"), "--url", g.control_url, "--token", CONTROL_TOKEN,
+                           "--json", "events"], env=base_env(), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out = Lines(ev.stdout, "gwctl events")
+
+        def subscribed():
+            with urllib.request.urlopen(g.control_url + "/metrics", timeout=5) as r:
+                return "gw_events_subscribers 1" in r.read().decode()
+
+        wait_until(subscribed, what="gwctl events to subscribe")
+        body = chat_body(stream=True, text="x" * 3_300_000)  # ~825 k tokens estimated
+        s = g.stream(body, key=KEY, headers={"x-bench-pace": "1x0,1x60000"})
+        assert s.status == 200
+        s.next_content()
+        alert = json.loads(out.wait_for(r'"percent":80').string)
+        assert alert["measure"] == "tokens" and alert["max"] == 1_000_003  # not 1e+06
+        assert isinstance(alert["used"], int) and alert["used"] >= 800_003
+        s.close()
+    finally:
+        ev.terminate()
+        ev.wait(5)
+
+
 def _day_cost(g):
     key = [k for k in g.control("/control/v1/overview").json()["keys"] if k["name"] == "lim"][0]
     return [x for x in key["limits"] if x["per"] == "day"][0]["used"]
