@@ -1304,7 +1304,9 @@ hop_next(struct net_stream *s)
                 return;
             }
         }
-        if (has_slot_limit(c->prov) && !gw_slots_try(c->prov->slots)) {
+        /* Every hop holds a slot, so in-flight counts show without a limit too
+         * (max_concurrent 0: the try always succeeds). */
+        if (c->prov->slots && !gw_slots_try(c->prov->slots)) {
             /* Full: the sticky upstream is waited for; others are skipped as busy. */
             busy_add(s, (unsigned)s->cur);
             if (c->sticky) {
@@ -1318,8 +1320,7 @@ hop_next(struct net_stream *s)
             s->cur++;
             continue;
         }
-        if (has_slot_limit(c->prov))
-            s->hop_slot = c->prov->slots;
+        s->hop_slot = c->prov->slots;
         hop_send(s, c);
         return;
     }
@@ -1703,8 +1704,9 @@ key_gate(struct net_stream *s)
     struct gw_slots *ks = s->client->slots;
     unsigned idx;
 
-    if (!s->client->max_concurrent || !ks || gw_slots_try(ks)) {
-        s->key_slot = s->client->max_concurrent ? ks : NULL;
+    /* Held without a limit too (max 0 always has room): the key view's in_flight. */
+    if (!ks || gw_slots_try(ks)) {
+        s->key_slot = ks;
         after_key_gate(s);
         return;
     }

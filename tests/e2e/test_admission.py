@@ -545,3 +545,17 @@ def test_overview_shows_the_limits_and_one_in_flight(tmp_path, bench, gwd, strea
     wait_until(lambda: ov_entry(g, "providers", "a")["in_flight"] == 0, what="a in_flight 0")
     wait_until(lambda: ov_entry(g, "keys", "alice")["in_flight"] == 0,
                what="alice in_flight 0")
+
+
+def test_overview_counts_in_flight_requests_without_a_limit_too(tmp_path, bench, gwd, streams):
+    up = bench("--chunks", 1)
+    g = gwd(config(tmp_path, [provider("up", up)]))
+    h = hold(g, streams)
+
+    assert ov_entry(g, "providers", "up")["in_flight"] == 1
+    assert ov_entry(g, "providers", "up")["max_concurrent"] is None
+    assert ov_entry(g, "keys", "alice")["in_flight"] == 1
+    assert ov_entry(g, "keys", "alice")["max_concurrent"] is None
+    h.close()
+    wait_until(lambda: ov_entry(g, "providers", "up")["in_flight"] == 0, what="up in_flight 0")
+    wait_until(lambda: ov_entry(g, "keys", "alice")["in_flight"] == 0, what="alice in_flight 0")
