@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-# bench/run.py - what `make bench` runs: direct vs gwd vs nginx on loopback, and the
+# bench/run.py - what `make bench` runs: direct vs gwd vs nginx on loopback, the
+# converted path ("gwd-conv": the same gwd with an Anthropic upstream) and the
 # admission scenario (gwd against "gwd+adm", the same gwd with key and upstream slots
-# and key limits configured). Starts `gwbench upstream`, both gwds (temporary configs)
+# and key limits configured). Starts `gwbench upstream`, the gwds (temporary configs)
 # and Debian's nginx (temporary prefix), runs the scenarios below interleaved with
 # `gwbench load --json`, checks in gwd+adm's control overview that its requests went
 # through admission (exit 1 if not), prints two tables and writes them as markdown to
@@ -128,7 +129,8 @@ PINNED_SLICES = 20
 PINNED_N = 1000
 
 
-def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=False):
+def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=False,
+              dialect="openai"):
     """Returns (port, proc, control, note); port None when gwd is missing or did not
     start; control is (port, token) of its control API. Each gwd gets a folder of its
     own under tmp (config, store, log, and for admission its price table)."""
@@ -163,7 +165,7 @@ store:
   path: {os.path.join(home, "store")}
 providers:
   - name: mock
-    dialect: openai
+    dialect: {dialect}
     base_url: http://127.0.0.1:{up_port}
     keys: [{{ value: bench-upstream-key }}]
     models: ["*"]
@@ -411,6 +413,13 @@ def main():
             notes.append(note)
         if aport:
             targets.append(("gwd+adm", aport, aproc))
+        # the converted path (DESIGN.md 17): Chat requests to an Anthropic upstream
+        cport, cproc, _, note = start_gwd(bindir, tmp, up_port, key, a.gwd_workers, procs,
+                                          name="gwd-conv", dialect="anthropic")
+        if note:
+            notes.append(note)
+        if cport:
+            targets.append(("gwd-conv", cport, cproc))
         nport, nproc, note = start_nginx(tmp, up_port, procs)
         if note:
             notes.append(note)
@@ -535,7 +544,7 @@ def main():
             p50, p99 = med(n, "serial_p50"), med(n, "serial_p99")
             res[n]["added_p50"] = [p50 - direct_p50] if p50 is not None else []
             res[n]["added_p99"] = [p99 - direct_p99] if p99 is not None else []
-    cols = ["direct", "gwd", "nginx"]
+    cols = ["direct", "gwd"] + (["gwd-conv"] if "gwd-conv" in names else []) + ["nginx"]
     table = [["scenario"] + cols + ["gwd vs nginx"]]
     for label, k, fmt, cmp in rows:
         line = [label]
@@ -602,7 +611,10 @@ def main():
             notes.append(f"{n}: {errs[n]} requests were not answered 2xx (figures include them)")
     head = (f"rounds {a.rounds} (median), serial {n_serial} requests, throughput {n_tput} "
             f"requests on 64 connections, {streams} streams of {chunks} chunks every "
-            f"{interval} ms after a 20 ms ttft; {os.cpu_count()} CPUs; {elapsed:.0f} s")
+            f"{interval} ms after a 20 ms ttft; {os.cpu_count()} CPUs; {elapsed:.0f} s"
+            + ("; gwd-conv: the same gwd with its provider as `dialect: anthropic` (each "
+               "Chat request converted to Messages, the answer and stream back)"
+               if "gwd-conv" in names else ""))
     adm_head = (f"gwd+adm: the same gwd config plus key and provider max_concurrent "
                 f"{ADM_SLOTS} and key limits "
                 + ", ".join(f"{per} {m} {v:.0f}" + (" USD" if m == "cost" else "")
