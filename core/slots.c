@@ -129,6 +129,24 @@ gw_slots_reg_get(struct gw_slots_reg *r, const char *name)
     return s;
 }
 
+size_t
+gw_slots_reg_count(const struct gw_slots_reg *r)
+{
+    return r->n;
+}
+
+struct gw_slots *
+gw_slots_reg_at(const struct gw_slots_reg *r, size_t i)
+{
+    return i < r->n ? r->v[i] : NULL;
+}
+
+const char *
+gw_slots_name(const struct gw_slots *s)
+{
+    return s->name;
+}
+
 /* ---- FIFO (lock held) ---- */
 
 static void

@@ -33,6 +33,7 @@
 #define GW_CORE_SLOTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define GW_SLOTS_WAIT_MAX 16 /* waiters per group: one per candidate */
 
@@ -86,6 +87,14 @@ void gw_slots_reg_free(struct gw_slots_reg *r);
  * waiters (set the new limit with gw_slots_resize). NULL when out of memory. Main
  * thread only; the pointer may then be handed to any thread (e.g. through a snapshot). */
 struct gw_slots *gw_slots_reg_get(struct gw_slots_reg *r, const char *name);
+
+/* The <i>th semaphore of <r> (i < gw_slots_reg_count), in creation order, and how many
+ * there are: for a reload to find those its config no longer names. Main thread. */
+size_t gw_slots_reg_count(const struct gw_slots_reg *r);
+struct gw_slots *gw_slots_reg_at(const struct gw_slots_reg *r, size_t i);
+
+/* The name <s> was created with. Any thread (immutable). */
+const char *gw_slots_name(const struct gw_slots *s);
 
 /* ---- slots (any thread) ---- */
 

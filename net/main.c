@@ -197,6 +197,27 @@ load_conf(const char *path, FILE *out)
 /* Points providers and clients of <conf> at their concurrency limits (kept by name
  * across reloads, so slots in use stay counted) and sets each limit from the config:
  * a raised or removed limit grants waiters at once, a removed one releases them all. */
+/* A provider or client the new config no longer names keeps its semaphore (requests
+ * of the old snapshot may still hold slots) but loses its limit, so whoever waits on it
+ * goes on at once rather than at its deadline. Main thread. */
+static void
+release_unnamed(struct gw_slots_reg *reg, const struct gw_conf *conf, bool providers,
+                struct gwd *g)
+{
+    size_t i, j, n = providers ? conf->n_providers : conf->n_clients;
+
+    for (i = 0; i < gw_slots_reg_count(reg); i++) {
+        struct gw_slots *sl = gw_slots_reg_at(reg, i);
+        const char *name = gw_slots_name(sl);
+
+        for (j = 0; j < n; j++)
+            if (strcmp(providers ? conf->providers[j].name : conf->clients[j].name, name) == 0)
+                break;
+        if (j == n)
+            gw_slots_resize(sl, 0, net_slots_granted, g->workers);
+    }
+}
+
 static bool
 attach_slots(struct gwd *g, struct gw_conf *conf)
 {
@@ -218,6 +239,8 @@ attach_slots(struct gwd *g, struct gw_conf *conf)
             return false;
         gw_slots_resize(cl->slots, cl->max_concurrent, net_slots_granted, g->workers);
     }
+    release_unnamed(g->up_slots, conf, true, g);
+    release_unnamed(g->key_slots, conf, false, g);
     return true;
 }
 

@@ -519,6 +519,26 @@ def test_reload_raising_or_removing_a_limit_lets_the_waiter_in(tmp_path, bench, 
     assert ov_entry(g, section, name)["max_concurrent"] == new
 
 
+def test_reload_removing_the_provider_lets_its_waiter_in(tmp_path, bench, gwd, streams):
+    # The waiter was routed under the old config, which still names "up": with the
+    # provider gone from the new one, its limit goes and the waiter is sent at once.
+    up = bench("--chunks", 1)
+    other = bench("--chunks", 1)
+    g = gwd(config(tmp_path, [provider("up", up, max_concurrent=1)],
+                   failover={"slot_wait_secs": 30}))
+    hold(g, streams)  # ~20 s: only the reload can let the waiter in before it ends
+    w = streams(Pending(g, chat_body()))
+    wait_waiting(g, "providers", "up", 1)
+
+    reload(g, tmp_path, config(tmp_path, [provider("other", other)],
+                               failover={"slot_wait_secs": 30}))
+    r = w.response()
+
+    assert r.status == 200, r
+    row = g.wait_row(r.headers["x-request-id"])
+    assert outcomes(row) == [("up", "skipped:busy"), ("up", "ok")], row
+
+
 # ---------------------------------------------------------------- overview
 
 def test_overview_shows_the_limits_and_one_in_flight(tmp_path, bench, gwd, streams):
