@@ -64,6 +64,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/alloc.h"
+#include "dialects/anthropic-priv.h"
+#include "dialects/json_scan.h"
+
 #define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER)
 #define T_LEN(s) (sizeof(s) - 1)
 
@@ -150,6 +154,186 @@ copy_cut(char *dst, size_t cap, const char *prefix, struct gw_str s)
     if (n)
         memcpy(dst + p, s.ptr, n);
     dst[p + n] = '\0';
+}
+
+/* ---- fast scans ----
+ * The hot paths (stream events, plain answers) read the upstream's JSON with the
+ * allocation-free scanner and render directly. A fast path handles only the common
+ * shapes and returns false, having changed nothing, for anything else (malformed
+ * input included): the jansson route then decides, so both give the same bytes
+ * (tests/unit/dialects/test_anthropic.c and tests/fuzz/fuzz_anthropic.c compare them).
+ * jansson keeps the last of duplicate keys; so does fs_scan. */
+
+enum fs_kind { FS_ABSENT, FS_STR, FS_INT, FS_NULL, FS_OBJ, FS_ARR, FS_OTHER };
+
+/* One member of interest of an object, as the last occurrence of its key left it. */
+struct fs_field {
+    const char *name;
+    size_t len;
+    enum fs_kind kind;
+    struct dl_json_str str; /* FS_STR */
+    struct dl_json_num num; /* FS_INT */
+    size_t at;              /* FS_OBJ, FS_ARR: offset of the opening bracket */
+};
+
+#define FS_FIELD(lit) {lit, T_LEN(lit), FS_ABSENT, {0}, {0}, 0}
+
+/* At '{': validates the object and fills the <n> <fields> it holds. */
+static bool
+fs_scan(struct dl_json *j, struct fs_field *fields, size_t n)
+{
+    struct dl_json_str key;
+    bool first = true;
+    int r;
+
+    if (dl_json_peek(j) != '{' || !dl_json_obj_enter(j))
+        return false;
+    while ((r = dl_json_obj_next(j, &first, &key)) == 1) {
+        struct fs_field *f = NULL;
+        size_t k;
+        int c;
+
+        for (k = 0; k < n; k++)
+            if (dl_json_key_is(j, &key, fields[k].name, fields[k].len)) {
+                f = &fields[k];
+                break;
+            }
+        if (!f) {
+            if (!dl_json_skip(j, NULL))
+                return false;
+            continue;
+        }
+        c = dl_json_peek(j);
+        f->at = j->i;
+        if (c == '"') {
+            f->kind = FS_STR;
+            if (!dl_json_string(j, &f->str))
+                return false;
+            continue;
+        }
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            if (!dl_json_number(j, &f->num))
+                return false;
+            f->kind = f->num.real ? FS_OTHER : FS_INT;
+            continue;
+        }
+        f->kind = c == '{' ? FS_OBJ : c == '[' ? FS_ARR : c == 'n' ? FS_NULL : FS_OTHER;
+        if (!dl_json_skip(j, NULL))
+            return false;
+    }
+    return r == 0;
+}
+
+/* Scans the whole document <s>/<n>: an object, nothing after it. */
+static bool
+fs_doc(struct dl_json *j, const char *s, size_t n, struct fs_field *fields, size_t nf)
+{
+    dl_json_init(j, s, n);
+    return fs_scan(j, fields, nf) && dl_json_end(j);
+}
+
+/* A cursor on the (already validated) value at <at> of the document of <doc>. */
+static struct dl_json
+fs_at(const struct dl_json *doc, size_t at)
+{
+    struct dl_json j;
+
+    dl_json_init(&j, doc->s, doc->n);
+    j.i = at;
+    return j;
+}
+
+/* Rescans the object the FS_OBJ field <f> of <doc> found. */
+static bool
+fs_sub(const struct dl_json *doc, const struct fs_field *f, struct fs_field *fields, size_t n)
+{
+    struct dl_json j = fs_at(doc, f->at);
+
+    return fs_scan(&j, fields, n);
+}
+
+/* A count as count_of reads it: a positive integer as is, else 0. */
+static uint64_t
+fs_count(const struct dl_json *j, const struct fs_field *f)
+{
+    uint64_t v = 0;
+    size_t i;
+
+    if (j->s[f->num.start] == '-')
+        return 0;
+    for (i = f->num.start; i < f->num.end; i++)
+        v = v * 10 + (uint64_t)(j->s[i] - '0'); /* validated: at most INT64_MAX */
+    return v;
+}
+
+/* read_usage over the usage object <f> of <doc>. */
+static void
+fs_usage(const struct dl_json *doc, const struct fs_field *f, struct gw_usage *u)
+{
+    struct fs_field k[] = {FS_FIELD("input_tokens"), FS_FIELD("output_tokens"),
+                           FS_FIELD("cache_read_input_tokens"),
+                           FS_FIELD("cache_creation_input_tokens")};
+
+    if (!fs_sub(doc, f, k, 4))
+        return; /* cannot happen: the document was validated */
+    if (k[0].kind == FS_INT)
+        u->input_tokens = fs_count(doc, &k[0]);
+    if (k[1].kind == FS_INT)
+        u->output_tokens = fs_count(doc, &k[1]);
+    if (k[2].kind == FS_INT)
+        u->cache_read_tokens = fs_count(doc, &k[2]);
+    if (k[3].kind == FS_INT)
+        u->cache_write_tokens = fs_count(doc, &k[3]);
+}
+
+/* The decoded bytes of a string token: the document's own bytes when it holds no
+ * escape, else a copy (on the stack when small). */
+struct fs_text {
+    struct gw_str s;
+    char *heap;
+    char stack[512];
+};
+
+static bool
+fs_text_get(const struct dl_json *j, const struct dl_json_str *t, struct fs_text *x)
+{
+    char *dst = x->stack;
+
+    x->heap = NULL;
+    if (!t->escaped) {
+        x->s = (struct gw_str){j->s + t->start, t->dlen};
+        return true;
+    }
+    if (t->dlen > sizeof(x->stack)) {
+        dst = x->heap = gw_malloc(t->dlen);
+        if (!dst)
+            return false;
+    }
+    dl_json_decode(j, t, dst);
+    x->s = (struct gw_str){dst, t->dlen};
+    return true;
+}
+
+static void
+fs_text_fini(struct fs_text *x)
+{
+    gw_free(x->heap);
+}
+
+/* finish_of for the FS_STR field <f>. */
+static const char *
+fs_finish(const struct dl_json *j, const struct fs_field *f)
+{
+    if (f->kind != FS_STR)
+        return NULL;
+    if (dl_json_key_is(j, &f->str, "max_tokens", 10) ||
+        dl_json_key_is(j, &f->str, "model_context_window_exceeded", 29))
+        return "length";
+    if (dl_json_key_is(j, &f->str, "tool_use", 8))
+        return "tool_calls";
+    if (dl_json_key_is(j, &f->str, "refusal", 7))
+        return "content_filter";
+    return "stop";
 }
 
 /* ---- request ---- */
@@ -1014,8 +1198,8 @@ answer_blocks(const json_t *content, json_t **text, json_t *calls)
 }
 
 enum gw_code
-dl_anthropic_answer_to_chat(const char *body, size_t len, uint64_t created_s, struct gw_buf *out,
-                            struct gw_usage *usage)
+dl_anthropic_answer_to_chat_jansson(const char *body, size_t len, uint64_t created_s,
+                                    struct gw_buf *out, struct gw_usage *usage)
 {
     json_t *root, *calls = NULL, *text = NULL, *msg = NULL, *ans = NULL;
     const json_t *content, *type, *u;
@@ -1075,6 +1259,190 @@ out:
     json_decref(calls);
     json_decref(root);
     return rc;
+}
+
+/* ---- answer: fast path ---- */
+
+/* Appends the bytes jansson's dump writes between the quotes of the string <s>: '"',
+ * '\\' and the short control escapes, other control bytes as \u00XX (upper case). */
+static enum gw_code
+jdump_str_body(struct gw_buf *out, struct gw_str s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t i, run = 0;
+
+    for (i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        char esc[6] = {'\\', 0, '0', '0', 0, 0};
+        size_t n = 2;
+
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        if (gw_buf_append(out, s.ptr + run, i - run) != GW_OK)
+            return GW_E_NOMEM;
+        run = i + 1;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        if (gw_buf_append(out, esc, n) != GW_OK)
+            return GW_E_NOMEM;
+    }
+    return gw_buf_append(out, s.ptr + run, s.len - run);
+}
+
+/* Appends what jansson's dump writes for the decoded FS_STR field <f> of <j>, quotes
+ * excluded ("" when <f> is not a string). A string without escapes reads exactly as
+ * jansson writes it (no control byte, quote or backslash can be in it): copied raw. */
+static enum gw_code
+jdump_field_body(struct gw_buf *out, const struct dl_json *j, const struct fs_field *f)
+{
+    struct fs_text x;
+    enum gw_code rc;
+
+    if (f->kind != FS_STR)
+        return GW_OK;
+    if (!f->str.escaped)
+        return gw_buf_append(out, j->s + f->str.start, f->str.dlen);
+    if (!fs_text_get(j, &f->str, &x))
+        return GW_E_NOMEM;
+    rc = jdump_str_body(out, x.s);
+    fs_text_fini(&x);
+    return rc;
+}
+
+/* Appends a count as json_count stores it (capped at INT64_MAX). */
+static enum gw_code
+append_count(struct gw_buf *out, uint64_t v)
+{
+    return gw_buf_append_u64(out, v > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : v);
+}
+
+/* The content of an answer holding text blocks (and blocks a Chat answer drops) only:
+ * the joined text appended to <out> as a JSON value. False when a block is malformed
+ * or a tool_use (the jansson route decides). */
+static bool
+answer_fast_text(const struct dl_json *doc, const struct fs_field *content, struct gw_buf *out,
+                 enum gw_code *rc)
+{
+    struct dl_json j = fs_at(doc, content->at);
+    size_t open = out->len;
+    bool first = true, any_text = false;
+    int r;
+
+    *rc = GW_OK;
+    if (!dl_json_arr_enter(&j) || gw_buf_append(out, "\"", 1) != GW_OK)
+        return (*rc = GW_E_NOMEM), true;
+    while ((r = dl_json_arr_next(&j, &first)) == 1) {
+        struct fs_field b[] = {FS_FIELD("type"), FS_FIELD("text")};
+
+        if (dl_json_peek(&j) != '{' || !fs_scan(&j, b, 2) || b[0].kind != FS_STR ||
+            dl_json_key_is(&j, &b[0].str, "tool_use", 8))
+            return false;
+        if (!dl_json_key_is(&j, &b[0].str, "text", 4))
+            continue; /* thinking, redacted_thinking, server tool blocks */
+        if (b[1].kind != FS_STR)
+            return false;
+        any_text = true;
+        if (jdump_field_body(out, &j, &b[1]) != GW_OK)
+            return (*rc = GW_E_NOMEM), true;
+    }
+    if (r != 0)
+        return false;
+    if (!any_text) {
+        out->len = open;
+        return (*rc = gw_buf_append_cstr(out, "null")), true;
+    }
+    return (*rc = gw_buf_append(out, "\"", 1)), true;
+}
+
+/* The fast route of dl_anthropic_answer_to_chat: false (<out> and <*usage> as they
+ * were) when the jansson route must decide, else true with the outcome in <*rc>. */
+static bool
+answer_fast(const char *body, size_t len, uint64_t created_s, struct gw_buf *out,
+            struct gw_usage *usage, enum gw_code *rc)
+{
+    struct fs_field top[] = {FS_FIELD("content"), FS_FIELD("type"),  FS_FIELD("usage"),
+                             FS_FIELD("id"),      FS_FIELD("model"), FS_FIELD("stop_reason")};
+    size_t start = out->len;
+    const char *finish;
+    struct dl_json j;
+    enum gw_code e = GW_E_NOMEM;
+
+    if (!fs_doc(&j, body, len, top, 6) || top[0].kind != FS_ARR ||
+        (top[1].kind != FS_ABSENT &&
+         (top[1].kind != FS_STR || !dl_json_key_is(&j, &top[1].str, "message", 7))))
+        return false;
+    if (gw_buf_append_cstr(out, "{\"id\":\"chatcmpl-") != GW_OK ||
+        jdump_field_body(out, &j, &top[3]) != GW_OK ||
+        gw_buf_append_cstr(out, "\",\"object\":\"chat.completion\",\"created\":") != GW_OK ||
+        append_count(out, created_s) != GW_OK || gw_buf_append_cstr(out, ",\"model\":\"") != GW_OK ||
+        jdump_field_body(out, &j, &top[4]) != GW_OK ||
+        gw_buf_append_cstr(out, "\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+                                "\"content\":") != GW_OK)
+        goto done;
+    if (!answer_fast_text(&j, &top[0], out, &e)) {
+        out->len = start;
+        if (out->data)
+            out->data[start] = '\0';
+        return false;
+    }
+    if (e != GW_OK)
+        goto done;
+    e = GW_E_NOMEM;
+    finish = fs_finish(&j, &top[5]);
+    if (gw_buf_append_cstr(out, "},\"logprobs\":null,\"finish_reason\":") != GW_OK ||
+        (finish ? gw_buf_printf(out, "\"%s\"}]", finish) : gw_buf_append_cstr(out, "null}]")) !=
+            GW_OK)
+        goto done;
+    if (top[2].kind == FS_OBJ) {
+        uint64_t prompt;
+
+        fs_usage(&j, &top[2], usage);
+        prompt = prompt_of(usage);
+        if (gw_buf_append_cstr(out, ",\"usage\":{\"prompt_tokens\":") != GW_OK ||
+            append_count(out, prompt) != GW_OK ||
+            gw_buf_append_cstr(out, ",\"completion_tokens\":") != GW_OK ||
+            append_count(out, usage->output_tokens) != GW_OK ||
+            gw_buf_append_cstr(out, ",\"total_tokens\":") != GW_OK ||
+            append_count(out, sat_add(prompt, usage->output_tokens)) != GW_OK ||
+            gw_buf_append_cstr(out, ",\"prompt_tokens_details\":{\"cached_tokens\":") != GW_OK ||
+            append_count(out, usage->cache_read_tokens) != GW_OK ||
+            gw_buf_append_cstr(out, "}}") != GW_OK)
+            goto done;
+    }
+    e = gw_buf_append_cstr(out, "}");
+done:
+    if (e != GW_OK) {
+        memset(usage, 0, sizeof(*usage));
+        out->len = start;
+        if (out->data)
+            out->data[start] = '\0';
+    }
+    *rc = e;
+    return true;
+}
+
+enum gw_code
+dl_anthropic_answer_to_chat(const char *body, size_t len, uint64_t created_s, struct gw_buf *out,
+                            struct gw_usage *usage)
+{
+    enum gw_code rc;
+
+    memset(usage, 0, sizeof(*usage));
+    if (answer_fast(body, len, created_s, out, usage, &rc))
+        return rc;
+    return dl_anthropic_answer_to_chat_jansson(body, len, created_s, out, usage);
 }
 
 /* ---- errors ---- */
@@ -1436,18 +1804,16 @@ ev_kind_of(struct gw_str name)
     return EV_OTHER;
 }
 
-enum gw_code
-dl_anthropic_stream_event(struct dl_anthropic_stream *st, struct gw_str event, struct gw_str data,
-                          struct gw_buf *out)
+/* The jansson route of one event of kind <kind> (the caller checked stopped/failed). */
+static enum gw_code
+stream_event_slow(struct dl_anthropic_stream *st, enum ev_kind kind, struct gw_str data,
+                  struct gw_buf *out)
 {
-    enum ev_kind kind = event.len ? ev_kind_of(event) : EV_UNNAMED;
     json_t *ev = NULL;
     json_error_t err;
     size_t start = out->len;
     enum gw_code rc = GW_OK;
 
-    if (st->stopped || st->failed)
-        return GW_OK; /* the Chat stream has ended: [DONE] or an error chunk went out */
     if (kind != EV_UNNAMED && kind < EV_MESSAGE_START)
         goto dispatch; /* ping, content_block_stop, message_stop: the data does not matter */
     ev = json_loadb(data.ptr, data.len, JSON_ALLOW_NUL, &err);
@@ -1478,5 +1844,195 @@ dispatch:
             out->data[start] = '\0';
     }
     json_decref(ev);
+    return rc;
+}
+
+/* ---- stream: fast paths ---- */
+
+/* Appends a text chunk for the FS_STR field <f> of <j> unless it is empty. */
+static enum gw_code
+fast_text_chunk(const struct dl_anthropic_stream *st, const struct dl_json *j,
+                const struct fs_field *f, bool args, struct gw_buf *out)
+{
+    struct fs_text x;
+    enum gw_code rc;
+
+    if (f->str.dlen == 0)
+        return GW_OK;
+    if (!fs_text_get(j, &f->str, &x))
+        return GW_E_NOMEM;
+    rc = args ? chunk_tool_args(st, x.s, out) : chunk_text(st, x.s, out);
+    fs_text_fini(&x);
+    return rc;
+}
+
+static bool
+fast_block_delta(struct dl_anthropic_stream *st, struct gw_str data, struct gw_buf *out,
+                 enum gw_code *rc)
+{
+    struct fs_field top[] = {FS_FIELD("delta")};
+    struct fs_field d[] = {FS_FIELD("type"), FS_FIELD("text"), FS_FIELD("partial_json")};
+    struct dl_json j;
+
+    if (!fs_doc(&j, data.ptr, data.len, top, 1) || top[0].kind != FS_OBJ ||
+        !fs_sub(&j, &top[0], d, 3) || d[0].kind != FS_STR)
+        return false;
+    if (dl_json_key_is(&j, &d[0].str, "text_delta", 10)) {
+        if (d[1].kind != FS_STR)
+            return false;
+        *rc = fast_text_chunk(st, &j, &d[1], false, out);
+        return true;
+    }
+    if (dl_json_key_is(&j, &d[0].str, "input_json_delta", 16)) {
+        if (d[2].kind != FS_STR)
+            return false;
+        /* A server tool's input (server_tool_use) is not the client's tool call. */
+        *rc = st->block_is_tool ? fast_text_chunk(st, &j, &d[2], true, out) : GW_OK;
+        return true;
+    }
+    *rc = GW_OK; /* thinking_delta, signature_delta, citations_delta, ... */
+    return true;
+}
+
+static bool
+fast_message_delta(struct dl_anthropic_stream *st, struct gw_str data, struct gw_buf *out,
+                   enum gw_code *rc)
+{
+    struct fs_field top[] = {FS_FIELD("delta"), FS_FIELD("usage")};
+    struct fs_field d[] = {FS_FIELD("stop_reason")};
+    const char *finish = NULL;
+    struct dl_json j;
+    size_t k;
+
+    if (!fs_doc(&j, data.ptr, data.len, top, 2))
+        return false;
+    for (k = 0; k < 2; k++)
+        if (top[k].kind != FS_ABSENT && top[k].kind != FS_NULL && top[k].kind != FS_OBJ)
+            return false;
+    if (top[0].kind == FS_OBJ) {
+        if (!fs_sub(&j, &top[0], d, 1))
+            return false;
+        finish = fs_finish(&j, &d[0]);
+    }
+    if (top[1].kind == FS_OBJ) {
+        fs_usage(&j, &top[1], &st->usage);
+        st->usage_seen = true;
+    }
+    *rc = finish ? chunk_finish(st, finish, out) : GW_OK;
+    return true;
+}
+
+static bool
+fast_block_start(struct dl_anthropic_stream *st, struct gw_str data, struct gw_buf *out,
+                 enum gw_code *rc)
+{
+    struct fs_field top[] = {FS_FIELD("content_block")};
+    struct fs_field b[] = {FS_FIELD("type"), FS_FIELD("text")};
+    struct dl_json j;
+    bool text;
+
+    if (!fs_doc(&j, data.ptr, data.len, top, 1) || top[0].kind != FS_OBJ ||
+        !fs_sub(&j, &top[0], b, 2) || b[0].kind != FS_STR ||
+        dl_json_key_is(&j, &b[0].str, "tool_use", 8))
+        return false;
+    text = dl_json_key_is(&j, &b[0].str, "text", 4);
+    if (text && b[1].kind != FS_ABSENT && b[1].kind != FS_STR)
+        return false;
+    st->block_is_tool = 0;
+    *rc = text && b[1].kind == FS_STR ? fast_text_chunk(st, &j, &b[1], false, out) : GW_OK;
+    return true;
+}
+
+/* copy_cut of the string field <f> of <j> ("" when it is not a string). */
+static bool
+fast_copy_cut(char *dst, size_t cap, const char *prefix, const struct dl_json *j,
+              const struct fs_field *f)
+{
+    struct fs_text x;
+
+    if (f->kind != FS_STR) {
+        copy_cut(dst, cap, prefix, (struct gw_str){"", 0});
+        return true;
+    }
+    if (!fs_text_get(j, &f->str, &x))
+        return false;
+    copy_cut(dst, cap, prefix, x.s);
+    fs_text_fini(&x);
+    return true;
+}
+
+static bool
+fast_message_start(struct dl_anthropic_stream *st, struct gw_str data, struct gw_buf *out,
+                   enum gw_code *rc)
+{
+    struct fs_field top[] = {FS_FIELD("message")};
+    struct fs_field m[] = {FS_FIELD("id"), FS_FIELD("model"), FS_FIELD("usage")};
+    char id[sizeof(st->id)], model[sizeof(st->model)];
+    struct dl_json j;
+
+    /* the bytes after the NUL stay as they were, as copy_cut leaves them */
+    memcpy(id, st->id, sizeof(id));
+    memcpy(model, st->model, sizeof(model));
+    if (!fs_doc(&j, data.ptr, data.len, top, 1) || top[0].kind != FS_OBJ ||
+        !fs_sub(&j, &top[0], m, 3) || !fast_copy_cut(id, sizeof(id), "chatcmpl-", &j, &m[0]) ||
+        !fast_copy_cut(model, sizeof(model), "", &j, &m[1]))
+        return false;
+    memcpy(st->id, id, sizeof(id));
+    memcpy(st->model, model, sizeof(model));
+    if (m[2].kind == FS_OBJ) {
+        fs_usage(&j, &m[2], &st->usage);
+        st->usage_seen = true;
+    }
+    st->started = true;
+    if (chunk_delta_open(st, out) != GW_OK ||
+        gw_buf_append_cstr(out, "{\"role\":\"assistant\",\"content\":\"\"}") != GW_OK ||
+        chunk_delta_close(out) != GW_OK)
+        *rc = GW_E_NOMEM;
+    else
+        *rc = GW_OK;
+    return true;
+}
+
+/* The fast route of one event: false (nothing changed) when the jansson route must
+ * decide, else true with the outcome in <*rc>. */
+static bool
+stream_event_fast(struct dl_anthropic_stream *st, enum ev_kind kind, struct gw_str data,
+                  struct gw_buf *out, enum gw_code *rc)
+{
+    switch (kind) {
+    case EV_BLOCK_DELTA: return fast_block_delta(st, data, out, rc);
+    case EV_MESSAGE_DELTA: return fast_message_delta(st, data, out, rc);
+    case EV_BLOCK_START: return fast_block_start(st, data, out, rc);
+    case EV_MESSAGE_START: return fast_message_start(st, data, out, rc);
+    default: return false;
+    }
+}
+
+enum gw_code
+dl_anthropic_stream_event_jansson(struct dl_anthropic_stream *st, struct gw_str event,
+                                  struct gw_str data, struct gw_buf *out)
+{
+    if (st->stopped || st->failed)
+        return GW_OK; /* the Chat stream has ended: [DONE] or an error chunk went out */
+    return stream_event_slow(st, event.len ? ev_kind_of(event) : EV_UNNAMED, data, out);
+}
+
+enum gw_code
+dl_anthropic_stream_event(struct dl_anthropic_stream *st, struct gw_str event, struct gw_str data,
+                          struct gw_buf *out)
+{
+    enum ev_kind kind = event.len ? ev_kind_of(event) : EV_UNNAMED;
+    size_t start = out->len;
+    enum gw_code rc;
+
+    if (st->stopped || st->failed)
+        return GW_OK; /* the Chat stream has ended: [DONE] or an error chunk went out */
+    if (!stream_event_fast(st, kind, data, out, &rc))
+        return stream_event_slow(st, kind, data, out);
+    if (rc != GW_OK) {
+        out->len = start;
+        if (out->data)
+            out->data[start] = '\0';
+    }
     return rc;
 }

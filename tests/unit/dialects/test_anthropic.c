@@ -17,10 +17,71 @@
 #include <jansson.h>
 
 #include "core/alloc.h"
+#include "dialects/anthropic-priv.h"
 #include "dialects/anthropic.h"
 #include "dialects/openai.h"
 
 #define T_MODEL GW_STR_LIT("claude-test")
+
+/* ---- fast routes against the jansson routes ----
+ * dl_anthropic_stream_event and dl_anthropic_answer_to_chat take allocation-free fast
+ * routes for common shapes. Every call in this file goes through t_stream_event and
+ * t_answer_to_chat (the #defines below), which also run the jansson route
+ * (dialects/anthropic-priv.h) on a copy of the state and assert the same code, the same
+ * bytes and the same state. Out of memory on either side skips the comparison. */
+
+static enum gw_code
+t_stream_event(struct dl_anthropic_stream *st, struct gw_str event, struct gw_str data,
+               struct gw_buf *out)
+{
+    struct dl_anthropic_stream ref;
+    struct gw_buf ref_out = {0};
+    size_t start = out->len;
+    enum gw_code rc, ref_rc;
+
+    memcpy(&ref, st, sizeof(ref));
+    rc = (dl_anthropic_stream_event)(st, event, data, out);
+    ref_rc = dl_anthropic_stream_event_jansson(&ref, event, data, &ref_out);
+    if (rc != GW_E_NOMEM && ref_rc != GW_E_NOMEM) {
+        assert_int_equal(rc, ref_rc);
+        assert_int_equal(out->len - start, ref_out.len);
+        if (ref_out.len)
+            assert_memory_equal(out->data + start, ref_out.data, ref_out.len);
+        assert_memory_equal(st, &ref, sizeof(ref));
+    }
+    gw_buf_fini(&ref_out);
+    return rc;
+}
+
+static enum gw_code
+t_answer_to_chat(const char *body, size_t len, uint64_t created_s, struct gw_buf *out,
+                 struct gw_usage *usage)
+{
+    struct gw_buf ref_out = {0};
+    struct gw_usage ref_usage;
+    size_t start = out->len;
+    enum gw_code rc, ref_rc;
+
+    rc = (dl_anthropic_answer_to_chat)(body, len, created_s, out, usage);
+    ref_rc = dl_anthropic_answer_to_chat_jansson(body, len, created_s, &ref_out, &ref_usage);
+    if (rc != GW_E_NOMEM && ref_rc != GW_E_NOMEM) {
+        assert_int_equal(rc, ref_rc);
+        if (out->len - start != ref_out.len ||
+            (ref_out.len && memcmp(out->data + start, ref_out.data, ref_out.len) != 0))
+            print_error("fast:    %.*s\njansson: %.*s\n", (int)(out->len - start),
+                        out->data ? out->data + start : "", (int)ref_out.len,
+                        ref_out.data ? ref_out.data : "");
+        assert_int_equal(out->len - start, ref_out.len);
+        if (ref_out.len)
+            assert_memory_equal(out->data + start, ref_out.data, ref_out.len);
+        assert_memory_equal(usage, &ref_usage, sizeof(ref_usage));
+    }
+    gw_buf_fini(&ref_out);
+    return rc;
+}
+
+#define dl_anthropic_stream_event t_stream_event
+#define dl_anthropic_answer_to_chat t_answer_to_chat
 
 /* Asserts that <got> (JSON text) equals the JSON <want>, printing both when not. */
 static void
