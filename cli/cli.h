@@ -30,6 +30,10 @@ struct cli_opts {
 /* Prints the usage text to stderr and returns CLI_EXIT_USAGE. */
 int cli_usage(void);
 
+/* Reads "--flag VALUE" or "--flag=VALUE" at argv[*i] (moving *i past a separate value);
+ * NULL when argv[*i] is not <flag>, or with <*missing> set when the value is absent. */
+const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, bool *missing);
+
 /* Subcommands. <argc>/<argv> start at the subcommand's name. Each returns an exit code
  * (enum cli_exit) after printing its output to stdout and any error to stderr. */
 int cli_cmd_status(const struct cli_opts *o, int argc, char **argv);

@@ -47,10 +47,8 @@ cli_usage(void)
     return CLI_EXIT_USAGE;
 }
 
-/* Reads "--flag VALUE" or "--flag=VALUE" at argv[*i]; NULL when argv[*i] is not <flag>.
- * Sets <*missing> when the value is absent. */
-static const char *
-flag_value(int argc, char **argv, int *i, const char *flag, bool *missing)
+const char *
+cli_flag_value(int argc, char **argv, int *i, const char *flag, bool *missing)
 {
     size_t n = strlen(flag);
 
@@ -81,9 +79,9 @@ main(int argc, char **argv)
         o.url = CLI_DEFAULT_URL;
     o.token = getenv("GW_CONTROL_TOKEN");
     for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-        if ((v = flag_value(argc, argv, &i, "--url", &missing)))
+        if ((v = cli_flag_value(argc, argv, &i, "--url", &missing)))
             o.url = v;
-        else if ((v = flag_value(argc, argv, &i, "--token", &missing)))
+        else if ((v = cli_flag_value(argc, argv, &i, "--token", &missing)))
             o.token = v;
         else if (strcmp(argv[i], "--json") == 0)
             o.json = true;

@@ -43,26 +43,6 @@ flag_number(const char *flag, const char *v, bool *bad)
     return json_integer((json_int_t)strtoll(v, NULL, 10));
 }
 
-/* Reads "--flag N" or "--flag=N" at argv[*i]; NULL when argv[*i] is not <flag>. */
-static const char *
-spec_flag(int argc, char **argv, int *i, const char *flag, bool *missing)
-{
-    size_t n = strlen(flag);
-
-    if (strncmp(argv[*i], flag, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = true;
-        return NULL;
-    }
-    (*i)++;
-    return argv[*i];
-}
-
 static void
 print_field(const char *name, json_t *v)
 {
@@ -137,10 +117,10 @@ cli_cmd_spec(const struct cli_opts *o, int argc, char **argv)
     }
     rm = strcmp(argv[1], "rm") == 0;
     for (i = 4; i < argc && !bad; i++) {
-        if (!rm && (v = spec_flag(argc, argv, &i, "--context-window", &missing))) {
+        if (!rm && (v = cli_flag_value(argc, argv, &i, "--context-window", &missing))) {
             json_decref(cw);
             cw = flag_number("--context-window", v, &bad);
-        } else if (!rm && (v = spec_flag(argc, argv, &i, "--max-output-tokens", &missing))) {
+        } else if (!rm && (v = cli_flag_value(argc, argv, &i, "--max-output-tokens", &missing))) {
             json_decref(mo);
             mo = flag_number("--max-output-tokens", v, &bad);
         } else {

@@ -164,6 +164,31 @@ def test_a_running_request_holds_its_input_cost_against_the_limit(tmp_path, benc
     s.close()
 
 
+class Events:
+    """`gwctl --json events` on gwd <g>, subscribed (the control plane counts it) before
+    the constructor returns; .out holds its lines; use as a context manager."""
+
+    def __init__(self, g):
+        self.p = subprocess.Popen([binary("gwctl"), "--url", g.control_url, "--token",
+                                   CONTROL_TOKEN, "--json", "events"], env=base_env(),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.out = Lines(self.p.stdout, "gwctl events")
+
+        def subscribed():
+            with urllib.request.urlopen(g.control_url + "/metrics", timeout=5) as r:
+                return "gw_events_subscribers 1" in r.read().decode()
+
+        wait_until(subscribed, what="gwctl events to subscribe")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.p.terminate()
+        self.p.wait(5)
+
+
 def test_an_alert_crossed_at_admission_is_sent_while_the_request_runs(tmp_path, bench, gwd):
     # The 80% threshold crossed by a long stream's reservation reaches the event stream
     # at once, not when the stream ends; the amounts are exact numbers.
@@ -171,28 +196,15 @@ def test_an_alert_crossed_at_admission_is_sent_while_the_request_runs(tmp_path, 
     cfg = limited(tmp_path, b, [{"per": "day", "tokens": 1_000_003}])
     cfg["server"]["max_body_mb"] = 8
     g = gwd(cfg)
-    ev = subprocess.Popen([binary("gwctl"), "--url", g.control_url, "--token", CONTROL_TOKEN,
-                           "--json", "events"], env=base_env(), stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out = Lines(ev.stdout, "gwctl events")
-
-        def subscribed():
-            with urllib.request.urlopen(g.control_url + "/metrics", timeout=5) as r:
-                return "gw_events_subscribers 1" in r.read().decode()
-
-        wait_until(subscribed, what="gwctl events to subscribe")
+    with Events(g) as ev:
         body = chat_body(stream=True, text="x" * 3_300_000)  # ~825 k tokens estimated
         s = g.stream(body, key=KEY, headers={"x-bench-pace": "1x0,1x60000"})
         assert s.status == 200
         s.next_content()
-        alert = json.loads(out.wait_for(r'"percent":80').string)
+        alert = json.loads(ev.out.wait_for(r'"percent":80').string)
         assert alert["measure"] == "tokens" and alert["max"] == 1_000_003  # not 1e+06
         assert isinstance(alert["used"], int) and alert["used"] >= 800_003
         s.close()
-    finally:
-        ev.terminate()
-        ev.wait(5)
 
 
 def _day_cost(g):
@@ -345,27 +357,15 @@ def test_key_limit_alerts_reach_the_event_stream_and_gwctl_events(tmp_path, benc
     # GET /control/v1/events (SSE) and `gwctl events`.
     b = bench()
     g = gwd(limited(tmp_path, b, [{"per": "day", "requests": 5}]))
-    ctl = subprocess.Popen([binary("gwctl"), "--url", g.control_url, "--token", CONTROL_TOKEN,
-                            "--json", "events"], env=base_env(), stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out = Lines(ctl.stdout, "gwctl events")
-        # subscribed before the requests: wait until the control plane counts it
-        def subscribed():
-            with urllib.request.urlopen(g.control_url + "/metrics", timeout=5) as r:
-                return "gw_events_subscribers 1" in r.read().decode()
-
-        wait_until(subscribed, what="gwctl events to subscribe")
+    with Events(g) as ev:
+        out = ev.out
         ok = [g.chat(chat_body(), key=KEY).status for _ in range(6)]
         assert ok == [200] * 5 + [429]
         first = json.loads(out.wait_for(r'"percent":80').string)
         second = json.loads(out.wait_for(r'"percent":100').string)
-        for ev, used in ((first, 4), (second, 5)):
-            assert ev["type"] == "key_limit_alert" and ev["client"] == "lim"
-            assert (ev["per"], ev["measure"], ev["used"], ev["max"]) == ("day", "requests", used, 5)
+        for e, used in ((first, 4), (second, 5)):
+            assert e["type"] == "key_limit_alert" and e["client"] == "lim"
+            assert (e["per"], e["measure"], e["used"], e["max"]) == ("day", "requests", used, 5)
         assert g.chat(chat_body(), key=KEY).status == 429
         # once per period: no second 100% alert
         assert len([l for l in out.text().splitlines() if '"percent":100' in l]) == 1
-    finally:
-        ctl.terminate()
-        ctl.wait(5)
