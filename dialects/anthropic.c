@@ -2,7 +2,9 @@
  * dialects/anthropic.c - a Chat Completions client served by an Anthropic Messages
  * upstream: the request converted to a Messages body, the answer, the stream events
  * and the error bodies converted back to the Chat shape. Pure: jansson trees, no I/O,
- * no clock (the caller passes `created`).
+ * no clock (the caller passes `created`). The common shapes (plain text requests and
+ * answers, the text stream events) take allocation-free fast routes over
+ * dialects/json_scan.h that write the same bytes (chapter "fast scans" below).
  *
  * Request (Chat -> Messages), decisions beyond the obvious field renames:
  * - system and developer messages, wherever they stand, join the top-level "system"
@@ -139,6 +141,25 @@ append_new(json_t *arr, json_t *v)
     return v && json_array_append_new(arr, v) == 0 ? GW_OK : GW_E_NOMEM;
 }
 
+/* Appends "<s>" (quoted, <s> needs no escape) then <tail>: printf's "\"%s\"<tail>". */
+static enum gw_code
+append_quoted(struct gw_buf *out, const char *s, const char *tail)
+{
+    if (gw_buf_append(out, "\"", 1) != GW_OK || gw_buf_append_cstr(out, s) != GW_OK ||
+        gw_buf_append(out, "\"", 1) != GW_OK)
+        return GW_E_NOMEM;
+    return gw_buf_append_cstr(out, tail);
+}
+
+/* Appends the decimal <v> as printf's "%d" writes it. */
+static enum gw_code
+append_int(struct gw_buf *out, int v)
+{
+    if (v < 0 && gw_buf_append(out, "-", 1) != GW_OK)
+        return GW_E_NOMEM;
+    return gw_buf_append_u64(out, v < 0 ? (uint64_t)(-(int64_t)v) : (uint64_t)v);
+}
+
 /* Copies <s> into <dst> (<cap> bytes with the NUL), cut at a UTF-8 boundary. */
 static void
 copy_cut(char *dst, size_t cap, const char *prefix, struct gw_str s)
@@ -157,14 +178,14 @@ copy_cut(char *dst, size_t cap, const char *prefix, struct gw_str s)
 }
 
 /* ---- fast scans ----
- * The hot paths (stream events, plain answers) read the upstream's JSON with the
+ * The hot paths (plain requests and answers, stream events) read the JSON with the
  * allocation-free scanner and render directly. A fast path handles only the common
  * shapes and returns false, having changed nothing, for anything else (malformed
  * input included): the jansson route then decides, so both give the same bytes
  * (tests/unit/dialects/test_anthropic.c and tests/fuzz/fuzz_anthropic.c compare them).
  * jansson keeps the last of duplicate keys; so does fs_scan. */
 
-enum fs_kind { FS_ABSENT, FS_STR, FS_INT, FS_NULL, FS_OBJ, FS_ARR, FS_OTHER };
+enum fs_kind { FS_ABSENT, FS_STR, FS_INT, FS_NULL, FS_TRUE, FS_OBJ, FS_ARR, FS_OTHER };
 
 /* One member of interest of an object, as the last occurrence of its key left it. */
 struct fs_field {
@@ -174,13 +195,19 @@ struct fs_field {
     struct dl_json_str str; /* FS_STR */
     struct dl_json_num num; /* FS_INT */
     size_t at;              /* FS_OBJ, FS_ARR: offset of the opening bracket */
+    struct fs_field *sub;   /* when not NULL, an object value is scanned for these */
+    size_t nsub;
 };
 
-#define FS_FIELD(lit) {lit, T_LEN(lit), FS_ABSENT, {0}, {0}, 0}
+#define FS_FIELD(lit)                                                                              \
+    {                                                                                              \
+        lit, T_LEN(lit), FS_ABSENT, {0}, {0}, 0, NULL, 0                                           \
+    }
 
-/* At '{': validates the object and fills the <n> <fields> it holds. */
+/* At '{': validates the object and fills the <n> <fields> it holds. Other keys are
+ * skipped; when <strict>, the first one fails the scan. */
 static bool
-fs_scan(struct dl_json *j, struct fs_field *fields, size_t n)
+fs_scan_keys(struct dl_json *j, struct fs_field *fields, size_t n, bool strict)
 {
     struct dl_json_str key;
     bool first = true;
@@ -199,7 +226,7 @@ fs_scan(struct dl_json *j, struct fs_field *fields, size_t n)
                 break;
             }
         if (!f) {
-            if (!dl_json_skip(j, NULL))
+            if (strict || !dl_json_skip(j, NULL))
                 return false;
             continue;
         }
@@ -217,11 +244,30 @@ fs_scan(struct dl_json *j, struct fs_field *fields, size_t n)
             f->kind = f->num.real ? FS_OTHER : FS_INT;
             continue;
         }
-        f->kind = c == '{' ? FS_OBJ : c == '[' ? FS_ARR : c == 'n' ? FS_NULL : FS_OTHER;
+        if (c == '{' && f->sub) {
+            /* scanned in place; a later duplicate key starts afresh, as jansson's does */
+            for (k = 0; k < f->nsub; k++)
+                f->sub[k].kind = FS_ABSENT;
+            f->kind = FS_OBJ;
+            if (!fs_scan_keys(j, f->sub, f->nsub, false))
+                return false;
+            continue;
+        }
+        f->kind = c == '{'   ? FS_OBJ
+                  : c == '[' ? FS_ARR
+                  : c == 'n' ? FS_NULL
+                  : c == 't' ? FS_TRUE
+                             : FS_OTHER;
         if (!dl_json_skip(j, NULL))
             return false;
     }
     return r == 0;
+}
+
+static bool
+fs_scan(struct dl_json *j, struct fs_field *fields, size_t n)
+{
+    return fs_scan_keys(j, fields, n, false);
 }
 
 /* Scans the whole document <s>/<n>: an object, nothing after it. */
@@ -243,15 +289,6 @@ fs_at(const struct dl_json *doc, size_t at)
     return j;
 }
 
-/* Rescans the object the FS_OBJ field <f> of <doc> found. */
-static bool
-fs_sub(const struct dl_json *doc, const struct fs_field *f, struct fs_field *fields, size_t n)
-{
-    struct dl_json j = fs_at(doc, f->at);
-
-    return fs_scan(&j, fields, n);
-}
-
 /* A count as count_of reads it: a positive integer as is, else 0. */
 static uint64_t
 fs_count(const struct dl_json *j, const struct fs_field *f)
@@ -266,24 +303,25 @@ fs_count(const struct dl_json *j, const struct fs_field *f)
     return v;
 }
 
-/* read_usage over the usage object <f> of <doc>. */
-static void
-fs_usage(const struct dl_json *doc, const struct fs_field *f, struct gw_usage *u)
-{
-    struct fs_field k[] = {FS_FIELD("input_tokens"), FS_FIELD("output_tokens"),
-                           FS_FIELD("cache_read_input_tokens"),
-                           FS_FIELD("cache_creation_input_tokens")};
+/* The fields read_usage reads, for a usage object's <sub>. */
+#define FS_USAGE_FIELDS                                                                            \
+    {                                                                                              \
+        FS_FIELD("input_tokens"), FS_FIELD("output_tokens"), FS_FIELD("cache_read_input_tokens"),  \
+            FS_FIELD("cache_creation_input_tokens")                                                \
+    }
 
-    if (!fs_sub(doc, f, k, 4))
-        return; /* cannot happen: the document was validated */
+/* read_usage over the FS_USAGE_FIELDS <k> of a usage object of <j>. */
+static void
+fs_usage(const struct dl_json *j, const struct fs_field *k, struct gw_usage *u)
+{
     if (k[0].kind == FS_INT)
-        u->input_tokens = fs_count(doc, &k[0]);
+        u->input_tokens = fs_count(j, &k[0]);
     if (k[1].kind == FS_INT)
-        u->output_tokens = fs_count(doc, &k[1]);
+        u->output_tokens = fs_count(j, &k[1]);
     if (k[2].kind == FS_INT)
-        u->cache_read_tokens = fs_count(doc, &k[2]);
+        u->cache_read_tokens = fs_count(j, &k[2]);
     if (k[3].kind == FS_INT)
-        u->cache_write_tokens = fs_count(doc, &k[3]);
+        u->cache_write_tokens = fs_count(j, &k[3]);
 }
 
 /* The decoded bytes of a string token: the document's own bytes when it holds no
@@ -334,6 +372,76 @@ fs_finish(const struct dl_json *j, const struct fs_field *f)
     if (dl_json_key_is(j, &f->str, "refusal", 7))
         return "content_filter";
     return "stop";
+}
+
+/* Appends the bytes jansson's dump writes between the quotes of the string <s>: '"',
+ * '\\' and the short control escapes, other control bytes as \u00XX (upper case). */
+static enum gw_code
+jdump_str_body(struct gw_buf *out, struct gw_str s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t i, run = 0;
+
+    for (i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        char esc[6] = {'\\', 0, '0', '0', 0, 0};
+        size_t n = 2;
+
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        if (gw_buf_append(out, s.ptr + run, i - run) != GW_OK)
+            return GW_E_NOMEM;
+        run = i + 1;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        if (gw_buf_append(out, esc, n) != GW_OK)
+            return GW_E_NOMEM;
+    }
+    return gw_buf_append(out, s.ptr + run, s.len - run);
+}
+
+/* Appends what jansson's dump writes for the decoded string token <t> of <j>, quotes
+ * excluded. A string without escapes reads exactly as jansson writes it (no control
+ * byte, quote or backslash can be in it): copied raw. */
+static enum gw_code
+jdump_tok_body(struct gw_buf *out, const struct dl_json *j, const struct dl_json_str *t)
+{
+    struct fs_text x;
+    enum gw_code rc;
+
+    if (!t->escaped)
+        return gw_buf_append(out, j->s + t->start, t->dlen);
+    if (!fs_text_get(j, t, &x))
+        return GW_E_NOMEM;
+    rc = jdump_str_body(out, x.s);
+    fs_text_fini(&x);
+    return rc;
+}
+
+/* jdump_tok_body of the FS_STR field <f> ("" when <f> is not a string). */
+static enum gw_code
+jdump_field_body(struct gw_buf *out, const struct dl_json *j, const struct fs_field *f)
+{
+    return f->kind == FS_STR ? jdump_tok_body(out, j, &f->str) : GW_OK;
+}
+
+/* Appends a count as jansson dumps json_count(<v>) (capped at INT64_MAX). */
+static enum gw_code
+append_count(struct gw_buf *out, uint64_t v)
+{
+    return gw_buf_append_u64(out, v > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : v);
 }
 
 /* ---- request ---- */
@@ -1000,8 +1108,9 @@ convert_sampling(struct req_conv *c, const json_t *root, json_t *dst)
 }
 
 enum gw_code
-dl_anthropic_from_chat(const char *body, size_t len, struct gw_str model, uint64_t spec_max_output,
-                       struct gw_buf *out, char *why, size_t whylen)
+dl_anthropic_from_chat_jansson(const char *body, size_t len, struct gw_str model,
+                               uint64_t spec_max_output, struct gw_buf *out, char *why,
+                               size_t whylen)
 {
     struct req_conv c = {.why = why, .whylen = whylen};
     uint64_t max_completion, max_tokens, max;
@@ -1067,6 +1176,221 @@ out:
     json_decref(root);
     gw_buf_fini(&c.system);
     return rc;
+}
+
+/* ---- request: fast path ----
+ * The common request: messages of role system/developer, user or assistant, each with
+ * a string content (and perhaps a "name"), max_tokens/max_completion_tokens, stream,
+ * and top-level fields the jansson route ignores. Anything else (parts, tools, sampling,
+ * refusals, more than FAST_REQ_MAX_MSGS messages) takes the jansson route. */
+
+#define FAST_REQ_MAX_MSGS 64
+
+enum fast_role { FR_SYSTEM, FR_USER, FR_ASSISTANT };
+
+struct fast_msg {
+    enum fast_role role;
+    struct dl_json_str content;
+};
+
+/* read_max over the field <f>: false when the jansson route must refuse it. */
+static bool
+fast_read_max(const struct dl_json *j, const struct fs_field *f, uint64_t *out)
+{
+    *out = 0;
+    if (f->kind == FS_ABSENT || f->kind == FS_NULL)
+        return true;
+    if (f->kind != FS_INT)
+        return false;
+    *out = fs_count(j, f);
+    return *out > 0;
+}
+
+/* The messages array <f> of <doc> into <msgs> (<*n> of them). False when one is not of
+ * the fast shape. */
+static bool
+fast_read_msgs(const struct dl_json *doc, const struct fs_field *f, struct fast_msg *msgs,
+               size_t *n)
+{
+    struct dl_json j = fs_at(doc, f->at);
+    bool first = true;
+    int r;
+
+    *n = 0;
+    if (!dl_json_arr_enter(&j))
+        return false;
+    while ((r = dl_json_arr_next(&j, &first)) == 1) {
+        struct fs_field m[] = {FS_FIELD("role"), FS_FIELD("content"), FS_FIELD("name")};
+        struct fast_msg *x = &msgs[*n];
+
+        if (*n == FAST_REQ_MAX_MSGS || dl_json_peek(&j) != '{' || !fs_scan_keys(&j, m, 3, true) ||
+            m[0].kind != FS_STR || m[1].kind != FS_STR)
+            return false;
+        if (dl_json_key_is(&j, &m[0].str, "user", 4))
+            x->role = FR_USER;
+        else if (dl_json_key_is(&j, &m[0].str, "assistant", 9))
+            x->role = FR_ASSISTANT;
+        else if (dl_json_key_is(&j, &m[0].str, "system", 6) ||
+                 dl_json_key_is(&j, &m[0].str, "developer", 9))
+            x->role = FR_SYSTEM;
+        else
+            return false;
+        x->content = m[1].str;
+        (*n)++;
+    }
+    return r == 0;
+}
+
+/* Renders the turns: consecutive messages of one role (system messages between them do
+ * not count) merge into one turn of text blocks, empty texts dropped; a lone message
+ * keeps its string. */
+static enum gw_code
+fast_render_turns(const struct dl_json *j, const struct fast_msg *msgs, size_t n,
+                  struct gw_buf *out)
+{
+    size_t i = 0, k;
+    bool first_turn = true;
+
+    while (i < n) {
+        enum fast_role role = msgs[i].role;
+        size_t end = i, count = 0;
+        bool first_block = true;
+
+        if (role == FR_SYSTEM) {
+            i++;
+            continue;
+        }
+        for (k = i; k < n; k++) {
+            if (msgs[k].role == FR_SYSTEM)
+                continue;
+            if (msgs[k].role != role)
+                break;
+            count++;
+            end = k + 1;
+        }
+        if (gw_buf_append_cstr(out, first_turn ? "{\"role\":\"" : ",{\"role\":\"") != GW_OK ||
+            gw_buf_append_cstr(out, role == FR_USER ? "user" : "assistant") != GW_OK ||
+            gw_buf_append_cstr(out, "\",\"content\":") != GW_OK)
+            return GW_E_NOMEM;
+        first_turn = false;
+        if (count == 1) {
+            if (gw_buf_append(out, "\"", 1) != GW_OK ||
+                jdump_tok_body(out, j, &msgs[i].content) != GW_OK ||
+                gw_buf_append(out, "\"}", 2) != GW_OK)
+                return GW_E_NOMEM;
+            i = end;
+            continue;
+        }
+        if (gw_buf_append(out, "[", 1) != GW_OK)
+            return GW_E_NOMEM;
+        for (k = i; k < end; k++) {
+            if (msgs[k].role == FR_SYSTEM || msgs[k].content.dlen == 0)
+                continue;
+            if (gw_buf_append_cstr(out, first_block ? "{\"type\":\"text\",\"text\":\""
+                                                    : ",{\"type\":\"text\",\"text\":\"") != GW_OK ||
+                jdump_tok_body(out, j, &msgs[k].content) != GW_OK ||
+                gw_buf_append(out, "\"}", 2) != GW_OK)
+                return GW_E_NOMEM;
+            first_block = false;
+        }
+        if (gw_buf_append(out, "]}", 2) != GW_OK)
+            return GW_E_NOMEM;
+        i = end;
+    }
+    return GW_OK;
+}
+
+/* The fast route of dl_anthropic_from_chat: false (<out> as it was) when the jansson
+ * route must decide, else true with the outcome in <*rc>. */
+static bool
+from_chat_fast(const char *body, size_t len, struct gw_str model, uint64_t spec_max_output,
+               struct gw_buf *out, enum gw_code *rc)
+{
+    /* messages, the max fields and stream; then what the jansson route ignores */
+    struct fs_field top[] = {
+        FS_FIELD("messages"),
+        FS_FIELD("max_completion_tokens"),
+        FS_FIELD("max_tokens"),
+        FS_FIELD("stream"),
+        FS_FIELD("model"),
+        FS_FIELD("stream_options"),
+        FS_FIELD("frequency_penalty"),
+        FS_FIELD("presence_penalty"),
+        FS_FIELD("seed"),
+        FS_FIELD("logit_bias"),
+        FS_FIELD("store"),
+        FS_FIELD("metadata"),
+        FS_FIELD("service_tier"),
+        FS_FIELD("reasoning_effort"),
+        FS_FIELD("verbosity"),
+        FS_FIELD("prompt_cache_key"),
+    };
+    struct fast_msg msgs[FAST_REQ_MAX_MSGS];
+    uint64_t max_completion, max_tokens, max;
+    size_t n, i, start = out->len;
+    bool any_system = false;
+    struct dl_json j;
+    enum gw_code e = GW_E_NOMEM;
+
+    /* the model is written raw: plain ASCII only (jansson checks and escapes the rest) */
+    for (i = 0; i < model.len; i++) {
+        unsigned char ch = (unsigned char)model.ptr[i];
+
+        if (ch < 0x20 || ch >= 0x80 || ch == '"' || ch == '\\')
+            return false;
+    }
+    dl_json_init(&j, body, len);
+    if (!fs_scan_keys(&j, top, sizeof(top) / sizeof(top[0]), true) || !dl_json_end(&j) ||
+        top[0].kind != FS_ARR || !fast_read_max(&j, &top[1], &max_completion) ||
+        !fast_read_max(&j, &top[2], &max_tokens) || !fast_read_msgs(&j, &top[0], msgs, &n))
+        return false;
+    for (i = 0; i < n && msgs[i].role == FR_SYSTEM; i++)
+        ;
+    if (i == n || msgs[i].role != FR_USER)
+        return false; /* refused: no turn, or an assistant turn first */
+    max = max_completion    ? max_completion
+          : max_tokens      ? max_tokens
+          : spec_max_output ? spec_max_output
+                            : DL_ANTHROPIC_FALLBACK_MAX_TOKENS;
+    if (gw_buf_append_cstr(out, "{\"model\":\"") != GW_OK ||
+        gw_buf_append(out, model.ptr, model.len) != GW_OK ||
+        gw_buf_append_cstr(out, "\",\"max_tokens\":") != GW_OK || append_count(out, max) != GW_OK)
+        goto done;
+    for (i = 0; i < n; i++) {
+        if (msgs[i].role != FR_SYSTEM || msgs[i].content.dlen == 0)
+            continue;
+        if (gw_buf_append_cstr(out, any_system ? "\\n\\n" : ",\"system\":\"") != GW_OK ||
+            jdump_tok_body(out, &j, &msgs[i].content) != GW_OK)
+            goto done;
+        any_system = true;
+    }
+    if ((any_system && gw_buf_append(out, "\"", 1) != GW_OK) ||
+        gw_buf_append_cstr(out, ",\"messages\":[") != GW_OK ||
+        fast_render_turns(&j, msgs, n, out) != GW_OK || gw_buf_append(out, "]", 1) != GW_OK ||
+        (top[3].kind == FS_TRUE && gw_buf_append_cstr(out, ",\"stream\":true") != GW_OK))
+        goto done;
+    e = gw_buf_append(out, "}", 1);
+done:
+    if (e != GW_OK) {
+        out->len = start;
+        if (out->data)
+            out->data[start] = '\0';
+    }
+    *rc = e;
+    return true;
+}
+
+enum gw_code
+dl_anthropic_from_chat(const char *body, size_t len, struct gw_str model, uint64_t spec_max_output,
+                       struct gw_buf *out, char *why, size_t whylen)
+{
+    enum gw_code rc;
+
+    if (why && whylen)
+        why[0] = '\0';
+    if (from_chat_fast(body, len, model, spec_max_output, out, &rc))
+        return rc;
+    return dl_anthropic_from_chat_jansson(body, len, model, spec_max_output, out, why, whylen);
 }
 
 /* ---- answer ---- */
@@ -1263,71 +1587,6 @@ out:
 
 /* ---- answer: fast path ---- */
 
-/* Appends the bytes jansson's dump writes between the quotes of the string <s>: '"',
- * '\\' and the short control escapes, other control bytes as \u00XX (upper case). */
-static enum gw_code
-jdump_str_body(struct gw_buf *out, struct gw_str s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t i, run = 0;
-
-    for (i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        char esc[6] = {'\\', 0, '0', '0', 0, 0};
-        size_t n = 2;
-
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        if (gw_buf_append(out, s.ptr + run, i - run) != GW_OK)
-            return GW_E_NOMEM;
-        run = i + 1;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            n = 6;
-        }
-        if (gw_buf_append(out, esc, n) != GW_OK)
-            return GW_E_NOMEM;
-    }
-    return gw_buf_append(out, s.ptr + run, s.len - run);
-}
-
-/* Appends what jansson's dump writes for the decoded FS_STR field <f> of <j>, quotes
- * excluded ("" when <f> is not a string). A string without escapes reads exactly as
- * jansson writes it (no control byte, quote or backslash can be in it): copied raw. */
-static enum gw_code
-jdump_field_body(struct gw_buf *out, const struct dl_json *j, const struct fs_field *f)
-{
-    struct fs_text x;
-    enum gw_code rc;
-
-    if (f->kind != FS_STR)
-        return GW_OK;
-    if (!f->str.escaped)
-        return gw_buf_append(out, j->s + f->str.start, f->str.dlen);
-    if (!fs_text_get(j, &f->str, &x))
-        return GW_E_NOMEM;
-    rc = jdump_str_body(out, x.s);
-    fs_text_fini(&x);
-    return rc;
-}
-
-/* Appends a count as json_count stores it (capped at INT64_MAX). */
-static enum gw_code
-append_count(struct gw_buf *out, uint64_t v)
-{
-    return gw_buf_append_u64(out, v > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : v);
-}
-
 /* The content of an answer holding text blocks (and blocks a Chat answer drops) only:
  * the joined text appended to <out> as a JSON value. False when a block is malformed
  * or a tool_use (the jansson route decides). */
@@ -1374,11 +1633,14 @@ answer_fast(const char *body, size_t len, uint64_t created_s, struct gw_buf *out
 {
     struct fs_field top[] = {FS_FIELD("content"), FS_FIELD("type"),  FS_FIELD("usage"),
                              FS_FIELD("id"),      FS_FIELD("model"), FS_FIELD("stop_reason")};
+    struct fs_field u[] = FS_USAGE_FIELDS;
     size_t start = out->len;
     const char *finish;
     struct dl_json j;
     enum gw_code e = GW_E_NOMEM;
 
+    top[2].sub = u;
+    top[2].nsub = 4;
     if (!fs_doc(&j, body, len, top, 6) || top[0].kind != FS_ARR ||
         (top[1].kind != FS_ABSENT &&
          (top[1].kind != FS_STR || !dl_json_key_is(&j, &top[1].str, "message", 7))))
@@ -1386,7 +1648,8 @@ answer_fast(const char *body, size_t len, uint64_t created_s, struct gw_buf *out
     if (gw_buf_append_cstr(out, "{\"id\":\"chatcmpl-") != GW_OK ||
         jdump_field_body(out, &j, &top[3]) != GW_OK ||
         gw_buf_append_cstr(out, "\",\"object\":\"chat.completion\",\"created\":") != GW_OK ||
-        append_count(out, created_s) != GW_OK || gw_buf_append_cstr(out, ",\"model\":\"") != GW_OK ||
+        append_count(out, created_s) != GW_OK ||
+        gw_buf_append_cstr(out, ",\"model\":\"") != GW_OK ||
         jdump_field_body(out, &j, &top[4]) != GW_OK ||
         gw_buf_append_cstr(out, "\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
                                 "\"content\":") != GW_OK)
@@ -1402,13 +1665,12 @@ answer_fast(const char *body, size_t len, uint64_t created_s, struct gw_buf *out
     e = GW_E_NOMEM;
     finish = fs_finish(&j, &top[5]);
     if (gw_buf_append_cstr(out, "},\"logprobs\":null,\"finish_reason\":") != GW_OK ||
-        (finish ? gw_buf_printf(out, "\"%s\"}]", finish) : gw_buf_append_cstr(out, "null}]")) !=
-            GW_OK)
+        (finish ? append_quoted(out, finish, "}]") : gw_buf_append_cstr(out, "null}]")) != GW_OK)
         goto done;
     if (top[2].kind == FS_OBJ) {
         uint64_t prompt;
 
-        fs_usage(&j, &top[2], usage);
+        fs_usage(&j, u, usage);
         prompt = prompt_of(usage);
         if (gw_buf_append_cstr(out, ",\"usage\":{\"prompt_tokens\":") != GW_OK ||
             append_count(out, prompt) != GW_OK ||
@@ -1598,7 +1860,8 @@ chunk_tool_open(const struct dl_anthropic_stream *st, struct gw_str id, struct g
                 struct gw_buf *out)
 {
     if (chunk_delta_open(st, out) != GW_OK ||
-        gw_buf_printf(out, "{\"tool_calls\":[{\"index\":%d,\"id\":", st->tool_index) != GW_OK ||
+        gw_buf_append_cstr(out, "{\"tool_calls\":[{\"index\":") != GW_OK ||
+        append_int(out, st->tool_index) != GW_OK || gw_buf_append_cstr(out, ",\"id\":") != GW_OK ||
         gw_buf_append_json_str(out, id) != GW_OK ||
         gw_buf_append_cstr(out, ",\"type\":\"function\",\"function\":{\"name\":") != GW_OK ||
         gw_buf_append_json_str(out, name) != GW_OK ||
@@ -1611,8 +1874,9 @@ static enum gw_code
 chunk_tool_args(const struct dl_anthropic_stream *st, struct gw_str args, struct gw_buf *out)
 {
     if (chunk_delta_open(st, out) != GW_OK ||
-        gw_buf_printf(out, "{\"tool_calls\":[{\"index\":%d,\"function\":{\"arguments\":",
-                      st->tool_index) != GW_OK ||
+        gw_buf_append_cstr(out, "{\"tool_calls\":[{\"index\":") != GW_OK ||
+        append_int(out, st->tool_index) != GW_OK ||
+        gw_buf_append_cstr(out, ",\"function\":{\"arguments\":") != GW_OK ||
         gw_buf_append_json_str(out, args) != GW_OK || gw_buf_append_cstr(out, "}}]}") != GW_OK)
         return GW_E_NOMEM;
     return chunk_delta_close(out);
@@ -1622,7 +1886,8 @@ static enum gw_code
 chunk_finish(const struct dl_anthropic_stream *st, const char *finish, struct gw_buf *out)
 {
     if (chunk_delta_open(st, out) != GW_OK ||
-        gw_buf_printf(out, "{},\"finish_reason\":\"%s\"}]}\n\n", finish) != GW_OK)
+        gw_buf_append_cstr(out, "{},\"finish_reason\":") != GW_OK ||
+        append_quoted(out, finish, "}]}\n\n") != GW_OK)
         return GW_E_NOMEM;
     return GW_OK;
 }
@@ -1874,8 +2139,9 @@ fast_block_delta(struct dl_anthropic_stream *st, struct gw_str data, struct gw_b
     struct fs_field d[] = {FS_FIELD("type"), FS_FIELD("text"), FS_FIELD("partial_json")};
     struct dl_json j;
 
-    if (!fs_doc(&j, data.ptr, data.len, top, 1) || top[0].kind != FS_OBJ ||
-        !fs_sub(&j, &top[0], d, 3) || d[0].kind != FS_STR)
+    top[0].sub = d;
+    top[0].nsub = 3;
+    if (!fs_doc(&j, data.ptr, data.len, top, 1) || top[0].kind != FS_OBJ || d[0].kind != FS_STR)
         return false;
     if (dl_json_key_is(&j, &d[0].str, "text_delta", 10)) {
         if (d[1].kind != FS_STR)
@@ -1899,23 +2165,24 @@ fast_message_delta(struct dl_anthropic_stream *st, struct gw_str data, struct gw
                    enum gw_code *rc)
 {
     struct fs_field top[] = {FS_FIELD("delta"), FS_FIELD("usage")};
-    struct fs_field d[] = {FS_FIELD("stop_reason")};
+    struct fs_field d[] = {FS_FIELD("stop_reason")}, u[] = FS_USAGE_FIELDS;
     const char *finish = NULL;
     struct dl_json j;
     size_t k;
 
+    top[0].sub = d;
+    top[0].nsub = 1;
+    top[1].sub = u;
+    top[1].nsub = 4;
     if (!fs_doc(&j, data.ptr, data.len, top, 2))
         return false;
     for (k = 0; k < 2; k++)
         if (top[k].kind != FS_ABSENT && top[k].kind != FS_NULL && top[k].kind != FS_OBJ)
             return false;
-    if (top[0].kind == FS_OBJ) {
-        if (!fs_sub(&j, &top[0], d, 1))
-            return false;
+    if (top[0].kind == FS_OBJ)
         finish = fs_finish(&j, &d[0]);
-    }
     if (top[1].kind == FS_OBJ) {
-        fs_usage(&j, &top[1], &st->usage);
+        fs_usage(&j, u, &st->usage);
         st->usage_seen = true;
     }
     *rc = finish ? chunk_finish(st, finish, out) : GW_OK;
@@ -1931,8 +2198,9 @@ fast_block_start(struct dl_anthropic_stream *st, struct gw_str data, struct gw_b
     struct dl_json j;
     bool text;
 
-    if (!fs_doc(&j, data.ptr, data.len, top, 1) || top[0].kind != FS_OBJ ||
-        !fs_sub(&j, &top[0], b, 2) || b[0].kind != FS_STR ||
+    top[0].sub = b;
+    top[0].nsub = 2;
+    if (!fs_doc(&j, data.ptr, data.len, top, 1) || top[0].kind != FS_OBJ || b[0].kind != FS_STR ||
         dl_json_key_is(&j, &b[0].str, "tool_use", 8))
         return false;
     text = dl_json_key_is(&j, &b[0].str, "text", 4);
@@ -1967,20 +2235,25 @@ fast_message_start(struct dl_anthropic_stream *st, struct gw_str data, struct gw
 {
     struct fs_field top[] = {FS_FIELD("message")};
     struct fs_field m[] = {FS_FIELD("id"), FS_FIELD("model"), FS_FIELD("usage")};
+    struct fs_field u[] = FS_USAGE_FIELDS;
     char id[sizeof(st->id)], model[sizeof(st->model)];
     struct dl_json j;
 
     /* the bytes after the NUL stay as they were, as copy_cut leaves them */
     memcpy(id, st->id, sizeof(id));
     memcpy(model, st->model, sizeof(model));
+    top[0].sub = m;
+    top[0].nsub = 3;
+    m[2].sub = u;
+    m[2].nsub = 4;
     if (!fs_doc(&j, data.ptr, data.len, top, 1) || top[0].kind != FS_OBJ ||
-        !fs_sub(&j, &top[0], m, 3) || !fast_copy_cut(id, sizeof(id), "chatcmpl-", &j, &m[0]) ||
+        !fast_copy_cut(id, sizeof(id), "chatcmpl-", &j, &m[0]) ||
         !fast_copy_cut(model, sizeof(model), "", &j, &m[1]))
         return false;
     memcpy(st->id, id, sizeof(id));
     memcpy(st->model, model, sizeof(model));
     if (m[2].kind == FS_OBJ) {
-        fs_usage(&j, &m[2], &st->usage);
+        fs_usage(&j, u, &st->usage);
         st->usage_seen = true;
     }
     st->started = true;

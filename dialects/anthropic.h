@@ -3,7 +3,10 @@
  * upstream (DESIGN.md 9, 11): the request converted to a Messages body (max_tokens
  * filled in from the model's spec when the client set none), the answer, the stream
  * and error bodies converted back to the Chat shape.
- * Pure: jansson for the conversions, no I/O, no clock (the caller passes `created`).
+ * Pure: no I/O, no clock (the caller passes `created`). The common shapes (plain text
+ * requests and answers, text stream events) take allocation-free routes over
+ * dialects/json_scan.h; everything else goes through jansson, with the same bytes out
+ * (dialects/anthropic-priv.h exposes the jansson routes to the tests that compare).
  * Owns:    nothing beyond each call; struct dl_anthropic_stream is caller-owned state.
  * Threads: any; a stream state belongs to one thread at a time.
  * See:     dialects/anthropic.c, tests/unit/dialects/test_anthropic.c, dialects/openai.h

@@ -8,7 +8,9 @@
  * a chat.completion object whose usage matches the gw_usage; an error body is always
  * {"error":{message,type,param,code}}; stream output is whole "data: ...\n\n" frames,
  * each JSON or [DONE], read by the OpenAI chunk inspector without complaint; nothing
- * follows [DONE] or an error chunk; a refused event writes nothing.
+ * follows [DONE] or an error chunk; a refused event writes nothing. Every request,
+ * answer and stream event also goes through the jansson route (dialects/anthropic-priv.h): the fast
+ * route must give the same code, the same bytes and the same stream state.
  * Owns:    one input at a time.
  * Threads: single-threaded.
  * See:     dialects/anthropic.c, tests/fuzz/corpus/anthropic/
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dialects/anthropic-priv.h"
 #include "dialects/anthropic.h"
 #include "dialects/openai.h"
 
@@ -121,8 +124,18 @@ t_event(struct dl_anthropic_stream *st, struct gw_str name, struct gw_str d, str
 {
     bool was_over = st->stopped || st->failed;
     size_t before = out->len;
-    enum gw_code rc = dl_anthropic_stream_event(st, name, d, out);
+    struct dl_anthropic_stream ref;
+    struct gw_buf ref_out = {0};
+    enum gw_code rc, ref_rc;
 
+    memcpy(&ref, st, sizeof(ref));
+    rc = dl_anthropic_stream_event(st, name, d, out);
+    ref_rc = dl_anthropic_stream_event_jansson(&ref, name, d, &ref_out);
+    if (rc != ref_rc || out->len - before != ref_out.len ||
+        (ref_out.len && memcmp(out->data + before, ref_out.data, ref_out.len) != 0) ||
+        memcmp(st, &ref, sizeof(ref)) != 0)
+        abort(); /* the fast route differs from the jansson route */
+    gw_buf_fini(&ref_out);
     if (rc != GW_OK && rc != GW_E_UPSTREAM_PROTOCOL)
         abort();
     if ((rc != GW_OK || was_over) && out->len != before)
@@ -154,7 +167,31 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     enum gw_code rc;
     size_t i, line;
 
-    /* request */
+    /* request, against the jansson route */
+    rc = dl_anthropic_from_chat_jansson(body, size, gw_str_c(T_MODEL), size % 3 ? 0 : 8192, &out,
+                                        why, sizeof(why));
+    {
+        struct gw_buf fast = {0};
+        char fwhy[200];
+
+        if (dl_anthropic_from_chat(body, size, gw_str_c(T_MODEL), size % 3 ? 0 : 8192, &fast, fwhy,
+                                   sizeof(fwhy)) != rc ||
+            fast.len != out.len || (out.len && memcmp(fast.data, out.data, out.len) != 0) ||
+            strcmp(fwhy, why) != 0)
+            abort();
+        gw_buf_fini(&fast);
+        /* a plain model takes the fast route too */
+        gw_buf_reset(&out);
+        rc = dl_anthropic_from_chat_jansson(body, size, GW_STR_LIT("m-1"), size % 3 ? 0 : 8192,
+                                            &out, why, sizeof(why));
+        if (dl_anthropic_from_chat(body, size, GW_STR_LIT("m-1"), size % 3 ? 0 : 8192, &fast, fwhy,
+                                   sizeof(fwhy)) != rc ||
+            fast.len != out.len || (out.len && memcmp(fast.data, out.data, out.len) != 0) ||
+            strcmp(fwhy, why) != 0)
+            abort();
+        gw_buf_fini(&fast);
+        gw_buf_reset(&out);
+    }
     rc = dl_anthropic_from_chat(body, size, gw_str_c(T_MODEL), size % 3 ? 0 : 8192, &out, why,
                                 sizeof(why));
     if (rc == GW_OK)
@@ -163,8 +200,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     gw_buf_reset(&out);
 
-    /* answer */
-    rc = dl_anthropic_answer_to_chat(body, size, 1700000000, &out, &u);
+    /* answer, against the jansson route */
+    rc = dl_anthropic_answer_to_chat_jansson(body, size, 1700000000, &out, &u);
+    {
+        struct gw_buf fast = {0};
+        struct gw_usage fu;
+
+        if (dl_anthropic_answer_to_chat(body, size, 1700000000, &fast, &fu) != rc ||
+            fast.len != out.len || (out.len && memcmp(fast.data, out.data, out.len) != 0) ||
+            memcmp(&fu, &u, sizeof(u)) != 0)
+            abort();
+        gw_buf_fini(&fast);
+    }
     if (rc == GW_OK)
         t_check_answer(&out, &u);
     else if (rc != GW_E_UPSTREAM_PROTOCOL || out.len != 0)

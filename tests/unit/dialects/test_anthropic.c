@@ -3,7 +3,8 @@
  * request mapping (max_tokens precedence, system, merges, images, tools, sampling),
  * each refusal, answer and usage conversion, error mapping, and streams (text, tool
  * call, error, malformed events), the converted chunks read back through the gateway's
- * OpenAI chunk inspector.
+ * OpenAI chunk inspector; every call also compared byte for byte with the jansson
+ * route (the fast routes' proof), plus edge shapes for the fast routes.
  * See: dialects/anthropic.c
  */
 #include <setjmp.h>
@@ -24,11 +25,41 @@
 #define T_MODEL GW_STR_LIT("claude-test")
 
 /* ---- fast routes against the jansson routes ----
- * dl_anthropic_stream_event and dl_anthropic_answer_to_chat take allocation-free fast
- * routes for common shapes. Every call in this file goes through t_stream_event and
- * t_answer_to_chat (the #defines below), which also run the jansson route
- * (dialects/anthropic-priv.h) on a copy of the state and assert the same code, the same
- * bytes and the same state. Out of memory on either side skips the comparison. */
+ * dl_anthropic_from_chat, dl_anthropic_answer_to_chat and dl_anthropic_stream_event take
+ * allocation-free fast routes for common shapes. Every call in this file goes through
+ * t_from_chat, t_answer_to_chat and t_stream_event (the #defines below), which also run
+ * the jansson route (dialects/anthropic-priv.h) on a copy of the state and assert the
+ * same code, the same bytes and the same state. Out of memory on either side skips the
+ * comparison. */
+
+static enum gw_code
+t_from_chat(const char *body, size_t len, struct gw_str model, uint64_t spec_max_output,
+            struct gw_buf *out, char *why, size_t whylen)
+{
+    struct gw_buf ref_out = {0};
+    char ref_why[256] = "";
+    size_t start = out->len;
+    enum gw_code rc, ref_rc;
+
+    rc = (dl_anthropic_from_chat)(body, len, model, spec_max_output, out, why, whylen);
+    ref_rc = dl_anthropic_from_chat_jansson(body, len, model, spec_max_output, &ref_out, ref_why,
+                                            whylen < sizeof(ref_why) ? whylen : sizeof(ref_why));
+    if (rc != GW_E_NOMEM && ref_rc != GW_E_NOMEM) {
+        assert_int_equal(rc, ref_rc);
+        if (out->len - start != ref_out.len ||
+            (ref_out.len && memcmp(out->data + start, ref_out.data, ref_out.len) != 0))
+            print_error("fast:    %.*s\njansson: %.*s\n", (int)(out->len - start),
+                        out->data ? out->data + start : "", (int)ref_out.len,
+                        ref_out.data ? ref_out.data : "");
+        assert_int_equal(out->len - start, ref_out.len);
+        if (ref_out.len)
+            assert_memory_equal(out->data + start, ref_out.data, ref_out.len);
+        if (why && whylen && whylen <= sizeof(ref_why))
+            assert_string_equal(why, ref_why);
+    }
+    gw_buf_fini(&ref_out);
+    return rc;
+}
 
 static enum gw_code
 t_stream_event(struct dl_anthropic_stream *st, struct gw_str event, struct gw_str data,
@@ -80,6 +111,7 @@ t_answer_to_chat(const char *body, size_t len, uint64_t created_s, struct gw_buf
     return rc;
 }
 
+#define dl_anthropic_from_chat t_from_chat
 #define dl_anthropic_stream_event t_stream_event
 #define dl_anthropic_answer_to_chat t_answer_to_chat
 
@@ -1042,6 +1074,334 @@ test_anthropic_out_of_memory_is_clean(void **state)
     }
 }
 
+/* ---- fast routes: shapes at their edges ---- */
+
+/* Data payloads the fast routes must treat exactly as the jansson routes do: escapes,
+ * duplicate and unknown keys, odd types, malformed JSON. */
+static const char *const t_edge_data[] = {
+    "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+    "\"a\\n\\\"b\\u00e9\\ud83d\\ude00\\/\\u0000\\u001f\\b\\f\\t\\r\\\\\"}}",
+    "{\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"},\"delta\":{\"type\":\"text_delta\","
+    "\"text\":\"y\"}}",
+    "{\"delta\":{\"type\":\"text_delta\",\"text\":\"x\",\"text\":\"z\",\"extra\":[1,{\"a\":null}]}"
+    "}",
+    "{\"delta\":{\"type\":\"input_json_delta\",\"type\":\"text_delta\",\"text\":\"t\"}}",
+    "{\"delta\":{\"text\":\"t\",\"type\":\"text_delta\"},\"index\":1.5e3,\"more\":true}",
+    " \n{ \"delta\" : { \"type\" : \"text_\\u0064elta\" , \"text\" : \"sp\" } } \t",
+    "{\"delta\":{\"type\":\"text_delta\",\"text\":\"\"}}",
+    "{\"delta\":{\"type\":\"text_delta\",\"text\":null}}",
+    "{\"delta\":{\"type\":\"text_delta\"}}",
+    "{\"delta\":{\"type\":5,\"text\":\"a\"}}",
+    "{\"delta\":null}",
+    "{\"delta\":[]}",
+    "{\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":1\"}}",
+    "{\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}}",
+    "{\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":7}}",
+    "{\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}",
+    "{\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}} x",
+    "{\"delta\":{\"type\":\"text_delta\",\"text\":\"\xff\"}}",
+    "{\"delta\":{\"type\":\"text_delta\",\"text\":\"a\",\"n\":99999999999999999999}}",
+    "{\"delta\":{\"type\":\"text_delta\",\"text\":\"a\",\"r\":1e999}}",
+    "{\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}",
+    "{\"de\\u0000lta\":{}}",
+    "[{\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}]",
+    "",
+    "{\"delta\":{\"stop_reason\":\"max_tokens\",\"stop_sequence\":null},\"usage\":{"
+    "\"output_tokens\":15}}",
+    "{\"delta\":{\"stop_reason\":\"max_\\u0074okens\"},\"usage\":{\"input_tokens\":-3,"
+    "\"output_tokens\":1.5,\"cache_read_input_tokens\":\"7\",\"cache_creation_input_tokens\":"
+    "9223372036854775807}}",
+    "{\"delta\":{\"stop_reason\":\"model_context_window_exceeded\"},\"usage\":{\"input_tokens\":"
+    "-0,\"input_tokens\":4,\"output_tokens\":2,\"output_tokens\":null}}",
+    "{\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":null}",
+    "{\"delta\":{\"stop_reason\":\"refusal\"},\"usage\":[]}",
+    "{\"delta\":{\"stop_reason\":\"pause_turn\"}}",
+    "{\"delta\":{\"stop_reason\":null},\"usage\":{\"output_tokens\":3}}",
+    "{\"delta\":{\"stop_reason\":5}}",
+    "{\"delta\":5}",
+    "{\"usage\":{}}",
+    "{}",
+    "{\"message\":{\"id\":\"msg_\\u00e9\\n\",\"model\":\"claude-\\\"q\\\"\",\"usage\":{"
+    "\"input_tokens\":25,\"output_tokens\":1,\"cache_read_input_tokens\":2}}}",
+    "{\"message\":{\"id\":5,\"model\":null,\"usage\":7}}",
+    "{\"message\":{\"id\":\"a\",\"id\":\"b\",\"usage\":null}}",
+    "{\"message\":{\"id\":\"0123456789012345678901234567890123456789012345678901234567\\u00e9"
+    "\\u00e9\\u00e9\"}}",
+    "{\"message\":null}",
+    "{\"message\":\"m\"}",
+    "{\"content_block\":{\"type\":\"text\",\"text\":\"pre\\tfix\"}}",
+    "{\"content_block\":{\"type\":\"text\",\"text\":\"\"}}",
+    "{\"content_block\":{\"type\":\"text\"}}",
+    "{\"content_block\":{\"type\":\"text\",\"text\":null}}",
+    "{\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}",
+    "{\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":{}}}",
+    "{\"content_block\":{\"type\":\"tool_\\u0075se\",\"id\":\"t\",\"name\":\"f\"}}",
+    "{\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"t\",\"name\":\"f\"}}",
+    "{\"content_block\":{\"text\":\"a\"}}",
+    "{\"content_block\":[]}",
+    "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"u\"}}",
+    "{\"type\":\"message_stop\"}",
+    "{\"type\":\"ping\"}",
+    "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"o\"}}",
+};
+
+/* Every edge payload under every event name, on a fresh, a started and a tool stream:
+ * the fast and the jansson routes agree (t_stream_event asserts it). */
+static void
+test_anthropic_fast_stream_matches_jansson_on_edge_events(void **state)
+{
+    static const char *const names[] = {
+        "",      "message_start", "content_block_start", "content_block_delta",
+        "ping",  "message_delta", "content_block_stop",  "message_stop",
+        "error", "other",
+    };
+    size_t i, k, s;
+
+    (void)state;
+    for (s = 0; s < 3; s++)
+        for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+            for (i = 0; i < sizeof(t_edge_data) / sizeof(t_edge_data[0]); i++) {
+                struct dl_anthropic_stream st;
+                struct gw_buf out = {0};
+
+                dl_anthropic_stream_init(&st, 1700000000);
+                if (s > 0)
+                    (void)dl_anthropic_stream_event(
+                        &st, GW_STR_LIT("message_start"),
+                        GW_STR_LIT("{\"message\":{\"id\":\"m\",\"model\":\"c\"}}"), &out);
+                if (s > 1)
+                    (void)dl_anthropic_stream_event(
+                        &st, GW_STR_LIT("content_block_start"),
+                        GW_STR_LIT("{\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\","
+                                   "\"name\":\"f\"}}"),
+                        &out);
+                (void)dl_anthropic_stream_event(&st, gw_str_c(names[k]), gw_str_c(t_edge_data[i]),
+                                                &out);
+                gw_buf_fini(&out);
+            }
+}
+
+/* A text delta longer than the fast route's stack copy, full of escapes. */
+static void
+test_anthropic_fast_stream_long_escaped_text_delta(void **state)
+{
+    struct dl_anthropic_stream st;
+    struct gw_buf data = {0}, out = {0};
+    size_t i;
+
+    (void)state;
+    assert_int_equal(gw_buf_append_cstr(&data, "{\"delta\":{\"type\":\"text_delta\",\"text\":\""),
+                     GW_OK);
+    for (i = 0; i < 400; i++)
+        assert_int_equal(gw_buf_append_cstr(&data, "\\u00e9\\n\\\"x"), GW_OK);
+    assert_int_equal(gw_buf_append_cstr(&data, "\"}}"), GW_OK);
+    dl_anthropic_stream_init(&st, 1);
+    assert_int_equal(dl_anthropic_stream_event(&st, GW_STR_LIT("content_block_delta"),
+                                               (struct gw_str){data.data, data.len}, &out),
+                     GW_OK);
+    assert_non_null(strstr(out.data, "{\"content\":\"\xc3\xa9\\n\\\"x\xc3\xa9\\n"));
+    gw_buf_fini(&data);
+    gw_buf_fini(&out);
+}
+
+/* Answers the fast route must treat exactly as the jansson route does. */
+static const char *const t_edge_answers[] = {
+    "{\"id\":\"msg_1\",\"type\":\"message\",\"model\":\"claude-x\",\"content\":[{\"type\":"
+    "\"text\",\"text\":\"Hi \\\"you\\\"\\n\\u0001\\u001f\\b\\f\\/\\u00e9\\ud83d\\ude00\"}],"
+    "\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":10,\"output_tokens\":20}}",
+    "{\"content\":[{\"type\":\"text\",\"text\":\"\"}]}",
+    "{\"content\":[{\"type\":\"thinking\",\"thinking\":\"x\"},{\"type\":\"text\",\"text\":\"a\"},"
+    "{\"type\":\"redacted_thinking\"},{\"type\":\"text\",\"text\":\"b\",\"citations\":[]}]}",
+    "{\"content\":[{\"type\":\"thinking\"}],\"stop_reason\":\"refusal\"}",
+    "{\"content\":[],\"type\":null}",
+    "{\"content\":[],\"type\":\"other\"}",
+    "{\"content\":[],\"type\":\"mess\\u0061ge\",\"id\":7,\"model\":[1]}",
+    "{\"content\":{},\"content\":[{\"type\":\"text\",\"text\":\"last\"}]}",
+    "{\"content\":[{\"type\":\"text\",\"text\":\"first\"}],\"content\":{}}",
+    "{\"content\":[{\"type\":\"text\",\"text\":5}]}",
+    "{\"content\":[{\"type\":\"text\",\"text\":null}]}",
+    "{\"content\":[{\"type\":7}]}",
+    "{\"content\":[{\"text\":\"a\"}]}",
+    "{\"content\":[\"a\"]}",
+    "{\"content\":[{\"type\":\"tool_use\",\"id\":\"a\",\"name\":\"b\",\"input\":{\"x\":0.1}}]}",
+    "{\"content\":[{\"type\":\"text\",\"text\":\"a\"}],\"usage\":{\"input_tokens\":"
+    "9223372036854775807,\"cache_read_input_tokens\":9223372036854775807,\"output_tokens\":"
+    "9223372036854775807,\"cache_creation_input_tokens\":1}}",
+    "{\"content\":[],\"usage\":{\"input_tokens\":1.0,\"output_tokens\":-1,\"output_tokens\":3}}",
+    "{\"content\":[],\"usage\":null,\"stop_reason\":\"max_tokens\"}",
+    "{\"content\":[],\"usage\":\"u\",\"stop_reason\":null}",
+    "{\"content\":[],\"stop_reason\":\"tool_\\u0075se\",\"model\":\"m\\u0000n\"}",
+    "{\"content\":[{\"type\":\"text\",\"text\":\"a\"}]} x",
+    "{\"content\":[{\"type\":\"text\",\"text\":\"a\"},]}",
+    "{\"content\":[1e999]}",
+    "[]",
+    "",
+};
+
+static void
+test_anthropic_fast_answer_matches_jansson_on_edge_answers(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(t_edge_answers) / sizeof(t_edge_answers[0]); i++) {
+        struct gw_buf out = {0};
+        struct gw_usage u;
+
+        assert_int_equal(gw_buf_append_cstr(&out, "keep"), GW_OK);
+        (void)dl_anthropic_answer_to_chat(t_edge_answers[i], strlen(t_edge_answers[i]),
+                                          UINT64_MAX - (uint64_t)i, &out, &u);
+        assert_memory_equal(out.data, "keep", 4);
+        gw_buf_fini(&out);
+    }
+}
+
+/* The fast route decodes escapes and writes them back as jansson does. */
+static void
+test_anthropic_fast_answer_reescapes_like_jansson(void **state)
+{
+    const char *body = "{\"id\":\"m\\u0031\",\"model\":\"c\",\"content\":[{\"type\":\"text\","
+                       "\"text\":\"a\\/b\\u0001\\u00e9\"}]}";
+    struct gw_buf out = {0};
+    struct gw_usage u;
+
+    (void)state;
+    assert_int_equal(dl_anthropic_answer_to_chat(body, strlen(body), 5, &out, &u), GW_OK);
+    assert_string_equal(out.data,
+                        "{\"id\":\"chatcmpl-m1\",\"object\":\"chat.completion\",\"created\":5,"
+                        "\"model\":\"c\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+                        "\"assistant\",\"content\":\"a/b\\u0001\xc3\xa9\"},\"logprobs\":null,"
+                        "\"finish_reason\":null}]}");
+    gw_buf_fini(&out);
+}
+
+/* Requests the fast route must treat exactly as the jansson route does. */
+static const char *const t_edge_requests[] = {
+    "{\"model\":\"gpt\",\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}]}",
+    "{\"model\":\"gpt\",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"max_tokens\":"
+    "64,\"messages\":[{\"role\":\"system\",\"content\":\"be \\\"brief\\\"\\n\"},{\"role\":\"user\","
+    "\"content\":\"a\\u00e9\\/\\u0001\\b\\f\\t\\r\\ud83d\\ude00\"}]}",
+    "{\"messages\":[{\"role\":\"developer\",\"content\":\"d\"},{\"role\":\"user\",\"content\":"
+    "\"u1\"},"
+    "{\"role\":\"system\",\"content\":\"\"},{\"role\":\"system\",\"content\":\"s2\"},{\"role\":"
+    "\"user\",\"content\":\"\"},{\"role\":\"user\",\"content\":\"u3\",\"name\":\"bob\"},{\"role\":"
+    "\"assistant\",\"content\":\"a1\"},{\"role\":\"user\",\"content\":\"\"},{\"role\":"
+    "\"assistant\","
+    "\"content\":\"\"},{\"role\":\"assistant\",\"content\":\"\"}],\"stream\":false}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"\"}],\"max_completion_tokens\":5,"
+    "\"max_tokens\":9,\"seed\":1,\"store\":false,\"metadata\":{\"a\":\"b\"},\"frequency_penalty\":"
+    "0.1,\"presence_penalty\":-2e-3,\"logit_bias\":{\"1\":2},\"service_tier\":\"auto\","
+    "\"reasoning_effort\":\"low\",\"verbosity\":\"low\",\"prompt_cache_key\":\"k\"}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":null,"
+    "\"max_completion_tokens\":null}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":9223372036854775807}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":-1}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1.5}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":\"5\"}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":5,\"max_tokens\":6}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true,\"stream\":false}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":false,\"stream\":true}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":\"true\"}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"messages\":[{\"role\":\"user\","
+    "\"content\":\"y\"}]}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"content\":\"y\",\"role\":\"user\"}]}",
+    "{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\"}]}",
+    "{\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
+    "{\"messages\":[]}",
+    "{\"messages\":{}}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"p\"}]}]}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":null}]}",
+    "{\"messages\":[{\"role\":\"user\"}]}",
+    "{\"messages\":[{\"role\":\"tool\",\"content\":\"r\",\"tool_call_id\":\"t\"}]}",
+    "{\"messages\":[{\"role\":\"function\",\"content\":\"r\"}]}",
+    "{\"messages\":[{\"role\":5,\"content\":\"r\"}]}",
+    "{\"messages\":[\"x\"]}",
+    "{\"messages\":[{\"role\":\"us\\u0065r\",\"content\":\"r\"}]}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"r\"}],\"temperature\":0.7}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"r\"}],\"n\":2}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"r\"}],\"tools\":[]}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"r\"}],\"user\":\"u\"}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"r\"}]} x",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"r\"}],}",
+    "[]",
+    "",
+};
+
+static void
+test_anthropic_fast_request_matches_jansson_on_edge_requests(void **state)
+{
+    static const struct gw_str models[] = {
+        GW_STR_LIT("claude-test"), GW_STR_LIT(""),        GW_STR_LIT("m\"q"),
+        GW_STR_LIT("caf\xc3\xa9"), GW_STR_LIT("bad\xff"),
+    };
+    size_t i, k;
+
+    (void)state;
+    for (k = 0; k < sizeof(models) / sizeof(models[0]); k++)
+        for (i = 0; i < sizeof(t_edge_requests) / sizeof(t_edge_requests[0]); i++) {
+            struct gw_buf out = {0};
+            char why[200];
+
+            assert_int_equal(gw_buf_append_cstr(&out, "keep"), GW_OK);
+            (void)dl_anthropic_from_chat(t_edge_requests[i], strlen(t_edge_requests[i]), models[k],
+                                         i % 3 == 0   ? 0
+                                         : i % 3 == 1 ? 8192
+                                                      : UINT64_MAX,
+                                         &out, why, sizeof(why));
+            assert_memory_equal(out.data, "keep", 4);
+            gw_buf_fini(&out);
+        }
+}
+
+/* Allocation failures on the fast routes (buffer growth, the heap copy of a long
+ * escaped string) end in GW_OK or GW_E_NOMEM with nothing written. */
+static void
+test_anthropic_fast_routes_out_of_memory_is_clean(void **state)
+{
+    const char *req = "{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"system\","
+                      "\"content\":\"s\\n\"},{\"role\":\"user\",\"content\":\"a\"},{\"role\":"
+                      "\"user\",\"content\":\"b\\u00e9\"}]}";
+    const char *ans = "{\"id\":\"m\",\"model\":\"c\",\"content\":[{\"type\":\"text\",\"text\":"
+                      "\"a\\u0001\"}],\"usage\":{\"input_tokens\":1}}";
+    struct gw_buf delta = {0};
+    unsigned long k;
+    size_t i;
+
+    (void)state;
+    assert_int_equal(gw_buf_append_cstr(&delta, "{\"delta\":{\"type\":\"text_delta\",\"text\":\""),
+                     GW_OK);
+    for (i = 0; i < 200; i++)
+        assert_int_equal(gw_buf_append_cstr(&delta, "\\u00e9x"), GW_OK);
+    assert_int_equal(gw_buf_append_cstr(&delta, "\"}}"), GW_OK);
+    for (k = 1; k < 12; k++) {
+        struct dl_anthropic_stream st;
+        struct gw_buf out = {0};
+        struct gw_usage u;
+        char why[64];
+        enum gw_code rc;
+
+        gw_alloc_fail_at(k);
+        rc = (dl_anthropic_from_chat)(req, strlen(req), T_MODEL, 0, &out, why, sizeof(why));
+        gw_alloc_fail_at(0);
+        assert_true(rc == GW_OK || (rc == GW_E_NOMEM && out.len == 0));
+        gw_buf_fini(&out);
+        gw_alloc_fail_at(k);
+        rc = (dl_anthropic_answer_to_chat)(ans, strlen(ans), 1, &out, &u);
+        gw_alloc_fail_at(0);
+        assert_true(rc == GW_OK || (rc == GW_E_NOMEM && out.len == 0 && u.input_tokens == 0));
+        gw_buf_fini(&out);
+        dl_anthropic_stream_init(&st, 1);
+        gw_alloc_fail_at(k);
+        rc = (dl_anthropic_stream_event)(&st, GW_STR_LIT("content_block_delta"),
+                                         (struct gw_str){delta.data, delta.len}, &out);
+        gw_alloc_fail_at(0);
+        assert_true(rc == GW_OK || (rc == GW_E_NOMEM && out.len == 0));
+        gw_buf_fini(&out);
+    }
+    gw_buf_fini(&delta);
+}
+
 int
 main(void)
 {
@@ -1076,6 +1436,12 @@ main(void)
         cmocka_unit_test(test_anthropic_stream_without_usage_writes_no_usage_chunk),
         cmocka_unit_test(test_anthropic_stream_long_id_is_cut_to_fit),
         cmocka_unit_test(test_anthropic_out_of_memory_is_clean),
+        cmocka_unit_test(test_anthropic_fast_stream_matches_jansson_on_edge_events),
+        cmocka_unit_test(test_anthropic_fast_stream_long_escaped_text_delta),
+        cmocka_unit_test(test_anthropic_fast_answer_matches_jansson_on_edge_answers),
+        cmocka_unit_test(test_anthropic_fast_answer_reescapes_like_jansson),
+        cmocka_unit_test(test_anthropic_fast_request_matches_jansson_on_edge_requests),
+        cmocka_unit_test(test_anthropic_fast_routes_out_of_memory_is_clean),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
