@@ -31,6 +31,7 @@
 #include <ck_spinlock.h>
 
 #include "core/alloc.h"
+#include "core/namereg.h"
 #include "core/tsan.h"
 
 struct gw_outcome {
@@ -43,9 +44,9 @@ struct gw_sample {
     uint32_t ttfc_ms;
 };
 
-/* Owned by the registry (gw_upstates.v); never moves or dies before gw_upstates_free. */
+/* Owned by the registry (gw_upstates.names); never moves or dies before gw_upstates_free. */
 struct gw_upstate {
-    char *name; /* written once by main before any snapshot points here */
+    const char *name; /* the registry's copy, set by main before any snapshot points here */
     ck_spinlock_fas_t lock;
     /* ---- guarded by lock ---- */
     unsigned consecutive_failures;
@@ -60,8 +61,7 @@ struct gw_upstate {
 
 /* Registry: touched by main only (attach), so a plain growing array. */
 struct gw_upstates {
-    struct gw_upstate **v;
-    size_t n, cap;
+    struct gw_namereg names;
 };
 
 /* ---- lock ---- */
@@ -93,47 +93,24 @@ gw_upstates_new(void)
 void
 gw_upstates_free(struct gw_upstates *r)
 {
-    size_t i;
-
     if (!r)
         return;
-    for (i = 0; i < r->n; i++) {
-        gw_free(r->v[i]->name);
-        gw_free(r->v[i]);
-    }
-    gw_free(r->v);
+    gw_namereg_fini(&r->names);
     gw_free(r);
 }
 
 struct gw_upstate *
 gw_upstates_get(struct gw_upstates *r, const char *name)
 {
-    struct gw_upstate *u;
-    size_t i;
+    const char *copy;
+    bool created;
+    struct gw_upstate *u = gw_namereg_get(&r->names, name, sizeof(*u), &created, &copy);
 
-    for (i = 0; i < r->n; i++)
-        if (strcmp(r->v[i]->name, name) == 0)
-            return r->v[i];
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 8;
-        struct gw_upstate **v = gw_realloc(r->v, cap * sizeof(*v));
-
-        if (!v)
-            return NULL;
-        r->v = v;
-        r->cap = cap;
+    if (u && created) {
+        u->name = copy;
+        ck_spinlock_fas_init(&u->lock);
+        u->link_ms = -1;
     }
-    u = gw_calloc(1, sizeof(*u));
-    if (!u)
-        return NULL;
-    u->name = gw_strdup(name);
-    if (!u->name) {
-        gw_free(u);
-        return NULL;
-    }
-    ck_spinlock_fas_init(&u->lock);
-    u->link_ms = -1;
-    r->v[r->n++] = u;
     return u;
 }
 

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/namereg.h"
 #include "core/spin.h"
 #include "core/assert.h"
 
@@ -53,13 +54,12 @@ struct gw_slots {
     unsigned waiting; /* waiters in the FIFO */
     struct gw_slots_waiter *head, *tail;
     /* ---- written once by main before the pointer is shared ---- */
-    char *name;
+    const char *name; /* the registry's copy */
 };
 
 /* Registry: touched by main only, so a plain growing array. */
 struct gw_slots_reg {
-    struct gw_slots **v;
-    size_t n, cap;
+    struct gw_namereg names;
 };
 
 /* ---- lock ---- */
@@ -87,58 +87,34 @@ gw_slots_reg_new(void)
 void
 gw_slots_reg_free(struct gw_slots_reg *r)
 {
-    size_t i;
-
     if (!r)
         return;
-    for (i = 0; i < r->n; i++) {
-        gw_free(r->v[i]->name);
-        gw_free(r->v[i]);
-    }
-    gw_free(r->v);
+    gw_namereg_fini(&r->names);
     gw_free(r);
 }
 
 struct gw_slots *
 gw_slots_reg_get(struct gw_slots_reg *r, const char *name)
 {
-    struct gw_slots *s;
-    size_t i;
+    const char *copy;
+    bool created;
+    struct gw_slots *s = gw_namereg_get(&r->names, name, sizeof(*s), &created, &copy);
 
-    for (i = 0; i < r->n; i++)
-        if (strcmp(r->v[i]->name, name) == 0)
-            return r->v[i];
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 8;
-        struct gw_slots **v = gw_realloc(r->v, cap * sizeof(*v));
-
-        if (!v)
-            return NULL;
-        r->v = v;
-        r->cap = cap;
-    }
-    s = gw_calloc(1, sizeof(*s));
-    if (!s)
-        return NULL;
-    s->name = gw_strdup(name);
-    if (!s->name) {
-        gw_free(s);
-        return NULL;
-    }
-    r->v[r->n++] = s;
+    if (s && created)
+        s->name = copy;
     return s;
 }
 
 size_t
 gw_slots_reg_count(const struct gw_slots_reg *r)
 {
-    return r->n;
+    return r->names.n;
 }
 
 struct gw_slots *
 gw_slots_reg_at(const struct gw_slots_reg *r, size_t i)
 {
-    return i < r->n ? r->v[i] : NULL;
+    return gw_namereg_at(&r->names, i);
 }
 
 const char *
