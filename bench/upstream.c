@@ -54,11 +54,18 @@ enum up_fault {
     UP_FAULT_DROP_BEFORE,
     UP_FAULT_DROP_MID,
     UP_FAULT_ERROR_MID,
+    UP_FAULT_GARBAGE_BODY,
+    UP_FAULT_GARBAGE_SSE,
+    UP_FAULT_GARBAGE_LINES,
 };
 
 static const char *const fault_names[] = {
-    "none", "status", "hang-headers", "hang-content", "drop-before", "drop-mid", "error-mid",
+    "none",     "status",    "hang-headers", "hang-content", "drop-before",
+    "drop-mid", "error-mid", "garbage-body", "garbage-sse",  "garbage-lines",
 };
+
+/* What the garbage faults send where JSON is due: a proxy's error page. */
+#define UP_GARBAGE "<html><body><h1>502 Bad Gateway</h1></body></html>"
 
 /* One segment of a pace profile: <count> content chunks, each <gap_ms> after the
  * previous one (the very first chunk of an answer comes at ttft, whatever its gap). */
@@ -546,6 +553,8 @@ static void anth_stream_open(struct up_conn *c);
 static void anth_stream_delta(struct up_conn *c);
 static void anth_stream_close(struct up_conn *c);
 static void anth_stream_error(struct up_conn *c);
+static void send_named_event(struct up_conn *c, const char *name, const struct gw_buf *ev,
+                             bool last);
 
 static void
 render_usage(struct gw_buf *b, const struct up_conn *c, uint64_t completion)
@@ -717,6 +726,58 @@ send_stream_error(struct up_conn *c)
     if (c->closing)
         return;
     c->stream_active = false; /* we end it, not the peer */
+    conn_drain_then(c, false);
+}
+
+/* --fault garbage-body: a 200 that claims JSON and is not (either route, streamed
+ * or not: a streamed request thus gets no event stream at all). */
+static void
+send_garbage_body(struct up_conn *c)
+{
+    static const char body[] = UP_GARBAGE;
+
+    send_simple(c, 200, "application/json", NULL, body, sizeof(body) - 1);
+}
+
+/* --fault garbage-sse: after --drop-after content chunks, one event whose data is not
+ * JSON (named content_block_delta on the Anthropic route), then the end of the body;
+ * the connection stays open. The stream counts as neither completed nor aborted. */
+static void
+send_stream_garbage(struct up_conn *c)
+{
+    static const struct gw_buf ev = {(char *)(uintptr_t)UP_GARBAGE, sizeof(UP_GARBAGE) - 1, 0};
+
+    if (c->anth)
+        send_named_event(c, "content_block_delta", &ev, true);
+    else
+        send_event(c, &ev, true);
+    if (c->closing)
+        return;
+    c->stream_active = false; /* we end it, not the peer */
+    conn_drain_then(c, false);
+}
+
+/* --fault garbage-lines: the 200 headers of an event stream, then lines that are no
+ * SSE field a client reads (no data:, no event:) and the end of the body. */
+static void
+send_garbage_lines(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    static const char lines[] = UP_GARBAGE "\nupstream error\n\n";
+    static const char hdr[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                              "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
+
+    gw_buf_reset(&t->frame);
+    (void)gw_buf_append(&t->frame, hdr, sizeof(hdr) - 1);
+    if (!c->keep_alive)
+        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("Connection: close\r\n"));
+    (void)gw_buf_printf(&t->frame, "\r\n%zx\r\n", sizeof(lines) - 1);
+    (void)gw_buf_append(&t->frame, lines, sizeof(lines) - 1);
+    (void)gw_buf_append_str(&t->frame, GW_STR_LIT("\r\n0\r\n\r\n"));
+    conn_write(c, t->frame.data, t->frame.len);
+    count(&st.streams_started);
+    if (c->closing)
+        return;
     conn_drain_then(c, false);
 }
 
@@ -929,6 +990,10 @@ stream_step(struct up_conn *c)
             send_stream_error(c);
             return;
         }
+        if (c->p.fault == UP_FAULT_GARBAGE_SSE && c->sent >= c->p.drop_after) {
+            send_stream_garbage(c);
+            return;
+        }
         if (c->sent >= c->p.chunks) {
             send_stream_end(c);
             return;
@@ -1024,6 +1089,18 @@ answer_model(struct up_conn *c)
     case UP_FAULT_ERROR_MID:
         if (!c->stream) {
             send_status_fault(c); /* no stream to break: the status fault instead */
+            return;
+        }
+        break;
+    case UP_FAULT_GARBAGE_BODY: send_garbage_body(c); return;
+    case UP_FAULT_GARBAGE_SSE:
+    case UP_FAULT_GARBAGE_LINES:
+        if (!c->stream) {
+            send_garbage_body(c); /* no stream to spoil: the garbage body instead */
+            return;
+        }
+        if (c->p.fault == UP_FAULT_GARBAGE_LINES) {
+            send_garbage_lines(c);
             return;
         }
         break;
@@ -1498,7 +1575,7 @@ usage(void)
             "         [--chunks N] [--interval-ms N] [--text STR] [--cached N]\n"
             "         [--cache-write N]\n"
             "         [--fault none|status|hang-headers|hang-content|drop-before|drop-mid|\n"
-            "                  error-mid]\n"
+            "                  error-mid|garbage-body|garbage-sse|garbage-lines]\n"
             "         [--status N] [--retry-after SECS] [--error-body JSON] [--drop-after N]\n"
             "         [--pace COUNTxMS[,COUNTxMS...]] [--no-usage] [--quiet]\n"
             "see docs/gwbench.md\n");
