@@ -444,7 +444,12 @@ append_count(struct gw_buf *out, uint64_t v)
     return gw_buf_append_u64(out, v > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : v);
 }
 
-/* ---- request ---- */
+/* ---- request ----
+ * Duplicate keys (issue 8, one body per request): both routes read the last copy of a
+ * key, as jansson does, and the upstream gets a body built from what they read, never
+ * the client's bytes; so what is forwarded is what was read. The body reaching here has
+ * passed dl_openai_req_parse, which refuses a duplicate of the top-level fields the
+ * gateway itself reads (model, messages, max_tokens, ...). */
 
 struct req_conv {
     char *why;

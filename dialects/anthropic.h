@@ -30,7 +30,8 @@
 /* ---- request ---- */
 
 /* Renders into <out> the Messages body for the Chat Completions request <body>/<len>
- * (already validated by dl_openai_req_parse), sent to upstream model <model>.
+ * (already validated by dl_openai_req_parse, which refuses duplicates of the fields the
+ * gateway reads; of other duplicate keys the last counts), sent to upstream model <model>.
  * max_tokens: the client's max_completion_tokens, else its max_tokens, else
  * <spec_max_output> (the model's max_output_tokens from the one resolve function, 0 when
  * unknown), else DL_ANTHROPIC_FALLBACK_MAX_TOKENS. "stream": true is copied from <body>.

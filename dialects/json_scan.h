@@ -7,7 +7,8 @@
  * grammar, strict UTF-8, \u escapes with paired surrogates, no U+0000 in object keys,
  * integers that fit int64, reals that do not overflow a double, at most
  * DL_JSON_MAX_DEPTH nested containers. Duplicate keys are the caller's business
- * (jansson keeps the last one; so do the dialects).
+ * (jansson keeps the last one; so do the dialects, except that dl_openai_req_parse
+ * refuses a request holding twice a top-level field the gateway reads).
  * Owns:    nothing: a struct dl_json borrows the bytes it scans.
  * Threads: any; one scanner on one thread.
  * See:     dialects/json_scan.c, dialects/openai.c, tests/fuzz/fuzz_openai.c

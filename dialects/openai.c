@@ -7,13 +7,20 @@
  * allocation but the dl_openai_req itself. They accept and refuse exactly what
  * jansson's json_loadb does and read the same values, duplicate keys included (the last
  * one counts); tests/fuzz/fuzz_openai.c checks this against jansson. Known differences:
- * the line/column of a refusal may point a token earlier than jansson's, and the input
- * estimate counts every copy of a duplicate key inside "tools"/"functions".
+ * the line/column of a refusal may point a token earlier than jansson's, the input
+ * estimate counts every copy of a duplicate key inside "tools"/"functions", and one
+ * deliberate refusal: a request holding twice a top-level field the gateway reads
+ * (read_fields below), or include_usage twice in stream_options, is refused (issue 8:
+ * one body per request). The gateway would act on the last copy while a same-shape
+ * upstream, which receives the client's bytes, may read the first: routed and allowed
+ * on "model":"a", served as "model":"b". Only the fields the gateway reads are checked
+ * (a duplicate it never reads changes nothing it decided, and the check stays a bit
+ * per key, no allocation); a field that any caller starts reading joins read_fields.
  * Render edits the client's bytes in place (the "model" value, include_usage) at the
  * offsets the parse found, so that everything else, numbers included, reaches the
  * upstream exactly as the client wrote it; jansson's dump (which rewrites 0.7 as
  * 0.69999999999999996) is only the fallback for bodies the splice does not handle
- * (escaped or duplicate keys where the edit goes).
+ * (escaped keys, or duplicate keys in the rescan of a copy).
  * Owns:    a dl_openai_req owns a copy of the model; it keeps the parsed body's address
  *          and length only to recognise it. Every other call frees what it allocates
  *          before returning.
@@ -238,11 +245,51 @@ choice_message_bytes(struct dl_json *j, size_t *out)
 
 /* ---- request ---- */
 
+/* The top-level fields the gateway reads, and so refuses to see twice (issue 8): model
+ * (routing, the key's allowed models), messages, tools and functions (the input
+ * estimate; messages also the conversation key of dialects/openai_conv.c), stream and
+ * stream_options (the relay, the usage chunk), prompt_cache_key (the conversation key),
+ * max_tokens and max_completion_tokens (the Anthropic conversion's max_tokens).
+ * include_usage inside stream_options is checked too (DUP_INCLUDE_USAGE). A field that
+ * this file, openai_conv.c, anthropic.c or net/ starts reading is added here; the fuzz
+ * oracle (tests/fuzz/fuzz_openai.c) holds the same list. */
+enum read_field {
+    RF_MODEL,
+    RF_MESSAGES,
+    RF_STREAM,
+    RF_STREAM_OPTIONS,
+    RF_TOOLS,
+    RF_FUNCTIONS,
+    RF_PROMPT_CACHE_KEY,
+    RF_MAX_TOKENS,
+    RF_MAX_COMPLETION_TOKENS,
+    RF__COUNT,
+};
+
+static const struct {
+    const char *name;
+    size_t len;
+} read_fields[RF__COUNT] = {
+    [RF_MODEL] = {"model", 5},
+    [RF_MESSAGES] = {"messages", 8},
+    [RF_STREAM] = {"stream", 6},
+    [RF_STREAM_OPTIONS] = {"stream_options", 14},
+    [RF_TOOLS] = {"tools", 5},
+    [RF_FUNCTIONS] = {"functions", 9},
+    [RF_PROMPT_CACHE_KEY] = {"prompt_cache_key", 16},
+    [RF_MAX_TOKENS] = {"max_tokens", 10},
+    [RF_MAX_COMPLETION_TOKENS] = {"max_completion_tokens", 21},
+};
+
+#define DUP_INCLUDE_USAGE "stream_options.include_usage"
+
 /* What the one pass over a request body finds. Kinds and spans are those of the last
  * occurrence of each key (jansson keeps the last); render splices at the offsets. */
 struct req_scan {
     size_t close;           /* offset of the top-level '}' */
     bool key_escaped;       /* some top-level key holds a backslash */
+    unsigned seen;          /* bit 1 << RF_x: that read field was met */
+    const char *dup;        /* the first read field met twice (its name), or NULL */
     unsigned model_n, so_n; /* occurrences of "model" and "stream_options" */
     enum kind model, messages, stream, so;
     struct dl_json_str model_str; /* the last "model" string */
@@ -276,7 +323,8 @@ scan_stream_options(struct dl_json *j, struct req_scan *rs)
         if (k.escaped)
             rs->so_key_escaped = true;
         if (KEY_IS(j, &k, "include_usage")) {
-            rs->iu_n++;
+            if (++rs->iu_n == 2 && !rs->dup)
+                rs->dup = DUP_INCLUDE_USAGE;
             rs->iu_at = j->i;
             rs->iu_true = j->i < j->n && j->s[j->i] == 't';
             if (!dl_json_skip(j, NULL))
@@ -301,6 +349,24 @@ schema_bytes(struct dl_json *j, size_t *out)
     return dl_json_skip(j, c == '{' || c == '[' ? out : NULL);
 }
 
+/* Which read field the key <k> is (escapes decoded), or RF__COUNT for another key; notes
+ * the first one met twice in <rs->dup>. */
+static enum read_field
+note_field(const struct dl_json *j, const struct dl_json_str *k, struct req_scan *rs)
+{
+    unsigned f;
+
+    for (f = 0; f < RF__COUNT; f++)
+        if (dl_json_key_is(j, k, read_fields[f].name, read_fields[f].len))
+            break;
+    if (f == RF__COUNT)
+        return RF__COUNT;
+    if ((rs->seen & (1u << f)) && !rs->dup)
+        rs->dup = read_fields[f].name;
+    rs->seen |= 1u << f;
+    return (enum read_field)f;
+}
+
 /* The whole request, the cursor at its '{'. */
 static bool
 scan_request(struct dl_json *j, struct req_scan *rs)
@@ -314,31 +380,33 @@ scan_request(struct dl_json *j, struct req_scan *rs)
         return false;
     while ((rc = dl_json_obj_next(j, &first, &k)) > 0) {
         int c = dl_json_peek(j);
+        enum read_field f;
         bool ok;
 
         if (k.escaped)
             rs->key_escaped = true;
-        if (KEY_IS(j, &k, "model")) {
+        f = note_field(j, &k, rs);
+        if (f == RF_MODEL) {
             rs->model_n++;
             rs->model = kind_of(c);
             rs->model_at = j->i;
             ok = c == '"' ? dl_json_string(j, &rs->model_str) : dl_json_skip(j, NULL);
             rs->model_end = j->i;
-        } else if (KEY_IS(j, &k, "messages")) {
+        } else if (f == RF_MESSAGES) {
             rs->messages = kind_of(c);
             ok = each_bytes(j, request_message_bytes, &rs->msg_bytes, &rs->nmsg);
-        } else if (KEY_IS(j, &k, "stream")) {
+        } else if (f == RF_STREAM) {
             rs->stream = kind_of(c);
             ok = dl_json_skip(j, NULL);
-        } else if (KEY_IS(j, &k, "stream_options")) {
+        } else if (f == RF_STREAM_OPTIONS) {
             rs->so_n++;
             rs->so = kind_of(c);
             rs->so_at = j->i;
             ok = c == '{' ? scan_stream_options(j, rs) : dl_json_skip(j, NULL);
             rs->so_end = j->i;
-        } else if (KEY_IS(j, &k, "tools")) {
+        } else if (f == RF_TOOLS) {
             ok = schema_bytes(j, &rs->tools_bytes);
-        } else if (KEY_IS(j, &k, "functions")) { /* the legacy spelling */
+        } else if (f == RF_FUNCTIONS) { /* the legacy spelling */
             ok = schema_bytes(j, &rs->functions_bytes);
         } else {
             ok = dl_json_skip(j, NULL);
@@ -407,6 +475,12 @@ dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, st
         return refuse_json(&j, why);
     if (c != '{')
         return refuse(why, "body: must be a JSON object");
+    if (rs.dup) {
+        /* one body per request (issue 8): the name is ours, never the client's bytes */
+        if (why && gw_buf_printf(why, "duplicate key \"%s\" in the request body", rs.dup) != GW_OK)
+            return GW_E_NOMEM;
+        return GW_E_BAD_REQUEST;
+    }
     if (rs.model != K_STRING || rs.model_str.dlen == 0)
         return refuse(why, "model: required string");
     if (rs.messages != K_ARRAY)
@@ -494,7 +568,8 @@ struct splice {
 /* True when the splice can edit these bytes: "model" once and unescaped keys at the top,
  * and, where include_usage must be set, one stream_options with unescaped keys and at
  * most one include_usage. (An escaped key could spell a wanted one in another way;
- * duplicates would leave an old value that a reader may take.) */
+ * duplicates would leave an old value that a reader may take. The parse refuses those
+ * duplicates; they reach here only when render rescans other bytes.) */
 static bool
 splice_fits(const struct req_scan *rs, bool set_usage)
 {

@@ -23,6 +23,11 @@ struct dl_openai_req;
 
 /* Parses a Chat Completions request body. Requires a JSON object with a non-empty
  * string "model" and an array "messages"; "stream" must be a boolean when present.
+ * A top-level field the gateway reads (model, messages, stream, stream_options, tools,
+ * functions, prompt_cache_key, max_tokens, max_completion_tokens) given twice, or
+ * include_usage twice in stream_options, is refused (<why>: duplicate key "model" in the
+ * request body): the body forwarded must be the body checked. Other duplicate keys
+ * are accepted, the last one counting (as jansson reads them).
  * GW_OK and <*out> (free with dl_openai_req_free); GW_E_BAD_REQUEST with a reason
  * for the client in <why> (never echoes the body); GW_E_NOMEM. */
 enum gw_code dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out,
@@ -92,11 +97,10 @@ bool dl_openai_req_has_tool_results(const struct dl_openai_req *r);
 /* The scan behind both, over a validated body. */
 void dl_openai_scan_conversation(const char *body, size_t len, struct dl_openai_conv *out);
 
-
 /* One model of a listing; 0 for a figure that is not known. */
 struct dl_model_entry {
     const char *id;
-    const char *owned_by;       /* the upstream describing it, "gw" for a group */
+    const char *owned_by; /* the upstream describing it, "gw" for a group */
     uint64_t context_window;
     uint64_t max_output_tokens;
 };

@@ -6,18 +6,26 @@
  * Differential check: the single-pass scanner of dialects/openai.c must decide and read
  * exactly what the former jansson implementation (kept below as the t_old_* oracle)
  * did: the same refusal reason (up to the line/column), model, stream, include_usage,
- * chunk fields, answer usage and content bytes. The one deliberate difference: the input
- * estimate counts every copy of a duplicate key inside "tools"/"functions" (jansson
- * keeps the last), so estimates are compared only for bodies without duplicate keys; and
- * a raw NUL byte is refused everywhere, where jansson's lexer drops one that directly
- * follows a number or true/false/null (its unget loses it: "[1\0]" loads as [1]), so
- * for input holding a raw NUL only "the new code refuses" is checked.
+ * chunk fields, answer usage and content bytes. The deliberate differences:
+ * - one body per request (issue 8): a JSON object holding twice a top-level field the
+ *   gateway reads (T_READ_FIELDS), or include_usage twice in one stream_options object,
+ *   is refused naming the first such duplicate, where jansson keeps the last copy.
+ *   t_first_dup finds it independently of dialects/ (its own walk over the top-level
+ *   members of a body jansson accepted, keys decoded by jansson): for such a body the
+ *   refusal and its exact reason are checked, and the oracle only for the others;
+ * - the input estimate counts every copy of a duplicate key inside "tools"/"functions"
+ *   (jansson keeps the last), so estimates are compared only for bodies without any
+ *   duplicate key (jansson's JSON_REJECT_DUPLICATES);
+ * - a raw NUL byte is refused everywhere, where jansson's lexer drops one that directly
+ *   follows a number or true/false/null (its unget loses it: "[1\0]" loads as [1]), so
+ *   for input holding a raw NUL only "the new code refuses" is checked.
  * Owns:    one input at a time.
  * Threads: single-threaded.
  * See:     dialects/openai.c, tests/fuzz/corpus/openai/
  */
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,6 +265,133 @@ t_no_duplicate_keys(const char *body, size_t len)
     return root != NULL;
 }
 
+/* ---- the oracle of duplicate keys (issue 8) ---- */
+
+/* The top-level fields the gateway reads (dialects/openai.c, read_fields). */
+static const char *const T_READ_FIELDS[] = {
+    "model",     "messages",         "stream",     "stream_options",        "tools",
+    "functions", "prompt_cache_key", "max_tokens", "max_completion_tokens",
+};
+#define T_NFIELDS (sizeof(T_READ_FIELDS) / sizeof(T_READ_FIELDS[0]))
+
+static size_t
+t_skip_ws(const char *s, size_t n, size_t i)
+{
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* The offset just past the value at <i> of a document jansson accepted (so: valid). */
+static size_t
+t_value_end(const char *s, size_t n, size_t i)
+{
+    size_t depth = 0;
+
+    do {
+        if (s[i] == '"') {
+            for (i++; s[i] != '"'; i++)
+                if (s[i] == '\\')
+                    i++;
+            i++;
+        } else if (s[i] == '{' || s[i] == '[') {
+            depth++;
+            i++;
+        } else if (s[i] == '}' || s[i] == ']') {
+            depth--;
+            i++;
+        } else if (depth == 0) {
+            while (i < n && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' &&
+                   s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+                i++;
+        } else {
+            i++;
+        }
+    } while (depth > 0);
+    return i;
+}
+
+/* Walks the object at <*i>, calling <fn> on each member: the key (decoded by jansson)
+ * and the offset of its value; stops early when <fn> returns a name. <*i> ends past the
+ * object. */
+typedef const char *(*t_member_fn)(const char *s, size_t n, const json_t *key, size_t at,
+                                   unsigned *counts);
+
+static const char *
+t_walk(const char *s, size_t n, size_t *i, t_member_fn fn, unsigned *counts)
+{
+    size_t k = t_skip_ws(s, n, *i + 1);
+
+    while (s[k] != '}') {
+        size_t kend = t_value_end(s, n, k), at;
+        json_t *key = json_loadb(s + k, kend - k, JSON_DECODE_ANY, NULL);
+        const char *dup;
+
+        if (!json_is_string(key))
+            abort(); /* the document was valid: a key is a string */
+        at = t_skip_ws(s, n, t_skip_ws(s, n, kend) + 1); /* past the ':' */
+        dup = fn(s, n, key, at, counts);
+        json_decref(key);
+        if (dup)
+            return dup;
+        k = t_skip_ws(s, n, t_value_end(s, n, at));
+        if (s[k] == ',')
+            k = t_skip_ws(s, n, k + 1);
+    }
+    *i = k + 1;
+    return NULL;
+}
+
+static bool
+t_key_is(const json_t *key, const char *lit)
+{
+    return json_string_length(key) == strlen(lit) &&
+           memcmp(json_string_value(key), lit, strlen(lit)) == 0;
+}
+
+static const char *
+t_so_member(const char *s, size_t n, const json_t *key, size_t at, unsigned *counts)
+{
+    (void)s;
+    (void)n;
+    (void)at;
+    if (t_key_is(key, "include_usage") && ++counts[0] == 2)
+        return "stream_options.include_usage";
+    return NULL;
+}
+
+static const char *
+t_top_member(const char *s, size_t n, const json_t *key, size_t at, unsigned *counts)
+{
+    size_t f;
+
+    for (f = 0; f < T_NFIELDS; f++)
+        if (t_key_is(key, T_READ_FIELDS[f]))
+            break;
+    if (f == T_NFIELDS)
+        return NULL;
+    if (++counts[f] == 2)
+        return T_READ_FIELDS[f];
+    if (strcmp(T_READ_FIELDS[f], "stream_options") == 0 && s[at] == '{') {
+        unsigned iu = 0;
+        size_t i = at;
+
+        return t_walk(s, n, &i, t_so_member, &iu);
+    }
+    return NULL;
+}
+
+/* The name the refusal of the JSON object <body> (jansson accepted it) must give: the
+ * first read field met a second time, in document order; NULL when there is none. */
+static const char *
+t_first_dup(const char *body, size_t len)
+{
+    unsigned counts[T_NFIELDS] = {0};
+    size_t i = t_skip_ws(body, len, 0);
+
+    return t_walk(body, len, &i, t_top_member, counts);
+}
+
 /* Aborts unless the new parse agrees with the oracle. */
 static void
 t_diff_parse(const char *body, size_t size, enum gw_code rc, const struct dl_openai_req *r,
@@ -271,6 +406,19 @@ t_diff_parse(const char *body, size_t size, enum gw_code rc, const struct dl_ope
         return;
     }
     t_old_parse(body, size, &o);
+    if (json_is_object(o.root)) {
+        const char *dup = t_first_dup(body, size);
+        char want[96];
+
+        if (dup) {
+            snprintf(want, sizeof(want), "duplicate key \"%s\" in the request body", dup);
+            if (rc != GW_E_BAD_REQUEST || why->len != strlen(want) ||
+                memcmp(why->data, want, why->len) != 0)
+                abort();
+            json_decref(o.root);
+            return;
+        }
+    }
     if (o.reason[0] == '\0') {
         if (rc != GW_OK)
             abort();

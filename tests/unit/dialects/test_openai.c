@@ -298,9 +298,10 @@ test_openai_render_escaped_keys_fall_back_to_dump(void **state)
     assert_string_equal(out.data, "{\"model\":\"b\",\"messages\":[{\"content\":\"\xc3\xa9\"}],"
                                   "\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
     gw_buf_fini(&out);
-    /* duplicate model keys: jansson keeps the last one, and so does the output */
-    t_render("{\"model\":\"x\",\"model\":\"a\",\"messages\":[]}", "b", &out);
-    assert_string_equal(out.data, "{\"model\":\"b\",\"messages\":[]}");
+    /* a duplicate key the gateway does not read: the dump keeps the last, one body */
+    t_render("{\"model\":\"x\",\"t\\u0065mperature\":1,\"temperature\":2,\"messages\":[]}", "b",
+             &out);
+    assert_string_equal(out.data, "{\"model\":\"b\",\"temperature\":2,\"messages\":[]}");
     gw_buf_fini(&out);
 }
 
@@ -704,31 +705,133 @@ test_openai_parse_error_position_counts_lines_and_characters(void **state)
 }
 
 static void
-test_openai_parse_duplicate_keys_last_wins(void **state)
+test_openai_parse_nested_duplicate_keys_last_wins(void **state)
 {
     struct dl_openai_req *r;
-    static const char body[] = "{\"model\":7,\"model\":\"b\",\"messages\":\"x\",\"messages\":["
+    static const char body[] = "{\"model\":\"b\",\"messages\":["
                                "{\"content\":\"abcdefgh\",\"content\":\"ab\"}],"
-                               "\"stream\":true,\"stream\":false,"
-                               "\"stream_options\":{\"include_usage\":true},"
-                               "\"stream_options\":null}";
+                               "\"stream\":true,"
+                               "\"stream_options\":{\"x\":1,\"x\":2,\"include_usage\":true}}";
 
     (void)state;
     r = t_parse_ok(body, T_LEN(body));
     assert_true(gw_str_eq(dl_openai_req_model(r), GW_STR_LIT("b")));
-    assert_false(dl_openai_req_is_stream(r));
-    assert_false(dl_openai_req_wants_usage(r));
+    assert_true(dl_openai_req_is_stream(r));
+    assert_true(dl_openai_req_wants_usage(r));
     assert_int_equal(dl_openai_req_input_estimate(r), 1 + 4);
     dl_openai_req_free(r);
-    t_parse_refused("{\"model\":\"a\",\"model\":\"\",\"messages\":[]}", "model: required", NULL);
-    t_parse_refused("{\"model\":\"a\",\"messages\":[],\"stream\":false,\"stream\":1}",
-                    "stream: must be a boolean", NULL);
     /* an escaped key is the key it decodes to */
     r = t_parse_ok("{\"mod\\u0065l\":\"c\",\"messag\\u0065s\":[],\"str\\u0065am\":true}",
                    strlen("{\"mod\\u0065l\":\"c\",\"messag\\u0065s\":[],\"str\\u0065am\":true}"));
     assert_true(gw_str_eq(dl_openai_req_model(r), GW_STR_LIT("c")));
     assert_true(dl_openai_req_is_stream(r));
     dl_openai_req_free(r);
+}
+
+/* ---- issue 8: one body per request ---- */
+
+/* Parses <body> expecting the refusal that names the duplicated field <field>. */
+static void
+t_dup_refused(const char *body, const char *field)
+{
+    struct dl_openai_req *r = (struct dl_openai_req *)1;
+    struct gw_buf why = {0};
+    char want[128];
+
+    snprintf(want, sizeof(want), "duplicate key \"%s\" in the request body", field);
+    assert_int_equal(dl_openai_req_parse(body, strlen(body), &r, &why), GW_E_BAD_REQUEST);
+    assert_null(r);
+    assert_string_equal(why.data, want);
+    gw_buf_fini(&why);
+}
+
+static void
+test_issue_8_duplicate_model_refused(void **state)
+{
+    (void)state;
+    /* routed on the last, served on the first by some upstreams: refused either way */
+    t_dup_refused("{\"model\":\"allowed\",\"model\":\"other\",\"messages\":[]}", "model");
+    t_dup_refused("{\"model\":\"other\",\"messages\":[],\"model\":\"allowed\"}", "model");
+    /* the same value twice, or a value of another type: still two bodies in one */
+    t_dup_refused("{\"model\":\"a\",\"model\":\"a\",\"messages\":[]}", "model");
+    t_dup_refused("{\"model\":7,\"model\":\"a\",\"messages\":[]}", "model");
+    /* another spelling of the same key */
+    t_dup_refused("{\"model\":\"a\",\"mod\\u0065l\":\"b\",\"messages\":[]}", "model");
+    t_dup_refused("{\"\\u006dodel\":\"a\",\"messages\":[],\"model\":\"b\"}", "model");
+}
+
+static void
+test_issue_8_duplicate_read_fields_refused(void **state)
+{
+    static const char *const fields[][2] = {
+        {"messages", "[]"},         {"stream", "true"},
+        {"stream_options", "null"}, {"tools", "[]"},
+        {"functions", "[]"},        {"prompt_cache_key", "\"k\""},
+        {"max_tokens", "5"},        {"max_completion_tokens", "5"},
+    };
+    char body[256];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        snprintf(body, sizeof(body), "{\"model\":\"a\",\"%s\":%s,\"messages\":[],\"%s\":%s}",
+                 fields[i][0], fields[i][1], fields[i][0], fields[i][1]);
+        t_dup_refused(body, fields[i][0]);
+    }
+    /* the first field met twice is the one named */
+    t_dup_refused("{\"model\":\"a\",\"stream\":true,\"messages\":[],\"stream\":false,"
+                  "\"model\":\"b\"}",
+                  "stream");
+}
+
+static void
+test_issue_8_duplicate_include_usage_refused(void **state)
+{
+    (void)state;
+    t_dup_refused("{\"model\":\"a\",\"messages\":[],\"stream\":true,"
+                  "\"stream_options\":{\"include_usage\":false,\"include_usage\":true}}",
+                  "stream_options.include_usage");
+    t_dup_refused("{\"model\":\"a\",\"messages\":[],\"stream_options\":{\"include_usage\":true,"
+                  "\"include_\\u0075sage\":false}}",
+                  "stream_options.include_usage");
+    /* include_usage once in each of two stream_options: the outer duplicate is named */
+    t_dup_refused("{\"model\":\"a\",\"messages\":[],\"stream_options\":{\"include_usage\":true},"
+                  "\"stream_options\":{\"include_usage\":false}}",
+                  "stream_options");
+}
+
+static void
+test_issue_8_unread_duplicates_accepted_and_forwarded_as_sent(void **state)
+{
+    /* a key the gateway never reads: nothing it decided depends on it */
+    static const char body[] = "{\"model\":\"a\",\"messages\":[],\"temperature\":0.1,"
+                               "\"temperature\":0.7,\"user\":\"x\",\"user\":\"y\"}";
+    struct dl_openai_req *r;
+    struct gw_buf out = {0};
+
+    (void)state;
+    r = t_parse_ok(body, T_LEN(body));
+    assert_int_equal(dl_openai_req_render(r, body, T_LEN(body), GW_STR_LIT("a"), &out), GW_OK);
+    assert_memory_equal(out.data, body, T_LEN(body));
+    gw_buf_reset(&out);
+    /* the model rewrite splices the one "model" and keeps the rest as sent */
+    assert_int_equal(dl_openai_req_render(r, body, T_LEN(body), GW_STR_LIT("b"), &out), GW_OK);
+    assert_string_equal(out.data, "{\"model\":\"b\",\"messages\":[],\"temperature\":0.1,"
+                                  "\"temperature\":0.7,\"user\":\"x\",\"user\":\"y\"}");
+    gw_buf_fini(&out);
+    dl_openai_req_free(r);
+}
+
+static void
+test_issue_8_invalid_json_wins_over_duplicate(void **state)
+{
+    (void)state;
+    /* the whole body is validated first: a broken body says so, wherever the duplicate */
+    t_parse_refused("{\"model\":\"a\",\"model\":\"b\",\"messages\":[}", "body: not valid JSON",
+                    NULL);
+    t_parse_refused("[{\"model\":\"a\",\"model\":\"b\"}]", "body: must be a JSON object", NULL);
+    /* a duplicate is refused before the fields are checked */
+    t_dup_refused("{\"model\":\"a\",\"model\":\"\",\"messages\":7}", "model");
 }
 
 static void
@@ -973,7 +1076,12 @@ main(void)
         cmocka_unit_test(test_openai_parse_refuses_malformed_documents),
         cmocka_unit_test(test_openai_parse_refuses_raw_nul_after_a_token),
         cmocka_unit_test(test_openai_parse_error_position_counts_lines_and_characters),
-        cmocka_unit_test(test_openai_parse_duplicate_keys_last_wins),
+        cmocka_unit_test(test_openai_parse_nested_duplicate_keys_last_wins),
+        cmocka_unit_test(test_issue_8_duplicate_model_refused),
+        cmocka_unit_test(test_issue_8_duplicate_read_fields_refused),
+        cmocka_unit_test(test_issue_8_duplicate_include_usage_refused),
+        cmocka_unit_test(test_issue_8_unread_duplicates_accepted_and_forwarded_as_sent),
+        cmocka_unit_test(test_issue_8_invalid_json_wins_over_duplicate),
         cmocka_unit_test(test_openai_parse_estimate_counts_tools_as_jansson_dumps_them),
         cmocka_unit_test(test_openai_render_from_a_copy_of_the_body),
         cmocka_unit_test(test_openai_chunk_counts_decoded_bytes_and_real_counts),
