@@ -13,6 +13,11 @@ CFLAGS_MODE_debug := -O0 -g3
 CFLAGS_MODE_asan := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 CFLAGS_MODE_ubsan := -O1 -g -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 CFLAGS_MODE_tsan := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -DCK_USE_CC_BUILTINS=1
+# fuzz: the libFuzzer build (clang, into $(FUZZ_O); tests/module.mk), instrumented for
+# coverage; -fno-sanitize-recover turns undefined behaviour into a crash libFuzzer reports.
+CFLAGS_MODE_fuzz := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+        -fno-omit-frame-pointer
+LDFLAGS_MODE_fuzz := -fsanitize=fuzzer,address,undefined
 LDFLAGS_MODE_asan := -fsanitize=address,undefined
 LDFLAGS_MODE_ubsan := -fsanitize=undefined
 LDFLAGS_MODE_tsan := -fsanitize=thread
@@ -26,8 +31,8 @@ include core/module.mk dialects/module.mk store/module.mk net/module.mk cli/modu
         bench/module.mk tests/module.mk
 
 .DEFAULT_GOAL := all
-.PHONY: all deps run test unit e2e fuzz fuzz-replay bench asan ubsan tsan clean help check-deps \
-        fmt check-fmt test-oom
+.PHONY: all deps run test unit e2e fuzz fuzz-build fuzz-replay bench asan ubsan tsan clean help \
+        check-deps fmt check-fmt test-oom
 
 all: $(O)/bin/gwd $(O)/bin/gwctl $(O)/bin/gwbench bin-links
 
@@ -70,8 +75,17 @@ run: deps all
 	@sh tools/run-demo.sh
 
 # ---- tests ----
+# The libFuzzer step of `make test` runs each target FUZZ_SECS (10) s, FUZZ_JOBS (one per
+# core) at a time; `make fuzz` runs them longer. FUZZ_O holds the clang build: one tree
+# for every MODE (its flags do not depend on MODE); helpers building side by side pass
+# their own (O=build/x FUZZ_O=build/x-fuzz).
+FUZZ_CC ?= clang
+FUZZ_O ?= build/fuzz
+export FUZZ_O
+
 test: deps
 	@$(MAKE) --no-print-directory all unit-bins fuzz-bins
+	@$(MAKE) --no-print-directory fuzz-build
 	@sh tools/test.sh $(O)
 
 unit: deps
@@ -84,6 +98,14 @@ e2e: deps
 
 fuzz-replay: fuzz-bins
 	@sh tools/test.sh $(O) fuzz
+
+# The libFuzzer binaries, $(FUZZ_O)/tests/fuzz/fuzz_<target> (incremental).
+fuzz-build:
+	@$(MAKE) --no-print-directory MODE=fuzz O=$(FUZZ_O) CC=$(FUZZ_CC) fuzz-bins
+
+# Longer runs: FUZZ_SECS=600 make fuzz runs each target 10 minutes (default 60 s).
+fuzz: deps fuzz-build
+	@FUZZ_SECS=$${FUZZ_SECS:-60} sh tools/test.sh $(O) libfuzzer
 
 asan:
 	@$(MAKE) --no-print-directory MODE=asan test
@@ -111,10 +133,12 @@ help:
 	@echo "make            build bin/gwd, bin/gwctl, bin/gwbench (MODE=release|debug|asan|ubsan|tsan)"
 	@echo "make deps       install missing Debian packages (apt-get)"
 	@echo "make run        build, start gwbench upstream on :9100 and gwd on :8080 (demo config)"
-	@echo "make test       deps, build, unit tests, fuzz corpus replay, end-to-end tests"
+	@echo "make test       deps, build, unit tests, fuzz corpus replay, libFuzzer runs of every"
+	@echo "                fuzz target (10 s each), end-to-end tests"
 	@echo "make unit       unit tests only;  make e2e  end-to-end tests only"
 	@echo "make asan|ubsan|tsan   make test with sanitizers, into build/<mode>/"
-	@echo "make fuzz       build libFuzzer targets with clang (build/fuzz/)"
+	@echo "make fuzz       build the libFuzzer targets with clang (build/fuzz/) and run each"
+	@echo "                FUZZ_SECS seconds (default 60) on a copy of its corpus"
 	@echo "make bench      benchmark table: direct vs gwd vs nginx"
 	@echo "make check-deps module boundary check;  make fmt / check-fmt"
 	@echo "make clean"

@@ -1,9 +1,18 @@
 #!/bin/sh
 # Runs the test suites of one build folder and ends with the line "N passed, N failed".
-# usage: tools/test.sh BUILD_DIR [unit|fuzz|e2e]...   (no suite named: all three)
+# usage: tools/test.sh BUILD_DIR [unit|fuzz|libfuzzer|e2e]...   (no suite named: all four)
+#   unit       the cmocka binaries of BUILD_DIR/tests/unit
+#   fuzz       each fuzz target's corpus replayed (BUILD_DIR/tests/fuzz, replay.c)
+#   libfuzzer  each fuzz target run by libFuzzer for FUZZ_SECS seconds (default 10) on a
+#              copy of its corpus in a temporary folder (the repository's is never
+#              touched), FUZZ_JOBS at once (default: one per core); binaries from
+#              `make fuzz-build` in FUZZ_O (default build/fuzz). One pass per target; a
+#              crash, leak or timeout fails it and the input is kept in
+#              FUZZ_O/artifacts/<target>/ (the path is printed).
+#   e2e        pytest tests/e2e against BUILD_DIR/bin
 O=$1
 shift
-suites=${*:-unit fuzz e2e}
+suites=${*:-unit fuzz libfuzzer e2e}
 # Sanitizer builds: TSan reads the suppressions of ck's uninstrumented atomics; every
 # other report fails the run. Harmless for other builds.
 export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$(pwd)/tests/tsan.supp second_deadlock_stack=1}"
@@ -34,6 +43,52 @@ for s in $suites; do
             # shellcheck disable=SC2086
             if "$t" $files; then pass=$((pass + 1)); echo "fuzz $n: ok"; else fail=$((fail + 1)); echo "FAIL fuzz $n"; fi
         done
+        ;;
+    libfuzzer)
+        fo=${FUZZ_O:-build/fuzz}
+        secs=${FUZZ_SECS:-10}
+        jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+        work=$(mktemp -d)
+        names=""
+        running=0
+        started=$(date +%s)
+        for src in tests/fuzz/fuzz_*.c; do
+            n=$(basename "$src" .c)
+            n=${n#fuzz_}
+            names="$names $n"
+            t="$fo/tests/fuzz/fuzz_$n"
+            mkdir -p "$work/$n/corpus" "$fo/artifacts/$n"
+            if [ ! -x "$t" ]; then echo 127 >"$work/$n/rc"; continue; fi
+            cp tests/fuzz/corpus/"$n"/* "$work/$n/corpus/" 2>/dev/null
+            # -timeout: one input running this long is a hang, reported like a crash
+            ( "$t" -max_total_time="$secs" -timeout=25 -print_final_stats=1 \
+                  -artifact_prefix="$fo/artifacts/$n/" "$work/$n/corpus" >"$work/$n/log" 2>&1
+              echo $? >"$work/$n/rc" ) &
+            running=$((running + 1))
+            if [ "$running" -ge "$jobs" ]; then wait; running=0; fi
+        done
+        wait
+        for n in $names; do
+            rc=$(cat "$work/$n/rc")
+            if [ "$rc" = 127 ] && [ ! -x "$fo/tests/fuzz/fuzz_$n" ]; then
+                fail=$((fail + 1))
+                echo "FAIL libfuzzer $n: $fo/tests/fuzz/fuzz_$n not built (make fuzz-build)"
+                continue
+            fi
+            runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$n/log" | tail -n 1)
+            if [ "$rc" = 0 ]; then
+                pass=$((pass + 1))
+                echo "libfuzzer $n: ok (${runs:-?} runs in ${secs} s)"
+            else
+                fail=$((fail + 1))
+                tail -n 40 "$work/$n/log"
+                crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$work/$n/log" | tail -n 1)
+                echo "FAIL libfuzzer $n (exit $rc): input ${crash:-not written}"
+                [ -n "$crash" ] && echo "  replay: $fo/tests/fuzz/fuzz_$n $crash"
+            fi
+        done
+        echo "libfuzzer: $(echo $names | wc -w) targets, ${secs} s each, $(($(date +%s) - started)) s"
+        rm -rf "$work"
         ;;
     e2e)
         GW_BIN="$(pwd)/$O/bin" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e >"$log" 2>&1
