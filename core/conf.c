@@ -579,7 +579,8 @@ is_secret_path(const struct cyaml_error *e)
     for (i = 0; i < e->n; i++)
         if (e->f[i].kind == 'f' &&
             (strcmp(e->f[i].key, "keys") == 0 || strcmp(e->f[i].key, "value") == 0 ||
-             strcmp(e->f[i].key, "key_sha256") == 0 || strcmp(e->f[i].key, "base_url") == 0))
+             strcmp(e->f[i].key, "key_sha256") == 0 || strcmp(e->f[i].key, "base_url") == 0 ||
+             strcmp(e->f[i].key, "key_env") == 0 || strcmp(e->f[i].key, "token_env") == 0))
             return true;
     return false;
 }
@@ -810,8 +811,9 @@ report_cyaml_error(struct ctx *x, cyaml_err_t err, const char *log)
     default: break;
     }
     if (strncmp(m, "Mapping field already seen: ", 28) == 0) {
-        problem(x, GW_E_CFG_DUPLICATE_FIELD, path[0] ? path : m + 28, NULL, m + 28,
-                "key written twice%s", where);
+        /* Inside a credential the key's name may be a secret, as above. */
+        problem(x, GW_E_CFG_DUPLICATE_FIELD, path[0] ? path : m + 28, NULL,
+                secret ? "(hidden)" : m + 28, "key written twice%s", where);
         return;
     }
     if (strncmp(m, "Invalid ", 8) == 0 && strstr(m, " value: ")) {
@@ -841,6 +843,9 @@ report_cyaml_error(struct ctx *x, cyaml_err_t err, const char *log)
                 expected_text(m + 10), where);
         return;
     }
+    /* libcyaml's text may quote the value: not echoed inside a credential. */
+    if (secret)
+        m = "(hidden)";
     problem(x, GW_E_CFG_SYNTAX, path[0] ? path : "(document)", NULL, m[0] ? m : "?", "%s%s",
             cyaml_strerror(err), where);
 }
@@ -951,7 +956,8 @@ build_control(struct ctx *x, const struct gw_conf_file_control *fc)
                 "expected \"host:port\" or \"[v6]:port\" with port 0..65535 (0: any free port)");
     if (fc && fc->token_env) {
         if (!is_valid_env_name(fc->token_env)) {
-            problem(x, GW_E_CFG_BAD_VALUE, "control", "token_env", fc->token_env,
+            /* Not echoed: a token pasted here instead of a variable's name. */
+            problem(x, GW_E_CFG_BAD_VALUE, "control", "token_env", "(hidden)",
                     "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
             return;
         }
@@ -1085,7 +1091,8 @@ build_keys(struct ctx *x, const char *base, const struct gw_conf_file_provider *
             continue;
         }
         if (!is_valid_env_name(fk->env)) {
-            problem(x, GW_E_CFG_BAD_VALUE, kb, "env", fk->env,
+            /* Not echoed: a key pasted here instead of a variable's name. */
+            problem(x, GW_E_CFG_BAD_VALUE, kb, "env", "(hidden)",
                     "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
             continue;
         }
@@ -1298,6 +1305,14 @@ build_quota(struct ctx *x, const char *base, const struct gw_conf_file_quota *fq
     }
 }
 
+/* How a refused base_url is shown: "(hidden)" when it may hold a credential, that is
+ * userinfo (user:password@), a query (?api_key=...) or a fragment; else as written. */
+static const char *
+url_shown(const char *url)
+{
+    return strpbrk(url, "@?#") ? "(hidden)" : url;
+}
+
 static void
 build_provider(struct ctx *x, unsigned i, const struct gw_conf_file_provider *fp, yaml_node_t *tree)
 {
@@ -1328,10 +1343,8 @@ build_provider(struct ctx *x, unsigned i, const struct gw_conf_file_provider *fp
     } else {
         p->base_url = dup_s(x, fp->base_url);
         why = parse_base_url(x, fp->base_url, p);
-        if (why) /* a URL with credentials is not echoed */
-            problem(x, GW_E_CFG_BAD_URL, base, "base_url",
-                    strchr(fp->base_url, '@') ? "(hidden: holds credentials)" : fp->base_url, "%s",
-                    why);
+        if (why) /* a URL that may hold a credential is not echoed */
+            problem(x, GW_E_CFG_BAD_URL, base, "base_url", url_shown(fp->base_url), "%s", why);
     }
     build_keys(x, base, fp, p);
     if (fp->models_count == 0) {
@@ -1761,7 +1774,8 @@ build_client(struct ctx *x, unsigned i, const struct gw_conf_file_client *fc)
                     "must be 64 hex characters: the SHA-256 of the key (sha256sum)");
         }
     } else if (!is_valid_env_name(fc->key_env)) {
-        problem(x, GW_E_CFG_BAD_VALUE, base, "key_env", fc->key_env,
+        /* Not echoed: a gateway key pasted here instead of a variable's name. */
+        problem(x, GW_E_CFG_BAD_VALUE, base, "key_env", "(hidden)",
                 "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
     } else {
         const char *v = env_get(x, fc->key_env);

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/test_check.py - `gwd --check FILE`: one line per problem,
-# "<path>: <value> (<code>) <message>", non-zero exit; exit 0 on a good config.
+# "<path>: <value> (<code>) <message>", non-zero exit; exit 0 on a good config; values
+# that may hold a secret shown as (hidden), also in the lines of a failed reload.
 
 import re
+import signal
 import subprocess
 
 import pytest
@@ -126,3 +128,43 @@ def test_check_refuses_a_broken_price_table_and_gwctl_agrees(tmp_path):
     del cfg["prices"]
     rc, out, _ = check(write_config(tmp_path, cfg))
     assert rc == 0, out
+
+
+# issue 8: a refused value that may hold a secret is shown as (hidden), by --check and in
+# the lines a failed reload prints.
+SECRET_CASES = [
+    ("providers.0.base_url", "https://api.example.net/v1?api_key=sk-e2e-SEKRIT-q",
+     "providers[0].base_url", "config.bad_url"),
+    ("providers.0.base_url", "https://u:sk-e2e-SEKRIT-u@api.example.net",
+     "providers[0].base_url", "config.bad_url"),
+    ("providers.0.keys", [{"env": "sk-e2e-SEKRIT-env"}], "providers[0].keys[0].env",
+     "config.bad_value"),
+    ("clients.1.key_env", "gw-e2e-SEKRIT-key", "clients[1].key_env", "config.bad_value"),
+]
+
+
+@pytest.mark.parametrize("field,value,path,code", SECRET_CASES,
+                         ids=["query", "userinfo", "key-env", "client-key-env"])
+def test_issue_8_check_hides_a_refused_value_that_may_hold_a_secret(tmp_path, field, value,
+                                                                     path, code):
+    cfg = good(tmp_path)
+    _set(cfg, field, value)
+    rc, out, problems = check(write_config(tmp_path, cfg))
+    assert rc != 0, out
+    hits = [p for p in problems if p["path"] == path and p["code"] == code]
+    assert hits and hits[0]["value"] == "(hidden)", out
+    assert "SEKRIT" not in out, out
+
+
+def test_issue_8_reload_failed_hides_a_refused_secret(tmp_path, bench, gwd):
+    cfg = config(tmp_path, [provider("up", bench())])
+    g = gwd(cfg)
+    start = g.err.count()
+    cfg["providers"][0]["base_url"] = "https://api.example.net/v1?api_key=sk-e2e-SEKRIT-q"
+    write_config(tmp_path, cfg)
+    g.signal(signal.SIGHUP)
+    g.err.wait_for(r"code=reload_failed\b", start=start)
+    text = g.err.text()
+    assert "providers[0].base_url: (hidden) (config.bad_url)" in text, text
+    assert "SEKRIT" not in text + g.out.text(), text
+    assert g.chat().status == 200  # the running config stays

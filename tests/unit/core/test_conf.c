@@ -337,7 +337,8 @@ static const struct bad_case bad_cases[] = {
     {"server: {listen: [\"[h]:1\"]}\n" PROVS, GW_E_CFG_BAD_LISTEN, "server.listen[0]", "[h]:1"},
     {MINIMAL "control: {listen: \"127.0.0.1\"}\n", GW_E_CFG_BAD_LISTEN, "control.listen",
      "127.0.0.1"},
-    {MINIMAL "control: {token_env: \"A-B\"}\n", GW_E_CFG_BAD_VALUE, "control.token_env", "A-B"},
+    {MINIMAL "control: {token_env: \"A-B\"}\n", GW_E_CFG_BAD_VALUE, "control.token_env",
+     "(hidden)"}, /* issue 8: maybe a token pasted in */
     {MINIMAL "store: {map_size_mb: 15}\n", GW_E_CFG_RANGE, "store.map_size_mb", "15"},
     {MINIMAL "store: {map_size_mb: 1048577}\n", GW_E_CFG_RANGE, "store.map_size_mb", "1048577"},
     {MINIMAL "store: {path: \"\"}\n", GW_E_CFG_BAD_VALUE, "store.path", ""},
@@ -375,7 +376,7 @@ static const struct bad_case bad_cases[] = {
      GW_E_CFG_BAD_URL, "providers[0].base_url", "https://h:0"},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h/x?y=1\", "
             "keys: [{value: v}], models: [m]}\n",
-     GW_E_CFG_BAD_URL, "providers[0].base_url", "http://h/x?y=1"},
+     GW_E_CFG_BAD_URL, "providers[0].base_url", "(hidden)"},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h\", keys: [], "
             "models: [m]}\n",
      GW_E_CFG_NO_KEYS, "providers[0].keys", NULL},
@@ -925,6 +926,58 @@ test_conf_secret_never_in_problem_text(void **state)
     }
 }
 
+/* issue 8: a refused value that may hold a secret (a base_url with userinfo, a query or
+ * a fragment; a key pasted where a variable's name goes) is shown as "(hidden)". */
+static void
+test_issue_8_refused_values_that_may_hold_a_secret_are_hidden(void **state)
+{
+    static const struct {
+        const char *yaml;
+        enum gw_code code;
+        const char *path;
+    } cases[] = {
+        {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: "
+                "\"https://h/v1?api_key=sk-SEKRIT\", keys: [{value: v}], models: [m]}\n",
+         GW_E_CFG_BAD_URL, "providers[0].base_url"},
+        {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: "
+                "\"https://u:sk-SEKRIT@h\", keys: [{value: v}], models: [m]}\n",
+         GW_E_CFG_BAD_URL, "providers[0].base_url"},
+        {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: "
+                "\"https://h/#sk-SEKRIT\", keys: [{value: v}], models: [m]}\n",
+         GW_E_CFG_BAD_URL, "providers[0].base_url"},
+        {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h\", "
+                "keys: [{env: sk-SEKRIT-1}], models: [m]}\n",
+         GW_E_CFG_BAD_VALUE, "providers[0].keys[0].env"},
+        {MINIMAL "clients: [{name: a, key_env: gw-SEKRIT-1}]\n", GW_E_CFG_BAD_VALUE,
+         "clients[0].key_env"},
+        {MINIMAL "control: {token_env: ctl-SEKRIT-1}\n", GW_E_CFG_BAD_VALUE, "control.token_env"},
+    };
+    size_t i, j;
+
+    (void)state;
+    vars = NULL;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct gw_conf_problems p;
+        struct gw_conf *c;
+        char line[512];
+
+        assert_int_not_equal(parse(cases[i].yaml, &c, &p), GW_OK);
+        if (!has_problem(&p, cases[i].code, cases[i].path, "(hidden)")) {
+            print_message("case %zu:\n", i);
+            print_problems(&p);
+            fail();
+        }
+        for (j = 0; j < p.n; j++) {
+            gw_conf_problem_format(&p.v[j], line, sizeof(line));
+            if (strstr(line, "SEKRIT")) {
+                print_message("case %zu leaks: %s\n", i, line);
+                fail();
+            }
+        }
+        gw_conf_problems_fini(&p);
+    }
+}
+
 /* ---- clients and keys ---- */
 
 static void
@@ -1129,7 +1182,9 @@ test_conf_base_url_bad_forms_are_refused(void **state)
                         "keys: [{value: v}], models: [m]}\n",
                  bad[i]);
         assert_int_equal(parse(yaml, &c, &p), GW_E_CFG_BAD_URL);
-        assert_true(has_problem(&p, GW_E_CFG_BAD_URL, "providers[0].base_url", bad[i]));
+        /* issue 8: a fragment may hold a credential (?query and user@ are refused too) */
+        assert_true(has_problem(&p, GW_E_CFG_BAD_URL, "providers[0].base_url",
+                                strchr(bad[i], '#') ? "(hidden)" : bad[i]));
         gw_conf_problems_fini(&p);
     }
 }
@@ -1476,6 +1531,7 @@ main(void)
         cmocka_unit_test(test_conf_env_key_is_resolved),
         cmocka_unit_test(test_conf_env_unset_names_field_and_variable),
         cmocka_unit_test(test_conf_secret_never_in_problem_text),
+        cmocka_unit_test(test_issue_8_refused_values_that_may_hold_a_secret_are_hidden),
         cmocka_unit_test(test_conf_key_sha256_is_decoded_any_case),
         cmocka_unit_test(test_conf_key_sha256_bad_is_refused_without_echo),
         cmocka_unit_test(test_conf_key_env_digest_uses_env_sha256),
