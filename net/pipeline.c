@@ -32,6 +32,7 @@
 #include "core/slots.h"
 #include "core/sticky.h"
 #include "dialects/anthropic.h"
+#include "dialects/json_scan.h"
 #include "dialects/openai.h"
 #include "net/calendar.h"
 #include "net/logger.h"
@@ -95,13 +96,15 @@ struct net_stream {
     int up_status;
     bool up_ok, up_sse, stream, wants_usage, headers_sent, chunked, paused;
     bool stream_error; /* the upstream sent an error event before content */
+    bool up_bad;       /* the hop's answer is not the shape it claims (gw.upstream.protocol) */
+    bool chunk_seen;   /* a data event of the hop parsed as a chunk (a JSON object) */
     bool up_anth;      /* the hop speaks Anthropic Messages: answers are converted */
     struct gw_sse sse;
     struct gw_sse sse_chat;          /* the converted stream, as Chat chunk events */
     struct gw_buf anth_out;          /* scratch: one converted event */
     struct dl_anthropic_stream anth; /* the converted stream's state */
-    struct gw_buf out;     /* held events, or the non-streamed answer */
-    struct gw_buf errbody; /* a non-2xx upstream body (bounded, logged only) */
+    struct gw_buf out;               /* held events, or the non-streamed answer */
+    struct gw_buf errbody;           /* a non-2xx upstream body (bounded, logged only) */
     uint64_t t_hop_us, t_first_us;
     size_t content_bytes;
     struct gw_usage usage;
@@ -611,7 +614,7 @@ on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
     GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
     s->up_status = status;
     s->up_ok = status >= 200 && status < 300;
-    s->up_sse = false;
+    s->up_sse = s->up_bad = s->chunk_seen = false;
     if (a)
         a->ttfb_ms = (int32_t)ms_since(s->t_hop_us, net_mono_us());
     if (!s->up_ok) {
@@ -666,6 +669,23 @@ on_first_content(struct net_stream *s)
     }
 }
 
+/* True when <v> is one valid JSON object and nothing else (dialects/json_scan.h: the
+ * hot path's scanner, no allocation). The shape check of an answer that the dialect's
+ * inspection could not vouch for: a chunk that carried nothing, an answer without
+ * usage. */
+static bool
+is_json_object(struct gw_str v)
+{
+    struct dl_json j;
+
+    dl_json_init(&j, v.ptr, v.len);
+    return dl_json_peek(&j) == '{' && dl_json_skip(&j, NULL) && dl_json_end(&j);
+}
+
+/* One event of a Chat stream (an OpenAI upstream's, or a converted Anthropic one's).
+ * Data that is neither [DONE] nor a JSON object is a protocol error (s->up_bad): the
+ * stream stops here and on_up_body fails the hop over or ends the client's stream.
+ * Events without data (comments, keep-alives, stray lines) pass as they came. */
 static int
 on_sse_event(void *arg, const struct gw_sse_event *ev)
 {
@@ -674,6 +694,15 @@ on_sse_event(void *arg, const struct gw_sse_event *ev)
 
     if (dl_openai_chunk_inspect(ev->data, &ch) != GW_OK)
         memset(&ch, 0, sizeof(ch));
+    if (ev->data.len && !ch.done) {
+        /* Each true field means the inspection parsed the whole object; only a chunk
+         * that carried nothing it reads is scanned again. */
+        if (!ch.is_error && !ch.has_content && !ch.has_usage && !is_json_object(ev->data)) {
+            s->up_bad = true;
+            return 1;
+        }
+        s->chunk_seen = true;
+    }
     if (ch.is_error && !s->headers_sent) {
         s->stream_error = true; /* fail over: nothing has reached the client */
         return 1;
@@ -709,7 +738,7 @@ on_anth_event(void *arg, const struct gw_sse_event *ev)
     if (ev->data.len == 0)
         return 0; /* a keep-alive comment */
     if (dl_anthropic_stream_event(&s->anth, ev->event, ev->data, &s->anth_out) != GW_OK) {
-        s->stream_error = true;
+        s->up_bad = true; /* data that is not the JSON its event needs */
         return 1;
     }
     rc = gw_sse_feed(&s->sse_chat, s->anth_out.data, s->anth_out.len, on_sse_event, s);
@@ -717,7 +746,30 @@ on_anth_event(void *arg, const struct gw_sse_event *ev)
         s->usage = s->anth.usage;
         s->usage_seen = true;
     }
-    return rc != GW_OK || s->stream_error;
+    return rc != GW_OK || s->stream_error || s->up_bad;
+}
+
+/* The hop broke after content reached the client: the stream ends with an error chunk
+ * carrying <code> and gw's own <message> (no [DONE]); the attempt and the row say
+ * failed with <code>, and the upstream counts a failure. <log_code> names the log
+ * line (the transport's own code when it differs from the client's). */
+static void
+stream_broke(struct net_stream *s, enum gw_code code, enum gw_code log_code, const char *message)
+{
+    const struct gw_conf_provider *p = cur_prov(s);
+    struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+    GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(log_code), "upstream %s: %s", p->name, message);
+    hop_timers_stop(s);
+    gw_buf_reset(&s->out);
+    dl_openai_error_chunk(code, gw_str_c(message), &s->out);
+    flush_out(s);
+    write_stream_end(s);
+    memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
+    attempt_end(s, GW_OUT_FAILED, s->up_status, code);
+    count_failure(s, s->up_status, code);
+    gw_code_count(code);
+    stream_finish(s, 200, code, GW_OUT_FAILED);
 }
 
 static void
@@ -741,25 +793,20 @@ on_up_body(void *arg, const char *data, size_t len)
         }
         return;
     }
+    /* Not OK from the parser: an event over its cap (8 MiB, core/sse.c) or out of
+     * memory; up_bad: an event that is not the shape it claims. */
     if (gw_sse_feed(&s->sse, data, len, s->up_anth ? on_anth_event : on_sse_event, s) != GW_OK ||
-        s->stream_error) {
+        s->stream_error || s->up_bad) {
         net_upx_cancel(s->upx);
         s->upx = NULL;
         if (s->headers_sent) {
-            /* Oversized event after content: end the stream with an error. */
-            hop_timers_stop(s);
-            gw_buf_reset(&s->out);
-            dl_openai_error_chunk(GW_E_UPSTREAM_PROTOCOL,
-                                  GW_STR_LIT("the upstream sent an invalid stream"), &s->out);
-            flush_out(s);
-            write_stream_end(s);
-            attempt_end(s, GW_OUT_FAILED, s->up_status, GW_E_UPSTREAM_PROTOCOL);
-            stream_finish(s, 200, GW_E_UPSTREAM_PROTOCOL, GW_OUT_FAILED);
+            stream_broke(s, GW_E_UPSTREAM_PROTOCOL, GW_E_UPSTREAM_PROTOCOL,
+                         "the upstream sent an invalid stream");
             return;
         }
         gw_buf_reset(&s->out);
         hop_failed(s, s->up_status,
-                   s->stream_error ? GW_E_UPSTREAM_STATUS : GW_E_UPSTREAM_PROTOCOL);
+                   s->stream_error && !s->up_bad ? GW_E_UPSTREAM_STATUS : GW_E_UPSTREAM_PROTOCOL);
         return;
     }
     flush_out(s);
@@ -827,6 +874,13 @@ static void
 finish_ok(struct net_stream *s)
 {
     if (s->stream && s->up_sse) {
+        if (!s->chunk_seen) {
+            /* Not one event parsed as a chunk (garbage lines, only [DONE], nothing):
+             * not an answer. Content cannot have been relayed without a chunk. */
+            gw_buf_reset(&s->out);
+            hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+            return;
+        }
         attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
         count_answer(s);
         if (!s->headers_sent)
@@ -853,10 +907,18 @@ finish_ok(struct net_stream *s)
         s->usage_seen = true;
         s->content_bytes = 0;
     } else {
+        struct gw_str body = {s->out.data, s->out.len};
         size_t content = 0;
 
-        if (dl_openai_answer_usage((struct gw_str){s->out.data, s->out.len}, &s->usage, &content))
+        /* The minimal shape of an answer (a streamed request answered without SSE
+         * too): one JSON object. With usage read, the scan has vouched for it. */
+        if (dl_openai_answer_usage(body, &s->usage, &content)) {
             s->usage_seen = true;
+        } else if (!is_json_object(body)) {
+            gw_buf_reset(&s->out);
+            hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+            return;
+        }
         s->content_bytes = content;
     }
     attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
@@ -876,23 +938,10 @@ on_up_end(void *arg, enum gw_code rc)
     if (rc != GW_OK) {
         if (s->headers_sent) {
             /* Content was relayed: end the answer with an error chunk, no [DONE]. */
-            struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
             enum gw_code code =
                 rc == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT : GW_E_UPSTREAM_DROPPED;
 
-            GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(rc), "upstream %s broke mid-stream",
-                   cur_prov(s)->name);
-            hop_timers_stop(s);
-            gw_buf_reset(&s->out);
-            dl_openai_error_chunk(code, GW_STR_LIT("the upstream connection broke mid-stream"),
-                                  &s->out);
-            flush_out(s);
-            write_stream_end(s);
-            memcpy(s->row->upstream, cur_prov(s)->name, strnlen(cur_prov(s)->name, GW_NAME_MAX));
-            attempt_end(s, GW_OUT_FAILED, s->up_status, code);
-            count_failure(s, s->up_status, code);
-            gw_code_count(code);
-            stream_finish(s, 200, code, GW_OUT_FAILED);
+            stream_broke(s, code, rc, "the upstream connection broke mid-stream");
             return;
         }
         gw_buf_reset(&s->out);

@@ -367,6 +367,38 @@ test_sse_oversize_event_is_protocol_error(void **state)
     t_events_fini(&t);
 }
 
+/* issue 8: the cap gw_sse_init(0) sets, which the relay uses on every upstream stream,
+ * is 8 MiB per event (its blank line included): one byte more is gw.upstream.protocol. */
+static void
+test_issue_8_default_cap_is_8_mib_per_event(void **state)
+{
+    const size_t cap = (size_t)8 << 20;
+    char *ev = malloc(cap + 1);
+    struct t_events t = {0};
+    struct gw_sse p;
+
+    (void)state;
+    assert_non_null(ev);
+    memset(ev, 'x', cap + 1);
+    memcpy(ev, "data: ", 6);
+    ev[cap - 2] = '\n';
+    ev[cap - 1] = '\n';
+    gw_sse_init(&p, 0);
+    assert_int_equal(gw_sse_feed(&p, ev, cap, t_on_event, &t), GW_OK);
+    assert_int_equal(t.n, 1);
+    assert_int_equal(strlen(t.data[0]), cap - 8);
+    gw_sse_fini(&p);
+
+    ev[cap - 2] = 'x';
+    ev[cap] = '\n';
+    gw_sse_init(&p, 0);
+    assert_int_equal(gw_sse_feed(&p, ev, cap + 1, t_on_event, &t), GW_E_UPSTREAM_PROTOCOL);
+    assert_int_equal(t.n, 1);
+    gw_sse_fini(&p);
+    free(ev);
+    t_events_fini(&t);
+}
+
 static void
 test_sse_callback_stop_keeps_rest_pending(void **state)
 {
@@ -453,6 +485,7 @@ main(void)
         cmocka_unit_test(test_sse_realistic_openai_stream_splits),
         cmocka_unit_test(test_sse_stray_blank_lines_are_events_with_empty_raw_blank),
         cmocka_unit_test(test_sse_oversize_event_is_protocol_error),
+        cmocka_unit_test(test_issue_8_default_cap_is_8_mib_per_event),
         cmocka_unit_test(test_sse_callback_stop_keeps_rest_pending),
         cmocka_unit_test(test_sse_nul_bytes_pass_through_data),
         cmocka_unit_test(test_sse_out_of_memory_is_reported_and_clean),
