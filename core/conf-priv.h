@@ -37,6 +37,9 @@ struct gw_conf_file_server {
     int64_t *max_headers;
     int64_t *header_timeout_secs;
     int64_t *idle_timeout_secs;
+    int64_t *body_timeout_secs;
+    int64_t *max_buffered_body_mb;
+    int64_t *max_connections;
     int64_t *drain_secs;
 };
 

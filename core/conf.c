@@ -861,6 +861,9 @@ gw_conf_defaults(struct gw_conf *c)
     c->server.max_headers = 100;
     c->server.header_timeout_secs = 10;
     c->server.idle_timeout_secs = 60;
+    c->server.body_timeout_secs = 60;
+    c->server.max_buffered_body_mb = 256;
+    c->server.max_connections = 0;
     c->server.drain_secs = 30;
     c->control.listen.port = 8081;
     c->store.map_size_mb = 4096;
@@ -929,6 +932,22 @@ build_server(struct ctx *x, const struct gw_conf_file_server *fs)
              &c->server.idle_timeout_secs);
     take_int(x, "server", "drain_secs", fs->drain_secs, 0, 3600, GW_E_CFG_RANGE,
              &c->server.drain_secs);
+    take_int(x, "server", "body_timeout_secs", fs->body_timeout_secs, 1, 3600, GW_E_CFG_RANGE,
+             &c->server.body_timeout_secs);
+    take_int(x, "server", "max_connections", fs->max_connections, 0, 1000000, GW_E_CFG_RANGE,
+             &c->server.max_connections);
+    if (!fs->max_buffered_body_mb && c->server.max_buffered_body_mb < c->server.max_body_mb)
+        c->server.max_buffered_body_mb = c->server.max_body_mb; /* the default follows */
+    else if (take_int(x, "server", "max_buffered_body_mb", fs->max_buffered_body_mb, 1, 1048576,
+                      GW_E_CFG_RANGE, &c->server.max_buffered_body_mb) &&
+             c->server.max_buffered_body_mb < c->server.max_body_mb) {
+        char num[32];
+
+        snprintf(num, sizeof(num), "%u", c->server.max_buffered_body_mb);
+        problem(x, GW_E_CFG_RANGE, "server", "max_buffered_body_mb", num,
+                "must be at least server.max_body_mb (%u), or no body of that size could be read",
+                c->server.max_body_mb);
+    }
     if (fs->tls) {
         if (!fs->tls->cert)
             missing(x, "server.tls", "cert", "the certificate file (PEM)");

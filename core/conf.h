@@ -172,8 +172,8 @@ struct gw_conf_client {
     unsigned max_concurrent; /* 0 = unlimited */
     struct gw_conf_limit *limits;
     size_t n_limits;
-    unsigned index;         /* position in the file */
-    struct gw_slots *slots; /* the key's max_concurrent permits, set by net before publish */
+    unsigned index;             /* position in the file */
+    struct gw_slots *slots;     /* the key's max_concurrent permits, set by net before publish */
     struct gw_keylimits *usage; /* the key's usage totals (core/limits.h), set by net */
 };
 
@@ -210,14 +210,17 @@ struct gw_conf {
     struct {
         struct gw_conf_addr *listen;
         size_t n_listen;
-        unsigned workers;             /* 0 in the file = one per core; resolved by net */
-        unsigned max_body_mb;         /* default 32 */
-        unsigned max_header_kb;       /* default 64: total request head size */
-        unsigned max_headers;         /* default 100 */
-        unsigned header_timeout_secs; /* default 10: time to receive a request head */
-        unsigned idle_timeout_secs;   /* default 60: keep-alive idle, body read stall */
-        unsigned drain_secs;          /* default 30 */
-        char *tls_cert;               /* resolved path or NULL */
+        unsigned workers;              /* 0 in the file = one per core; resolved by net */
+        unsigned max_body_mb;          /* default 32 */
+        unsigned max_header_kb;        /* default 64: total request head size */
+        unsigned max_headers;          /* default 100 */
+        unsigned header_timeout_secs;  /* default 10: time to receive a request head */
+        unsigned idle_timeout_secs;    /* default 60: keep-alive idle */
+        unsigned body_timeout_secs;    /* default 60: time to receive a whole request body */
+        unsigned max_buffered_body_mb; /* default 256: request bodies read or held at once */
+        unsigned max_connections;      /* 0 (default): the descriptor limit's share, by net */
+        unsigned drain_secs;           /* default 30 */
+        char *tls_cert;                /* resolved path or NULL */
         char *tls_key;
     } server;
     struct {

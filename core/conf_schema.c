@@ -53,6 +53,9 @@ static const cyaml_schema_field_t server_fields[] = {
     FIELD_INT("max_headers", struct gw_conf_file_server, max_headers),
     FIELD_INT("header_timeout_secs", struct gw_conf_file_server, header_timeout_secs),
     FIELD_INT("idle_timeout_secs", struct gw_conf_file_server, idle_timeout_secs),
+    FIELD_INT("body_timeout_secs", struct gw_conf_file_server, body_timeout_secs),
+    FIELD_INT("max_buffered_body_mb", struct gw_conf_file_server, max_buffered_body_mb),
+    FIELD_INT("max_connections", struct gw_conf_file_server, max_connections),
     FIELD_INT("drain_secs", struct gw_conf_file_server, drain_secs),
     CYAML_FIELD_END,
 };

@@ -102,6 +102,22 @@ gw_log_write(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *
     }
 }
 
+bool
+gw_log_rate_pass(struct gw_log_rate *r, uint64_t *suppressed)
+{
+    uint64_t now = (log_clock ? log_clock() : 0) / 1000 + 1; /* + 1: 0 means never */
+    uint64_t last = ck_pr_load_64(&r->sec);
+
+    /* One thread wins the second with the CAS; the others count themselves held back.
+     * Relaxed is enough: the counters order nothing else. */
+    if (last == now || !ck_pr_cas_64(&r->sec, last, now)) {
+        ck_pr_inc_64(&r->suppressed);
+        return false;
+    }
+    *suppressed = ck_pr_fas_64(&r->suppressed, 0);
+    return true;
+}
+
 void
 gw_log_attach(void)
 {

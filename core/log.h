@@ -44,6 +44,18 @@ void gw_log_write(enum gw_log_level level, const struct gw_log_ctx *ctx, const c
             gw_log_write((level), (ctx), (code), __VA_ARGS__);                                     \
     } while (0)
 
+/* One kind of line that may repeat fast (accept errors, connections over the limit):
+ * at most one such line a second is written, with the count of those held back since
+ * the last one. Zero-initialised; one static per call site; any thread. */
+struct gw_log_rate {
+    uint64_t sec;        /* the second of the last line written (log clock) */
+    uint64_t suppressed; /* lines held back since */
+};
+
+/* True when a line of <r>'s kind may be written now; then *<suppressed> is how many were
+ * held back since the last one. False counts this one as held back. */
+bool gw_log_rate_pass(struct gw_log_rate *r, uint64_t *suppressed);
+
 /* Logger side. After gw_log_attach lines are queued, not written by the caller. */
 void gw_log_attach(void);
 /* Detaches (callers write directly again); the caller drains what is left after. */

@@ -39,10 +39,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ck_pr.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <openssl/evp.h>
 
 #include "core/alloc.h"
@@ -791,6 +793,14 @@ on_metrics(struct net_control *c, struct evhttp_request *req)
                           "# HELP gw_events_dropped_total Events dropped (ring full).\n"
                           "# TYPE gw_events_dropped_total counter\ngw_events_dropped_total %llu\n",
                           c->n_subs, (unsigned long long)gw_events_dropped()) != GW_OK;
+    fail |= gw_buf_printf(&b,
+                          "# HELP gw_client_connections Client connections open on the data "
+                          "port.\n# TYPE gw_client_connections gauge\ngw_client_connections %u\n"
+                          "# HELP gw_request_body_bytes Request body bytes being read or held "
+                          "(server.max_buffered_body_mb).\n"
+                          "# TYPE gw_request_body_bytes gauge\ngw_request_body_bytes %llu\n",
+                          net_conns_open(),
+                          (unsigned long long)gw_budget_used(&net_body_budget)) != GW_OK;
     fail |= gw_buf_printf(&b, "# HELP gw_code_total Occurrences of each gateway message code.\n"
                               "# TYPE gw_code_total counter\n") != GW_OK;
     for (i = 1; i < GW_CODE__COUNT; i++) {
@@ -1525,6 +1535,8 @@ on_events(struct net_control *c, struct evhttp_request *req)
 
 /* Broadcasts queued events (core/events.h) to every subscriber; a comment line every
  * 10 s keeps idle streams (and their proxies) alive. */
+static void reserve_refill(void);
+
 static void
 on_events_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -1533,6 +1545,8 @@ on_events_tick(evutil_socket_t fd, short what, void *arg)
     enum gw_event_name e;
     char *json;
     size_t i;
+
+    reserve_refill(); /* the descriptor given up under EMFILE, once one is free again */
 
     (void)fd;
     (void)what;
@@ -1635,6 +1649,62 @@ on_stop(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(c->base);
 }
 
+/* ---- a descriptor in reserve ----
+ * Out of descriptors, the control port must stay up: the control thread keeps one
+ * descriptor open (on /dev/null) and gives it up when its own accept fails with
+ * EMFILE/ENFILE, so the next accept gets it. Taken back on the events tick. When the
+ * reserve is spent too, the listener pauses 100 ms instead of spinning. One control
+ * thread per process: file statics, touched on that thread only. */
+#define CONTROL_ACCEPT_BACKOFF_MS 100
+
+static int ctl_reserve_fd = -1;
+static struct evconnlistener *ctl_listener;
+static struct event *ctl_backoff;
+
+static void
+reserve_refill(void)
+{
+    if (ctl_reserve_fd < 0)
+        ctl_reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* fails while none is free */
+}
+
+static void
+on_ctl_accept_error(struct evconnlistener *l, void *arg)
+{
+    static struct gw_log_rate rate;
+    int err = EVUTIL_SOCKET_ERROR();
+    uint64_t suppressed;
+
+    (void)arg;
+    if (gw_log_rate_pass(&rate, &suppressed))
+        GW_LOG(GW_LOG_WARN, NULL, "accept_error",
+               "control: accept failed: %s (%llu more such lines since the last one)",
+               strerror(err), (unsigned long long)suppressed);
+    if (err != EMFILE && err != ENFILE)
+        return;
+    if (ctl_reserve_fd >= 0) {
+        close(ctl_reserve_fd); /* the listener is still readable: the next accept has it */
+        ctl_reserve_fd = -1;
+        return;
+    }
+    if (ctl_backoff && !evtimer_pending(ctl_backoff, NULL)) {
+        struct timeval tv = {0, CONTROL_ACCEPT_BACKOFF_MS * 1000};
+
+        evconnlistener_disable(l);
+        evtimer_add(ctl_backoff, &tv);
+    }
+}
+
+static void
+on_ctl_backoff(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    if (ctl_listener)
+        evconnlistener_enable(ctl_listener);
+}
+
 static void *
 control_main(void *arg)
 {
@@ -1646,7 +1716,11 @@ control_main(void *arg)
 
         event_add(c->ev_tick, &tick);
     }
+    reserve_refill();
     event_base_dispatch(c->base);
+    if (ctl_reserve_fd >= 0)
+        close(ctl_reserve_fd);
+    ctl_reserve_fd = -1;
     while (c->n_subs) /* end the streams; the close callbacks need the base no more */
         evhttp_send_reply_end(c->subs[--c->n_subs]);
     while (c->n_waits) /* saves still waiting for their reload; evhttp_free closes them */
@@ -1660,6 +1734,10 @@ control_main(void *arg)
 static void
 control_free(struct net_control *c)
 {
+    ctl_listener = NULL;
+    if (ctl_backoff)
+        event_free(ctl_backoff);
+    ctl_backoff = NULL;
     if (c->http)
         evhttp_free(c->http);
     if (c->stop_ev)
@@ -1720,6 +1798,9 @@ net_control_start(const struct gw_conf_addr *listen, const struct net_deps *deps
     }
     if (!c->port)
         c->port = listen->port;
+    ctl_listener = evhttp_bound_socket_get_listener(c->sock);
+    ctl_backoff = evtimer_new(c->base, on_ctl_backoff, NULL);
+    evconnlistener_set_error_cb(ctl_listener, on_ctl_accept_error);
     e = pthread_create(&c->thread, NULL, control_main, c);
     if (e != 0) {
         snprintf(err, errlen, "control: cannot start the thread: %s", strerror(e));

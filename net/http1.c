@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT
- * net/http1.c - the server side of HTTP/1.1: accepts client connections, reads
- * requests with http-parser (limits on head size, header count and body size, a
- * header-read timeout and an idle timeout), and writes what the pipeline frames.
+ * net/http1.c - the server side of HTTP/1.1: accepts client connections (at most
+ * server.max_connections at once), reads requests strictly with net/h1req.c, lets the
+ * pipeline judge each head (endpoint, gateway key) before any body byte is read, bounds
+ * the bodies buffered server-wide (server.max_buffered_body_mb), gives a head and a body
+ * one deadline each, and writes what the pipeline frames. A refusal made while reading
+ * closes the connection after a lingering close bounded in time and size.
  * One request is answered at a time per connection; pipelined bytes wait in the
  * input buffer until the current answer is done.
- * Owns:    each net_conn, its bufferevent, timer and request buffers; the conn owns
- *          its current stream (net_stream_client_gone hands it back to the pipeline).
+ * Owns:    each net_conn, its bufferevent, timer and request buffers, and its share of
+ *          the body budget; the conn owns its current stream (net_stream_client_gone
+ *          hands it back to the pipeline).
  * Threads: the owning worker only.
  * See:     net/net-priv.h, net/pipeline.c, tests/e2e/
  */
 #include "net/net-priv.h"
 
+#include <ck_pr.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
@@ -21,31 +26,22 @@
 
 #include "core/alloc.h"
 #include "core/assert.h"
+#include "core/budget.h"
 #include "core/log.h"
 
 #define NET_MAX_PENDING_INPUT (1024 * 1024) /* pipelined bytes held while busy */
 #define NET_LINGER_SECS 2
+#define NET_LINGER_MIN_BYTES (1024 * 1024) /* a lingering close discards at least this */
 
-static int on_msg_begin(http_parser *p);
-static int on_url(http_parser *p, const char *at, size_t len);
-static int on_hdr_field(http_parser *p, const char *at, size_t len);
-static int on_hdr_value(http_parser *p, const char *at, size_t len);
-static int on_headers_complete(http_parser *p);
-static int on_body(http_parser *p, const char *at, size_t len);
-static int on_msg_complete(http_parser *p);
-
-static const http_parser_settings parser_settings = {
-    .on_message_begin = on_msg_begin,
-    .on_url = on_url,
-    .on_header_field = on_hdr_field,
-    .on_header_value = on_hdr_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_msg_complete,
-};
+/* Server-wide state shared by the workers (net-priv.h): the request bodies buffered at
+ * once, and the client connections open at once with their limit. */
+struct gw_budget net_body_budget;
+static unsigned conns_open;     /* ck_pr: every worker's connections together */
+static unsigned conns_auto_max; /* max_connections when the config says 0 */
 
 static void conn_free(struct net_conn *c);
 static void conn_parse(struct net_conn *c);
+static void refuse_and_close(struct net_conn *c, enum gw_code code, const char *why);
 
 /* ---- timers ---- */
 
@@ -67,19 +63,41 @@ on_timer(evutil_socket_t fd, short what, void *arg)
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
     switch (c->state) {
     case NET_CONN_IDLE:
-        conn_free(c); /* keep-alive idle: close quietly */
+        conn_free(c); /* keep-alive idle, a lingering close or a bounded flush: close */
         break;
     case NET_CONN_HEAD:
-    case NET_CONN_BODY:
         /* A slow client may not hold a worker: answer 408 and close. */
-        c->flags |= NET_CONN_F_CLOSE_AFTER;
-        c->state = NET_CONN_BUSY;
-        net_respond_error(c, NULL, GW_E_CLIENT_TIMEOUT, "the request was not received in time",
-                          NULL);
-        net_conn_response_done(c);
+        refuse_and_close(c, GW_E_CLIENT_TIMEOUT, "the request head was not received in time");
+        break;
+    case NET_CONN_BODY:
+        refuse_and_close(c, GW_E_CLIENT_TIMEOUT,
+                         "the request body was not received within server.body_timeout_secs");
         break;
     case NET_CONN_BUSY: break;
     }
+}
+
+/* ---- the body budget (server.max_buffered_body_mb) ---- */
+
+void
+net_body_release(size_t *held)
+{
+    if (*held)
+        gw_budget_give(&net_body_budget, *held);
+    *held = 0;
+}
+
+/* Takes from the budget what the body being read holds beyond what was taken before:
+ * the whole declared length at the head, a chunked body as it grows. */
+static bool
+body_reserve(struct net_conn *c, size_t want)
+{
+    if (want <= c->body_held)
+        return true;
+    if (!gw_budget_take(&net_body_budget, want - c->body_held))
+        return false;
+    c->body_held = want;
+    return true;
 }
 
 /* ---- closing ---- */
@@ -97,6 +115,7 @@ unlink_conn(struct net_conn *c)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
     w->n_conns--;
+    ck_pr_dec_uint(&conns_open); /* relaxed: a count compared at accept */
 }
 
 static void
@@ -114,28 +133,48 @@ conn_free(struct net_conn *c)
         event_free(c->timer);
     if (c->bev)
         bufferevent_free(c->bev);
-    gw_buf_fini(&c->url);
-    gw_buf_fini(&c->hbuf);
-    gw_buf_fini(&c->body);
-    gw_free(c->hdrs);
+    net_body_release(&c->body_held);
+    gw_conf_release(c->conf);
+    net_h1req_fini(&c->rq);
     explicit_bzero(c->key_seen, sizeof(c->key_seen));
     c->magic_ = 0;
     gw_free(c);
 }
 
+/* Discards what the client sends while lingering, up to linger_left bytes. */
+static void
+linger_discard(struct net_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    size_t n = evbuffer_get_length(in);
+
+    evbuffer_drain(in, n);
+    if (n >= c->linger_left) {
+        /* More than a fair client sends after its answer: close on the next loop turn
+         * (the timer frees it; callers up the stack may still hold c). */
+        c->linger_left = 0;
+        bufferevent_disable(c->bev, EV_READ);
+        timer_arm(c, 0);
+        return;
+    }
+    c->linger_left -= n;
+}
+
 /* Lingering close: after the last answer is flushed, half-close and discard what the
- * client still sends (say, the rest of a refused body) for a short while, so the
- * kernel does not reset the connection and destroy the answer before it is read. */
+ * client still sends (say, the rest of a refused body) for a short while and a bounded
+ * size, so the kernel does not reset the connection and destroy the answer before it is
+ * read. The size bound is the body limit: a fair client finishes its body and reads. */
 static void
 conn_linger(struct net_conn *c)
 {
     c->flags |= NET_CONN_F_LINGER;
+    c->linger_left =
+        c->rq.lim.max_body > NET_LINGER_MIN_BYTES ? c->rq.lim.max_body : NET_LINGER_MIN_BYTES;
     shutdown(bufferevent_getfd(c->bev), SHUT_WR);
-    evbuffer_drain(bufferevent_get_input(c->bev),
-                   evbuffer_get_length(bufferevent_get_input(c->bev)));
-    bufferevent_enable(c->bev, EV_READ);
     c->state = NET_CONN_IDLE; /* the timer frees it */
     timer_arm(c, NET_LINGER_SECS);
+    bufferevent_enable(c->bev, EV_READ);
+    linger_discard(c);
 }
 
 /* Flush what is queued, then linger and free: after the last answer on a connection. */
@@ -145,6 +184,9 @@ conn_close_after_flush(struct net_conn *c)
     c->flags |= NET_CONN_F_CLOSING;
     evtimer_del(c->timer);
     bufferevent_disable(c->bev, EV_READ);
+    net_body_release(&c->body_held); /* nothing more is read into it */
+    gw_conf_release(c->conf);
+    c->conf = NULL;
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
         conn_linger(c);
         return;
@@ -162,9 +204,10 @@ on_read(struct bufferevent *bev, void *arg)
 {
     struct net_conn *c = arg;
 
+    (void)bev;
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
     if (c->flags & NET_CONN_F_LINGER) {
-        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        linger_discard(c);
         return;
     }
     if (c->flags & NET_CONN_F_CLOSING)
@@ -208,14 +251,56 @@ on_event(struct bufferevent *bev, short what, void *arg)
 /* ---- accepting ---- */
 
 void
+net_conns_set_auto_max(unsigned max)
+{
+    ck_pr_store_uint(&conns_auto_max, max);
+}
+
+unsigned
+net_conns_max(const struct gw_conf *conf)
+{
+    return conf && conf->server.max_connections ? conf->server.max_connections
+                                                : ck_pr_load_uint(&conns_auto_max);
+}
+
+unsigned
+net_conns_open(void)
+{
+    return ck_pr_load_uint(&conns_open);
+}
+
+void
 net_conn_accept(struct net_worker *w, int fd)
 {
+    static struct gw_log_rate over_rate;
+    struct net_h1req_limits lim;
     struct net_conn *c;
     struct gw_conf *conf;
+    unsigned max;
     int one = 1;
 
+    conf = gw_conf_acquire(&w->gt);
+    max = net_conns_max(conf);
+    /* Counted first, so that workers accepting at once cannot pass the limit together. */
+    if (ck_pr_faa_uint(&conns_open, 1) >= max && max) {
+        struct gw_log_ctx ctx = {(int)w->id, 0, NULL};
+        uint64_t suppressed;
+
+        ck_pr_dec_uint(&conns_open);
+        gw_conf_release(conf);
+        evutil_closesocket(fd);
+        gw_code_count(GW_E_TOO_MANY_CONNECTIONS);
+        if (gw_log_rate_pass(&over_rate, &suppressed))
+            GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(GW_E_TOO_MANY_CONNECTIONS),
+                   "server.max_connections (%u) reached: a new connection was closed "
+                   "(%llu more since the last line)",
+                   max, (unsigned long long)suppressed);
+        return;
+    }
     c = gw_calloc(1, sizeof(*c));
     if (!c) {
+        ck_pr_dec_uint(&conns_open);
+        gw_conf_release(conf);
         evutil_closesocket(fd);
         return;
     }
@@ -233,17 +318,21 @@ net_conn_accept(struct net_worker *w, int fd)
         if (c->timer)
             event_free(c->timer);
         gw_free(c);
+        ck_pr_dec_uint(&conns_open);
+        gw_conf_release(conf);
         return;
     }
     /* Limits are read once per connection from the live snapshot. */
-    conf = gw_conf_acquire(&w->gt);
-    c->max_header_bytes = conf ? conf->server.max_header_kb * 1024u : 65536u;
-    c->max_headers = conf ? conf->server.max_headers : 100u;
-    if (c->max_headers > NET_MAX_HEADERS_HARD)
-        c->max_headers = NET_MAX_HEADERS_HARD;
+    lim.max_header_bytes = conf ? conf->server.max_header_kb * 1024u : 65536u;
+    lim.max_headers = conf ? conf->server.max_headers : 100u;
+    if (lim.max_headers > NET_MAX_HEADERS_HARD)
+        lim.max_headers = NET_MAX_HEADERS_HARD;
+    lim.max_body = conf ? (size_t)conf->server.max_body_mb * 1024 * 1024 : 32u << 20;
     c->header_timeout_secs = conf ? conf->server.header_timeout_secs : 10u;
+    c->body_timeout_secs = conf ? conf->server.body_timeout_secs : 60u;
     c->idle_timeout_secs = conf ? conf->server.idle_timeout_secs : 60u;
-    c->max_body = conf ? (size_t)conf->server.max_body_mb * 1024 * 1024 : 32u << 20;
+    if (conf)
+        gw_budget_set_max(&net_body_budget, (uint64_t)conf->server.max_buffered_body_mb << 20);
     gw_conf_release(conf);
 
     c->next = w->conns;
@@ -252,8 +341,7 @@ net_conn_accept(struct net_worker *w, int fd)
     w->conns = c;
     w->n_conns++;
 
-    http_parser_init(&c->parser, HTTP_REQUEST);
-    c->parser.data = c;
+    net_h1req_init(&c->rq, &lim);
     c->state = NET_CONN_IDLE;
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, NET_OUT_LOW, 0);
@@ -263,171 +351,54 @@ net_conn_accept(struct net_worker *w, int fd)
 
 /* ---- parsing ---- */
 
+/* Answers a refusal made while reading and closes: the rest of the request is not read
+ * (a lingering close discards what the client still sends). */
 static void
-request_reset(struct net_conn *c)
+refuse_and_close(struct net_conn *c, enum gw_code code, const char *why)
 {
-    gw_buf_reset(&c->url);
-    gw_buf_reset(&c->hbuf);
-    gw_buf_reset(&c->body);
-    c->n_hdrs = 0;
-    c->last_was_value = false;
-    c->head_bytes = 0;
-    c->refuse = GW_OK;
-}
-
-static int
-on_msg_begin(http_parser *p)
-{
-    struct net_conn *c = p->data;
-
-    request_reset(c);
-    c->state = NET_CONN_HEAD;
-    timer_arm(c, c->header_timeout_secs);
-    return 0;
-}
-
-static int
-count_head(struct net_conn *c, size_t len)
-{
-    c->head_bytes += len;
-    if (c->head_bytes > c->max_header_bytes) {
-        c->refuse = GW_E_HEADERS_TOO_LARGE;
-        return -1;
-    }
-    return 0;
-}
-
-static int
-on_url(http_parser *p, const char *at, size_t len)
-{
-    struct net_conn *c = p->data;
-
-    if (count_head(c, len) || gw_buf_append(&c->url, at, len) != GW_OK)
-        return -1;
-    return 0;
-}
-
-static int
-on_hdr_field(http_parser *p, const char *at, size_t len)
-{
-    struct net_conn *c = p->data;
-    struct net_req_hdr *h;
-
-    if (count_head(c, len + 4))
-        return -1;
-    if (c->n_hdrs == 0 || c->last_was_value) {
-        if (c->n_hdrs >= c->max_headers) {
-            c->refuse = GW_E_HEADERS_TOO_LARGE;
-            return -1;
-        }
-        if (c->n_hdrs == c->cap_hdrs) {
-            unsigned cap = c->cap_hdrs ? c->cap_hdrs * 2 : 16;
-            struct net_req_hdr *v = gw_realloc(c->hdrs, cap * sizeof(*v));
-
-            if (!v)
-                return -1;
-            c->hdrs = v;
-            c->cap_hdrs = cap;
-        }
-        h = &c->hdrs[c->n_hdrs++];
-        h->name_off = (uint32_t)c->hbuf.len;
-        h->name_len = 0;
-        h->val_off = 0;
-        h->val_len = 0;
-        c->last_was_value = false;
-    }
-    h = &c->hdrs[c->n_hdrs - 1];
-    if (gw_buf_append(&c->hbuf, at, len) != GW_OK)
-        return -1;
-    h->name_len += (uint32_t)len;
-    return 0;
-}
-
-static int
-on_hdr_value(http_parser *p, const char *at, size_t len)
-{
-    struct net_conn *c = p->data;
-    struct net_req_hdr *h;
-
-    if (count_head(c, len) || c->n_hdrs == 0)
-        return -1;
-    h = &c->hdrs[c->n_hdrs - 1];
-    if (!c->last_was_value) {
-        h->val_off = (uint32_t)c->hbuf.len;
-        h->val_len = 0;
-        c->last_was_value = true;
-    }
-    if (gw_buf_append(&c->hbuf, at, len) != GW_OK)
-        return -1;
-    h->val_len += (uint32_t)len;
-    return 0;
-}
-
-static int
-on_headers_complete(http_parser *p)
-{
-    struct net_conn *c = p->data;
-    struct gw_str v;
-
-    c->state = NET_CONN_BODY;
-    c->method = (enum http_method)p->method;
-    c->keep_alive = http_should_keep_alive(p) != 0;
-    timer_arm(c, c->idle_timeout_secs);
-    if ((p->flags & F_CONTENTLENGTH) && p->content_length > c->max_body) {
-        /* The body is not read: answer once the parser stops, then close. */
-        c->refuse = GW_E_BODY_TOO_LARGE;
-        return -1;
-    }
-    if (net_conn_header(c, GW_STR_LIT("expect"), &v) &&
-        gw_str_eq_nocase(v, GW_STR_LIT("100-continue")))
-        net_conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
-    return 0;
-}
-
-static int
-on_body(http_parser *p, const char *at, size_t len)
-{
-    struct net_conn *c = p->data;
-
-    if (c->body.len + len > c->max_body) {
-        c->refuse = GW_E_BODY_TOO_LARGE;
-        return -1;
-    }
-    if (gw_buf_append(&c->body, at, len) != GW_OK) {
-        c->refuse = GW_E_NOMEM;
-        return -1;
-    }
-    timer_arm(c, c->idle_timeout_secs);
-    return 0;
-}
-
-static int
-on_msg_complete(http_parser *p)
-{
-    struct net_conn *c = p->data;
-
-    c->state = NET_CONN_BUSY;
-    evtimer_del(c->timer);
-    /* Stop here: the answer is produced after http_parser_execute returns. */
-    http_parser_pause(p, 1);
-    return 0;
-}
-
-static void
-refuse_and_close(struct net_conn *c, enum gw_code code)
-{
-    const char *msg = "malformed HTTP request";
-
-    if (code == GW_E_HEADERS_TOO_LARGE)
-        msg = "request head too large or too many headers";
-    else if (code == GW_E_BODY_TOO_LARGE)
-        msg = "request body larger than server.max_body_mb";
-    else if (code == GW_E_NOMEM)
-        msg = "out of memory";
+    if (!why)
+        why = "malformed HTTP request";
     c->flags |= NET_CONN_F_CLOSE_AFTER;
     c->state = NET_CONN_BUSY;
-    net_respond_error(c, NULL, code, msg, NULL);
+    net_respond_error(c, NULL, code, why,
+                      code == GW_E_BUSY ? "retry-after: 1\r\nx-should-retry: true\r\n" : NULL);
     net_conn_response_done(c);
+}
+
+/* The head is read, no body byte taken yet: the pipeline decides on it (endpoint and
+ * gateway key), then a declared body is reserved in the server-wide budget. False when
+ * the request was refused (and the connection is closing). */
+static bool
+head_read(struct net_conn *c)
+{
+    const char *why = NULL;
+    enum gw_code code = net_pipeline_head(c, &why);
+    struct gw_str v;
+
+    if (code != GW_OK) {
+        refuse_and_close(c, code, why);
+        return false;
+    }
+    if (c->rq.content_length > c->rq.lim.max_body) {
+        refuse_and_close(c, GW_E_BODY_TOO_LARGE, "request body larger than server.max_body_mb");
+        return false;
+    }
+    if (c->rq.content_length && !body_reserve(c, c->rq.content_length)) {
+        refuse_and_close(c, GW_E_BUSY,
+                         "the gateway holds too many request bodies (server.max_buffered_body_mb); "
+                         "retry shortly");
+        return false;
+    }
+    c->state = NET_CONN_BODY;
+    if (c->rq.has_body) {
+        /* One deadline for the whole body: a trickling client does not re-arm it. */
+        timer_arm(c, c->body_timeout_secs);
+        if (net_conn_header(c, GW_STR_LIT("expect"), &v) &&
+            gw_str_eq_nocase(v, GW_STR_LIT("100-continue")))
+            net_conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    }
+    net_h1req_resume(&c->rq);
+    return true;
 }
 
 static void
@@ -437,25 +408,47 @@ conn_parse(struct net_conn *c)
 
     while (c->state != NET_CONN_BUSY && evbuffer_get_length(in) > 0) {
         struct evbuffer_iovec v;
-        size_t used;
-        enum http_errno err;
+        size_t used = 0;
+        enum net_h1_ev ev;
 
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
             break;
-        used = http_parser_execute(&c->parser, &parser_settings, v.iov_base, v.iov_len);
+        ev = net_h1req_feed(&c->rq, v.iov_base, v.iov_len, &used);
         evbuffer_drain(in, used);
-        err = HTTP_PARSER_ERRNO(&c->parser);
-        if (err == HPE_PAUSED)
+        if (c->state == NET_CONN_IDLE && c->rq.state == NET_H1_IN_HEAD) {
+            c->state = NET_CONN_HEAD; /* the first byte of a request: the head's deadline */
+            timer_arm(c, c->header_timeout_secs);
+        }
+        switch (ev) {
+        case NET_H1_MORE:
+            if (c->rq.chunked && !body_reserve(c, c->rq.body.len)) {
+                refuse_and_close(c, GW_E_BUSY,
+                                 "the gateway holds too many request bodies "
+                                 "(server.max_buffered_body_mb); retry shortly");
+                return;
+            }
             break;
-        if (err != HPE_OK || c->parser.upgrade) {
-            refuse_and_close(c, c->refuse != GW_OK ? c->refuse : GW_E_HTTP_PARSE);
-            return;
+        case NET_H1_HEAD:
+            if (!head_read(c))
+                return;
+            break;
+        case NET_H1_DONE:
+            if (c->rq.chunked && !body_reserve(c, c->rq.body.len)) {
+                refuse_and_close(c, GW_E_BUSY,
+                                 "the gateway holds too many request bodies "
+                                 "(server.max_buffered_body_mb); retry shortly");
+                return;
+            }
+            c->state = NET_CONN_BUSY;
+            evtimer_del(c->timer);
+            break;
+        case NET_H1_ERROR: refuse_and_close(c, c->rq.refuse, c->rq.why); return;
         }
     }
     if (c->state == NET_CONN_BUSY) {
-        if (c->parser.http_major == 1 && c->parser.http_minor == 0)
+        if (c->rq.parser.http_major == 1 && c->rq.parser.http_minor == 0)
             c->flags |= NET_CONN_F_CLOSE_AFTER; /* no chunked answers for HTTP/1.0 */
-        if (!c->keep_alive)
+        if (!c->rq.keep_alive)
             c->flags |= NET_CONN_F_CLOSE_AFTER;
         net_pipeline_start(c);
     }
@@ -517,10 +510,9 @@ net_conn_response_done(struct net_conn *c)
         conn_close_after_flush(c);
         return;
     }
-    request_reset(c);
-    gw_buf_fini(&c->body); /* do not keep a large body's memory on an idle conn */
+    net_body_release(&c->body_held);
+    net_h1req_next(&c->rq);
     c->state = NET_CONN_IDLE;
-    http_parser_pause(&c->parser, 0);
     timer_arm(c, c->idle_timeout_secs);
     bufferevent_enable(c->bev, EV_READ);
     if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
@@ -530,26 +522,13 @@ net_conn_response_done(struct net_conn *c)
 bool
 net_conn_header(const struct net_conn *c, struct gw_str name, struct gw_str *value)
 {
-    unsigned i;
-
-    for (i = 0; i < c->n_hdrs; i++) {
-        const struct net_req_hdr *h = &c->hdrs[i];
-
-        if (gw_str_eq_nocase((struct gw_str){c->hbuf.data + h->name_off, h->name_len}, name)) {
-            *value = (struct gw_str){c->hbuf.data + h->val_off, h->val_len};
-            return true;
-        }
-    }
-    return false;
+    return net_h1req_header(&c->rq, name, value);
 }
 
 void
 net_conn_header_at(const struct net_conn *c, unsigned i, struct gw_str *name, struct gw_str *value)
 {
-    const struct net_req_hdr *h = &c->hdrs[i];
-
-    *name = (struct gw_str){c->hbuf.data + h->name_off, h->name_len};
-    *value = (struct gw_str){c->hbuf.data + h->val_off, h->val_len};
+    net_h1req_header_at(&c->rq, i, name, value);
 }
 
 void

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -48,6 +49,7 @@ struct gwd {
     struct event_base *base;
     struct store *store;
     struct net_control *control;
+    unsigned long nofile; /* the descriptor limit at startup (0: none) */
     struct net_workers *workers;
     struct gw_routes *routes;       /* upstream health and group rounds, across reloads */
     struct gw_slots_reg *up_slots;  /* providers' max_concurrent, across reloads */
@@ -201,8 +203,7 @@ load_conf(const char *path, FILE *out)
  * of the old snapshot may still hold slots) but loses its limit, so whoever waits on it
  * goes on at once rather than at its deadline. Main thread. */
 static void
-release_unnamed(struct gw_slots_reg *reg, const struct gw_conf *conf, bool providers,
-                struct gwd *g)
+release_unnamed(struct gw_slots_reg *reg, const struct gw_conf *conf, bool providers, struct gwd *g)
 {
     size_t i, j, n = providers ? conf->n_providers : conf->n_clients;
 
@@ -355,6 +356,28 @@ on_tick(evutil_socket_t fd, short what, void *arg)
     gw_snap_poll(&g->gt); /* free snapshots retired by reloads */
 }
 
+/* server.max_connections when the config leaves it 0: what the descriptor limit
+ * (ulimit -n) leaves after a reserve (the store, the log, the control port and its
+ * clients, each worker's loop and DNS), halved, since each client connection may hold
+ * an upstream connection. Sets *<nofile> to the limit read (0: none). */
+static unsigned
+conns_auto_max(unsigned n_workers, unsigned long *nofile)
+{
+    struct rlimit rl;
+    unsigned long cur, reserve = 64 + 8ul * n_workers;
+
+    *nofile = 0;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 0;
+    cur = (unsigned long)rl.rlim_cur;
+    *nofile = cur;
+    if (cur > 2000000)
+        cur = 2000000;
+    if (cur <= reserve + 2)
+        return 1;
+    return (unsigned)((cur - reserve) / 2);
+}
+
 static unsigned
 worker_count(const struct gw_conf *conf)
 {
@@ -399,6 +422,12 @@ run(struct gwd *g)
     gw_thread_register(&g->gt);
     g->drain_secs = conf->server.drain_secs;
     n_workers = worker_count(conf);
+    {
+        unsigned long nofile;
+
+        net_conns_set_auto_max(conns_auto_max(n_workers, &nofile));
+        g->nofile = nofile;
+    }
     g->routes = gw_routes_new();
     g->deps.sticky = gw_sticky_new(GWD_STICKY_ENTRIES);
     g->up_slots = gw_slots_reg_new();
@@ -464,8 +493,10 @@ run(struct gwd *g)
     }
     warn_unspoken(conf);
     g->linktest = net_linktest_start();
-    GW_LOG(GW_LOG_INFO, NULL, "ready", "gwd %s data=%s control=%s:%u workers=%u", GWD_VERSION,
-           bound, conf->control.listen.host, net_control_port(g->control), n_workers);
+    GW_LOG(GW_LOG_INFO, NULL, "ready",
+           "gwd %s data=%s control=%s:%u workers=%u max_connections=%u (descriptor limit %lu)",
+           GWD_VERSION, bound, conf->control.listen.host, net_control_port(g->control), n_workers,
+           net_conns_max(conf), g->nofile);
     gw_conf_release(conf);
     conf = NULL;
 

@@ -14,7 +14,6 @@
 #ifndef GW_NET_NET_PRIV_H
 #define GW_NET_NET_PRIV_H
 
-#include <http_parser.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,9 +23,11 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "core/budget.h"
 #include "core/conf.h"
 #include "core/snap.h"
 #include "core/str.h"
+#include "net/h1req.h"
 
 #define NET_MAX_LISTEN 8
 #define NET_MAX_HEADERS_HARD 256
@@ -55,18 +56,14 @@ struct net_worker {
     struct event *drain_tick;  /* while draining: leave once no connection is left */
     unsigned drain_requested;  /* set by main (ck_pr), read on the worker */
     bool draining;
-    struct net_workers *ws;    /* the array this worker belongs to */
-    struct event *grant_ev;    /* made active when grants are pushed (any thread) */
-    struct net_stream *grants; /* MPSC stack of streams granted a slot (__atomic) */
-    struct net_conn *conns;    /* every client connection of this worker */
+    struct net_workers *ws;       /* the array this worker belongs to */
+    struct event *grant_ev;       /* made active when grants are pushed (any thread) */
+    struct event *accept_backoff; /* out of descriptors: accepting again after it */
+    struct net_stream *grants;    /* MPSC stack of streams granted a slot (__atomic) */
+    struct net_conn *conns;       /* every client connection of this worker */
     unsigned n_conns;
     uint64_t next_conn_id;
     uint64_t rng[2]; /* xorshift128+ for request ids */
-};
-
-/* One parsed request head, valid until the response is done. */
-struct net_req_hdr {
-    uint32_t name_off, name_len, val_off, val_len;
 };
 
 enum net_conn_state {
@@ -89,21 +86,13 @@ struct net_conn {
     http_parser parser;
     enum net_conn_state state;
     unsigned flags;
-    struct event *timer;        /* header/idle timeout */
-    const struct gw_conf *conf; /* limits for this conn, borrowed from stream or worker */
-    unsigned max_header_bytes, max_headers, header_timeout_secs, idle_timeout_secs;
-    size_t max_body;
-    /* the request being read */
-    enum http_method method;
-    struct gw_buf url;
-    struct gw_buf hbuf; /* header names and values, NUL-separated */
-    struct net_req_hdr *hdrs;
-    unsigned n_hdrs, cap_hdrs;
-    bool last_was_value;
-    size_t head_bytes;
-    struct gw_buf body;
-    enum gw_code refuse; /* set while reading: answer this once complete */
-    bool keep_alive;
+    struct event *timer; /* header, body, idle and linger deadlines */
+    unsigned header_timeout_secs, body_timeout_secs, idle_timeout_secs;
+    /* the request being read (method, url, headers, body; net/h1req.h) */
+    struct net_h1req rq;
+    struct gw_conf *conf;      /* reference taken by the head check, handed to the stream */
+    size_t body_held;          /* bytes of rq.body counted in net_body_budget */
+    size_t linger_left;        /* bytes a lingering close still discards before closing */
     struct net_stream *stream; /* the exchange being answered, or NULL */
     /* The last gateway key seen on this connection and its SHA-256: clients send the
      * same key on every request of a keep-alive connection. Wiped on free. */
@@ -129,6 +118,17 @@ bool net_conn_header(const struct net_conn *c, struct gw_str name, struct gw_str
 /* The i-th header of the current request. */
 void net_conn_header_at(const struct net_conn *c, unsigned i, struct gw_str *name,
                         struct gw_str *value);
+/* The request bodies being read or held at once, every worker together
+ * (server.max_buffered_body_mb; core/budget.h). */
+extern struct gw_budget net_body_budget;
+/* Gives back to net_body_budget the <*held> bytes a body held; sets *held to 0. */
+void net_body_release(size_t *held);
+/* server.max_connections when the config says 0 (main, from the descriptor limit). */
+void net_conns_set_auto_max(unsigned max);
+/* The connection limit in force with <conf>; 0 = none. */
+unsigned net_conns_max(const struct gw_conf *conf);
+/* Client connections open now, every worker together. */
+unsigned net_conns_open(void);
 /* Closes every idle connection and marks busy ones to close after their answer. */
 void net_conns_drain(struct net_worker *w);
 /* Frees every connection now (end of the worker). */
@@ -140,6 +140,12 @@ void net_conns_free_all(struct net_worker *w);
 
 /* ---- pipeline.c: one exchange ---- */
 
+/* The head of a request is in <c> (method, url, headers; no body byte read yet): GW_OK
+ * to read its body, else the refusal's code with a sentence for the client in *<why>
+ * (an unknown endpoint, a missing or invalid gateway key), answered before the body is
+ * read. On GW_OK c->conf holds the snapshot the check used (a reference the request's
+ * stream takes over; the conn releases it if it dies first). */
+enum gw_code net_pipeline_head(struct net_conn *c, const char **why);
 /* A complete request is in <c> (method, url, headers, body): answer it. */
 void net_pipeline_start(struct net_conn *c);
 /* The client connection is gone (or being freed): cancel upstream work, record, free. */

@@ -53,6 +53,7 @@ struct net_stream {
     const struct gw_conf_client *client;
     struct dl_openai_req *req;
     struct gw_buf body;                       /* the client's body (taken from the conn) */
+    size_t body_held;                         /* its bytes in net_body_budget */
     struct gw_buf upbody;                     /* what is sent upstream ... */
     size_t upbody_for;                        /* ... to candidate cands[upbody_for] */
     bool upbody_ready;                        /* upbody holds that candidate's body */
@@ -297,6 +298,7 @@ stream_free(struct net_stream *s)
     gw_free(s->speed);
     dl_openai_req_free(s->req);
     gw_buf_fini(&s->body);
+    net_body_release(&s->body_held);
     gw_buf_fini(&s->upbody);
     gw_buf_fini(&s->out);
     gw_buf_fini(&s->errbody);
@@ -1150,7 +1152,7 @@ hop_send(struct net_stream *s, const struct gw_route_cand *c)
     hdrs[n++] = (struct net_hdr){GW_STR_LIT("content-type"), GW_STR_LIT("application/json")};
     hdrs[n++] = (struct net_hdr){GW_STR_LIT("accept"), s->stream ? GW_STR_LIT("text/event-stream")
                                                                  : GW_STR_LIT("application/json")};
-    for (i = 0; i < s->conn->n_hdrs && n < NET_MAX_FWD_HEADERS + 4; i++) {
+    for (i = 0; i < s->conn->rq.n_hdrs && n < NET_MAX_FWD_HEADERS + 4; i++) {
         struct gw_str name, value;
 
         net_conn_header_at(s->conn, i, &name, &value);
@@ -1474,12 +1476,12 @@ net_stream_on_grant(struct net_stream *s)
 static bool
 path_is(const struct net_conn *c, const char *p)
 {
-    size_t n = strlen(p), len = c->url.len;
-    const char *q = c->url.data ? memchr(c->url.data, '?', len) : NULL;
+    size_t n = strlen(p), len = c->rq.url.len;
+    const char *q = c->rq.url.data ? memchr(c->rq.url.data, '?', len) : NULL;
 
     if (q)
-        len = (size_t)(q - c->url.data);
-    return len == n && memcmp(c->url.data, p, n) == 0;
+        len = (size_t)(q - c->rq.url.data);
+    return len == n && memcmp(c->rq.url.data, p, n) == 0;
 }
 
 static bool
@@ -1587,8 +1589,8 @@ skip_paused(struct net_stream *s)
     for (i = 0; i < s->n_cands; i++) {
         const struct gw_route_cand *c = &s->cands[i];
 
-        if (c->state == GW_CAND_PAUSED && (int)i != s->pick &&
-            spoken(c->prov) && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+        if (c->state == GW_CAND_PAUSED && (int)i != s->pick && spoken(c->prov) &&
+            s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
             attempt_add(s, c, GW_OUT_SKIPPED_PAUSED);
             continue;
         }
@@ -1605,8 +1607,8 @@ skip_paused(struct net_stream *s)
     for (i = 0; i < s->n_cands; i++) {
         const struct gw_route_cand *c = &s->cands[i];
 
-        if (c->state == GW_CAND_FULL && (int)i != s->pick && !c->sticky &&
-            spoken(c->prov) && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+        if (c->state == GW_CAND_FULL && (int)i != s->pick && !c->sticky && spoken(c->prov) &&
+            s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
             attempt_add(s, c, GW_OUT_SKIPPED_BUSY);
             s->busy_noted[i] = true;
         }
@@ -1628,6 +1630,83 @@ key_digest(struct net_conn *c, struct gw_str key, unsigned char digest[32])
         c->key_seen_len = (uint16_t)key.len;
         memcpy(c->key_seen_digest, digest, 32);
     }
+}
+
+/* The client whose gateway key <c>'s request carries, in <conf>; NULL with the refusal's
+ * code and sentence in *<code>, *<why> when the key is missing or unknown. */
+static const struct gw_conf_client *
+client_of(struct net_conn *c, const struct gw_conf *conf, enum gw_code *code, const char **why)
+{
+    const struct gw_conf_client *cl;
+    struct gw_str key;
+    unsigned char digest[32];
+
+    if (!gateway_key(c, &key)) {
+        *code = GW_E_AUTH_MISSING_KEY;
+        *why = "no gateway key: send Authorization: Bearer <key> or x-api-key";
+        return NULL;
+    }
+    key_digest(c, key, digest);
+    cl = gw_conf_client_by_digest(conf, digest);
+    if (!cl) {
+        *code = GW_E_AUTH_INVALID_KEY;
+        *why = "the gateway key is not valid";
+    }
+    return cl;
+}
+
+/* The endpoints: which one a head asks for (method and path). */
+enum endpoint {
+    EP_NONE,    /* no such path: 404 */
+    EP_METHOD,  /* a known path with another method: 405 */
+    EP_CHAT,    /* POST /v1/chat/completions */
+    EP_MODELS,  /* GET /v1/models, /v1/models/{id} */
+    EP_HEALTHZ, /* GET /healthz */
+    EP_READYZ,  /* GET /readyz */
+};
+
+static enum endpoint
+endpoint_of(const struct net_conn *c)
+{
+    enum http_method m = c->rq.method;
+
+    if (path_is(c, "/v1/chat/completions"))
+        return m == HTTP_POST ? EP_CHAT : EP_METHOD;
+    if (m == HTTP_GET && (path_is(c, "/v1/models") ||
+                          (c->rq.url.len > 11 && memcmp(c->rq.url.data, "/v1/models/", 11) == 0)))
+        return EP_MODELS;
+    if (m == HTTP_GET && path_is(c, "/healthz"))
+        return EP_HEALTHZ;
+    if (m == HTTP_GET && path_is(c, "/readyz"))
+        return EP_READYZ;
+    return EP_NONE;
+}
+
+enum gw_code
+net_pipeline_head(struct net_conn *c, const char **why)
+{
+    enum gw_code code = GW_OK;
+    struct gw_conf *conf;
+
+    switch (endpoint_of(c)) {
+    case EP_NONE: *why = "no such endpoint"; return GW_E_NOT_FOUND;
+    case EP_METHOD: *why = "use POST"; return GW_E_METHOD_NOT_ALLOWED;
+    case EP_HEALTHZ:
+    case EP_READYZ: return GW_OK; /* the stream takes its own snapshot */
+    case EP_CHAT:
+    case EP_MODELS: break;
+    }
+    /* The key is checked on the head, so a client without a valid one never has its
+     * body read (DESIGN 4). The snapshot goes on to the stream, which reads the client
+     * again from it once the body is in. */
+    conf = gw_conf_acquire(&c->w->gt);
+    if (conf && !client_of(c, conf, &code, why)) {
+        gw_conf_release(conf);
+        return code;
+    }
+    gw_conf_release(c->conf);
+    c->conf = conf;
+    return GW_OK;
 }
 
 /* Slot state for the routing engine: a full member sits the load-balance round out. */
@@ -1702,8 +1781,7 @@ limit_admit(struct net_stream *s)
         return;
     }
     net_calendar(now, &cal);
-    switch (
-        gw_keylimits_admit(k, now, &cal, s->est_tokens, s->est_cost_micros, &s->quota, &v)) {
+    switch (gw_keylimits_admit(k, now, &cal, s->est_tokens, s->est_cost_micros, &s->quota, &v)) {
     case GW_LIMIT_OK:
         if (gw_keylimits_has_alerts(k))
             emit_alerts(s); /* a threshold crossed by the reservation: now, not at the end */
@@ -1780,25 +1858,21 @@ chat_completions(struct net_stream *s)
 {
     struct net_conn *c = s->conn;
     struct gw_buf why = {0};
-    struct gw_str key, model;
-    unsigned char digest[32];
+    struct gw_str model;
+    const char *why_auth;
     enum gw_code rc;
 
-    if (!gateway_key(c, &key)) {
-        stream_refuse(s, GW_E_AUTH_MISSING_KEY,
-                      "no gateway key: send Authorization: Bearer <key> or x-api-key", false);
-        return;
-    }
-    key_digest(c, key, digest);
-    s->client = gw_conf_client_by_digest(s->conf, digest);
+    s->client = client_of(c, s->conf, &rc, &why_auth);
     if (!s->client) {
-        stream_refuse(s, GW_E_AUTH_INVALID_KEY, "the gateway key is not valid", false);
+        stream_refuse(s, rc, why_auth, false);
         return;
     }
     memcpy(s->row->client, s->client->name, strnlen(s->client->name, GW_NAME_MAX));
     /* The body now belongs to the stream: the conn may read the next request. */
-    s->body = c->body;
-    memset(&c->body, 0, sizeof(c->body));
+    s->body = c->rq.body;
+    memset(&c->rq.body, 0, sizeof(c->rq.body));
+    s->body_held = c->body_held; /* its share of net_body_budget goes with it */
+    c->body_held = 0;
     rc = dl_openai_req_parse(s->body.data, s->body.len, &s->req, &why);
     if (rc != GW_OK) {
         stream_refuse(s, rc, why.data ? why.data : "invalid request", true);
@@ -1934,20 +2008,14 @@ models_listing(struct net_stream *s)
     struct net_conn *c = s->conn;
     struct dl_model_entry *v;
     struct gw_buf body = {0};
-    struct gw_str key;
-    unsigned char digest[32];
+    const char *why_auth;
+    enum gw_code rc;
     size_t max = s->conf->n_groups, n, i, plen = 0;
     const char *q, *id = NULL;
 
-    if (!gateway_key(c, &key)) {
-        stream_refuse(s, GW_E_AUTH_MISSING_KEY,
-                      "no gateway key: send Authorization: Bearer <key> or x-api-key", false);
-        return;
-    }
-    key_digest(c, key, digest);
-    s->client = gw_conf_client_by_digest(s->conf, digest);
+    s->client = client_of(c, s->conf, &rc, &why_auth);
     if (!s->client) {
-        stream_refuse(s, GW_E_AUTH_INVALID_KEY, "the gateway key is not valid", false);
+        stream_refuse(s, rc, why_auth, false);
         return;
     }
     for (i = 0; i < s->conf->n_providers; i++)
@@ -1958,10 +2026,10 @@ models_listing(struct net_stream *s)
         return;
     }
     n = models_collect(s->conf, s->client, v, max);
-    q = memchr(c->url.data, '?', c->url.len);
-    plen = q ? (size_t)(q - c->url.data) : c->url.len;
+    q = memchr(c->rq.url.data, '?', c->rq.url.len);
+    plen = q ? (size_t)(q - c->rq.url.data) : c->rq.url.len;
     if (plen > 11) { /* "/v1/models/" + id */
-        char *want = gw_strndup(c->url.data + 11, plen - 11);
+        char *want = gw_strndup(c->rq.url.data + 11, plen - 11);
 
         for (i = 0; want && i < n; i++)
             if (strcmp(v[i].id, want) == 0)
@@ -2023,34 +2091,40 @@ net_pipeline_start(struct net_conn *c)
     memcpy(s->row->id, s->id, sizeof(s->row->id));
     s->row->ts_ms = net_now_ms();
     s->row->ttfb_ms = -1;
-    s->conf = gw_conf_acquire(&w->gt);
+    s->conf = c->conf ? c->conf : gw_conf_acquire(&w->gt); /* the head check's, taken over */
+    c->conf = NULL;
     if (!s->conf) {
         stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is shutting down", false);
         return;
     }
-    if (c->method == HTTP_POST && path_is(c, "/v1/chat/completions")) {
-        chat_completions(s);
-        return;
-    }
-    GW_FREE(s->row); /* not an API call: no row */
-    if (c->method == HTTP_GET &&
-        (path_is(c, "/v1/models") ||
-         (c->url.len > 11 && memcmp(c->url.data, "/v1/models/", 11) == 0))) {
+    switch (endpoint_of(c)) {
+    case EP_CHAT: chat_completions(s); return;
+    case EP_MODELS:
+        GW_FREE(s->row); /* not an API call: no row */
         models_listing(s);
-    } else if (c->method == HTTP_GET && path_is(c, "/healthz")) {
+        return;
+    case EP_HEALTHZ:
+        GW_FREE(s->row);
         respond(c, 200, s->id, "application/json", NULL, "{\"status\":\"ok\"}", 15);
         stream_finish(s, 200, GW_OK, GW_OUT_OK);
-    } else if (c->method == HTTP_GET && path_is(c, "/readyz")) {
+        return;
+    case EP_READYZ:
+        GW_FREE(s->row);
         if (w->draining) {
             stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is draining", false);
         } else {
             respond(c, 200, s->id, "application/json", NULL, "{\"status\":\"ready\"}", 18);
             stream_finish(s, 200, GW_OK, GW_OUT_OK);
         }
-    } else if (path_is(c, "/v1/chat/completions")) {
+        return;
+    case EP_METHOD:
+        GW_FREE(s->row);
         stream_refuse(s, GW_E_METHOD_NOT_ALLOWED, "use POST", false);
-    } else {
+        return;
+    case EP_NONE:
+        GW_FREE(s->row);
         stream_refuse(s, GW_E_NOT_FOUND, "no such endpoint", false);
+        return;
     }
 }
 

@@ -49,15 +49,53 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
     net_conn_accept(arg, fd);
 }
 
+/* Out of descriptors (or memory) on accept: stop accepting on this worker for a short
+ * back-off instead of spinning on a listener that stays readable (nginx does the same),
+ * then listen again. Other errors are logged and accepting goes on. Lines of this kind
+ * are written at most once a second, with the count of those held back. */
+#define NET_ACCEPT_BACKOFF_MS 500
+
 static void
 on_accept_error(struct evconnlistener *l, void *arg)
 {
+    static struct gw_log_rate rate;
     struct net_worker *w = arg;
     struct gw_log_ctx ctx = {(int)w->id, 0, NULL};
+    int err = EVUTIL_SOCKET_ERROR();
+    bool backoff = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+    uint64_t suppressed;
+    size_t i;
 
     (void)l;
-    /* EMFILE and friends: log and keep listening; libevent retries on the next event. */
-    GW_LOG(GW_LOG_WARN, &ctx, "accept_error", "accept failed: %s", strerror(errno));
+    if (gw_log_rate_pass(&rate, &suppressed))
+        GW_LOG(GW_LOG_WARN, &ctx, "accept_error",
+               "accept failed: %s%s (%llu more such lines since the last one)", strerror(err),
+               backoff ? "; not accepting for 500 ms" : "", (unsigned long long)suppressed);
+    if (!backoff || w->draining)
+        return;
+    for (i = 0; i < w->n_fds; i++)
+        if (w->listeners[i])
+            evconnlistener_disable(w->listeners[i]);
+    if (!evtimer_pending(w->accept_backoff, NULL)) {
+        struct timeval tv = {0, NET_ACCEPT_BACKOFF_MS * 1000};
+
+        evtimer_add(w->accept_backoff, &tv);
+    }
+}
+
+static void
+on_accept_backoff(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_worker *w = arg;
+    size_t i;
+
+    (void)fd;
+    (void)what;
+    if (w->draining)
+        return; /* the listeners are gone */
+    for (i = 0; i < w->n_fds; i++)
+        if (w->listeners[i])
+            evconnlistener_enable(w->listeners[i]);
 }
 
 static void
@@ -241,6 +279,8 @@ workers_free(struct net_workers *ws)
             event_free(w->drain_tick);
         if (w->grant_ev)
             event_free(w->grant_ev);
+        if (w->accept_backoff)
+            event_free(w->accept_backoff);
         if (w->dns)
             evdns_base_free(w->dns, 0);
         if (w->base)
@@ -323,7 +363,9 @@ net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n
         w->drain_timer = evtimer_new(w->base, on_drain_deadline, w);
         w->drain_tick = event_new(w->base, -1, EV_PERSIST, on_drain_tick, w);
         w->grant_ev = event_new(w->base, -1, 0, on_grants, w);
-        if (!w->pool || !w->wake || !w->drain_timer || !w->drain_tick || !w->grant_ev) {
+        w->accept_backoff = evtimer_new(w->base, on_accept_backoff, w);
+        if (!w->pool || !w->wake || !w->drain_timer || !w->drain_tick || !w->grant_ev ||
+            !w->accept_backoff) {
             snprintf(err, errlen, "worker %u: out of memory", i);
             workers_free(ws);
             return GW_E_NOMEM;

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT
+ * net/h1req.h - reads one HTTP/1.1 request at a time from bytes, strictly: http-parser
+ * does the framing, this file refuses what http-parser lets through in its lenient
+ * build and what a proxy must not guess about (RFC 9112 5.1, 6.1, 6.3): header names
+ * that are not tokens (`Content-Length : 5`), control bytes in values, a missing or
+ * repeated Host on HTTP/1.1, a Transfer-Encoding other than one `chunked`, chunk sizes
+ * past the body limit. It stops twice per request: once the head is read (the caller
+ * authenticates and reserves memory before any body byte is taken) and once the message
+ * is complete. No libevent and no clock: the fuzz target tests/fuzz/fuzz_h1req.c feeds it
+ * bytes directly.
+ * Owns:    the request's url, header and body buffers until reset or fini.
+ * Threads: the owner's only.
+ * See:     net/h1req.c, net/http1.c, tests/unit/net/test_h1req.c
+ */
+#ifndef GW_NET_H1REQ_H
+#define GW_NET_H1REQ_H
+
+#include <http_parser.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/codes.h"
+#include "core/str.h"
+
+struct net_h1req_limits {
+    unsigned max_header_bytes; /* request line and header bytes together */
+    unsigned max_headers;
+    size_t max_body;
+};
+
+/* One header of the current request: offsets into hbuf. */
+struct net_req_hdr {
+    uint32_t name_off, name_len, val_off, val_len;
+};
+
+enum net_h1_ev {
+    NET_H1_MORE = 0, /* every byte was taken: feed more when it comes */
+    NET_H1_HEAD,     /* the head is read: decide (a declared content_length over
+                      * max_body included), then net_h1req_resume or refuse */
+    NET_H1_DONE,     /* the request is complete (body included) */
+    NET_H1_ERROR,    /* refused: <refuse> and <why> say why; close after answering */
+};
+
+enum net_h1_state {
+    NET_H1_IDLE = 0, /* before the first byte of a request */
+    NET_H1_IN_HEAD,
+    NET_H1_IN_BODY,
+    NET_H1_COMPLETE,
+};
+
+struct net_h1req {
+    http_parser parser;
+    struct net_h1req_limits lim;
+    enum net_h1_state state;
+    /* the request being read; valid from NET_H1_HEAD until net_h1req_next */
+    enum http_method method;
+    struct gw_buf url;
+    struct gw_buf hbuf; /* header names and values, back to back */
+    struct net_req_hdr *hdrs;
+    unsigned n_hdrs, cap_hdrs;
+    bool last_was_value;
+    bool keep_alive;
+    bool chunked;            /* Transfer-Encoding: chunked */
+    bool has_body;           /* chunked, or a Content-Length above 0 */
+    uint64_t content_length; /* declared, when not chunked (0 when absent) */
+    size_t head_bytes;
+    struct gw_buf body;
+    enum gw_code refuse; /* with NET_H1_ERROR: the code to answer */
+    const char *why;     /* ... and a static sentence for the client */
+    enum net_h1_ev ev;   /* set by the parser callbacks */
+};
+
+/* Prepares <r> with <lim> for the first request. */
+void net_h1req_init(struct net_h1req *r, const struct net_h1req_limits *lim);
+/* Frees the buffers. */
+void net_h1req_fini(struct net_h1req *r);
+/* Feeds <len> bytes at <data>; *<used> tells how many were taken (the rest waits for
+ * the next call). NET_H1_HEAD and NET_H1_DONE stop the parser until net_h1req_resume
+ * or net_h1req_next; NET_H1_ERROR is final for the connection. */
+enum net_h1_ev net_h1req_feed(struct net_h1req *r, const char *data, size_t len, size_t *used);
+/* After NET_H1_HEAD: go on reading the body. */
+void net_h1req_resume(struct net_h1req *r);
+/* After NET_H1_DONE (the answer was written): forget the request, keep the buffers'
+ * memory except a large body's, and read the next one. */
+void net_h1req_next(struct net_h1req *r);
+/* A header value of the current request by case-insensitive name; false if absent. */
+bool net_h1req_header(const struct net_h1req *r, struct gw_str name, struct gw_str *value);
+/* The i-th header (i < n_hdrs). */
+void net_h1req_header_at(const struct net_h1req *r, unsigned i, struct gw_str *name,
+                         struct gw_str *value);
+/* True for an RFC 9110 token (a valid header name); false for an empty one. */
+bool net_h1_is_token(struct gw_str s);
+
+#endif

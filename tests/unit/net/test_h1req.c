@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT
+ * tests/unit/net/test_h1req.c - the strict HTTP/1.1 request reader (issue 8): it stops
+ * at the head before any body byte, refuses request-smuggling shapes (a space before the
+ * colon, Transfer-Encoding beside Content-Length or other than one chunked, two Hosts,
+ * no Host on HTTP/1.1, control bytes in a value), refuses a chunk past the body limit at
+ * its size line, never takes a trailer as a header, trims trailing blanks of values, and
+ * reads pipelined requests one after the other.
+ * See: net/h1req.c
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "net/h1req.h"
+
+static const struct net_h1req_limits t_lim = {4096, 32, 1024};
+
+/* Feeds <raw> as the server does (resume at the head, stop at the end). Returns the
+ * last event; *<r> keeps the request. */
+static enum net_h1_ev
+t_read(struct net_h1req *r, const char *raw)
+{
+    size_t len = strlen(raw), off = 0, used;
+    enum net_h1_ev ev = NET_H1_MORE;
+
+    net_h1req_init(r, &t_lim);
+    while (off < len) {
+        ev = net_h1req_feed(r, raw + off, len - off, &used);
+        off += used;
+        if (ev == NET_H1_HEAD)
+            net_h1req_resume(r);
+        else if (ev != NET_H1_MORE)
+            break;
+    }
+    return ev;
+}
+
+static void
+t_refused(const char *raw, enum gw_code code)
+{
+    struct net_h1req r;
+
+    assert_int_equal(t_read(&r, raw), NET_H1_ERROR);
+    assert_int_equal(r.refuse, code);
+    assert_non_null(r.why);
+    net_h1req_fini(&r);
+}
+
+static void
+test_h1req_stops_at_the_head_before_the_body(void **state)
+{
+    const char *raw = "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\n"
+                      "Content-Length: 5\r\n\r\nhello";
+    struct net_h1req r;
+    size_t used = 0;
+
+    (void)state;
+    net_h1req_init(&r, &t_lim);
+    assert_int_equal(net_h1req_feed(&r, raw, strlen(raw), &used), NET_H1_HEAD);
+    assert_true(used < strlen(raw) - 5 + 1);
+    assert_int_equal(r.body.len, 0);
+    assert_int_equal(r.content_length, 5);
+    assert_true(r.has_body);
+    assert_int_equal(r.method, HTTP_POST);
+    net_h1req_resume(&r);
+    assert_int_equal(net_h1req_feed(&r, raw + used, strlen(raw) - used, &used), NET_H1_DONE);
+    assert_int_equal(r.body.len, 5);
+    assert_memory_equal(r.body.data, "hello", 5);
+    net_h1req_fini(&r);
+}
+
+static void
+test_issue_8_space_before_colon_is_refused(void **state)
+{
+    (void)state;
+    t_refused("POST / HTTP/1.1\r\nHost: gw\r\nContent-Length : 2\r\nContent-Length: 3\r\n\r\nabc",
+              GW_E_HTTP_PARSE);
+    t_refused("POST / HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding : chunked\r\n"
+              "Content-Length: 3\r\n\r\nabc",
+              GW_E_HTTP_PARSE);
+    t_refused("GET / HTTP/1.1\r\nHost: gw\r\nAuthorization : Bearer x\r\n\r\n", GW_E_HTTP_PARSE);
+    t_refused("GET / HTTP/1.1\r\nHost : gw\r\n\r\n", GW_E_HTTP_PARSE);
+}
+
+static void
+test_issue_8_transfer_encoding_ambiguities_are_refused(void **state)
+{
+    (void)state;
+    t_refused("POST / HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n"
+              "Content-Length: 3\r\n\r\n0\r\n\r\n",
+              GW_E_HTTP_PARSE);
+    t_refused("POST / HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+              GW_E_HTTP_PARSE);
+    t_refused("POST / HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n"
+              "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+              GW_E_HTTP_PARSE);
+    t_refused("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", GW_E_HTTP_PARSE);
+    t_refused("POST / HTTP/1.1\r\nHost: gw\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
+              GW_E_HTTP_PARSE);
+}
+
+static void
+test_issue_8_host_rules(void **state)
+{
+    struct net_h1req r;
+
+    (void)state;
+    t_refused("GET / HTTP/1.1\r\nX-A: 1\r\n\r\n", GW_E_HTTP_PARSE);
+    t_refused("GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", GW_E_HTTP_PARSE);
+    assert_int_equal(t_read(&r, "GET / HTTP/1.0\r\nX-A: 1\r\n\r\n"), NET_H1_DONE);
+    net_h1req_fini(&r);
+}
+
+static void
+test_h1req_only_http10_and_http11(void **state)
+{
+    (void)state;
+    t_refused("GET /a\r\nX-A: 1\r\n\r\n", GW_E_HTTP_PARSE); /* HTTP/0.9 */
+    t_refused("GET / HTTP/1.2\r\nHost: a\r\n\r\n", GW_E_HTTP_PARSE);
+    t_refused("GET / HTTP/2.0\r\nHost: a\r\n\r\n", GW_E_HTTP_PARSE);
+}
+
+static void
+test_h1req_upgrade_is_answered_as_http11_and_connect_refused(void **state)
+{
+    struct net_h1req r;
+
+    (void)state;
+    /* curl --http2 on plain http asks for h2c: the request is read as HTTP/1.1, body
+     * included, and the next request after it too */
+    assert_int_equal(t_read(&r, "POST / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings"
+                                "\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n"
+                                "Content-Length: 2\r\n\r\nxy"),
+                     NET_H1_DONE);
+    assert_int_equal(r.body.len, 2);
+    assert_false(r.parser.upgrade);
+    net_h1req_fini(&r);
+    t_refused("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", GW_E_HTTP_PARSE);
+}
+
+static void
+test_issue_8_control_bytes_in_values_are_refused(void **state)
+{
+    (void)state;
+    t_refused("GET / HTTP/1.1\r\nHost: a\r\nX-A: a\001b\r\n\r\n", GW_E_HTTP_PARSE);
+    t_refused("GET / HTTP/1.1\r\nHost: a\r\nX-A: a\177b\r\n\r\n", GW_E_HTTP_PARSE);
+}
+
+static void
+test_issue_8_chunk_past_the_limit_is_refused_at_its_size_line(void **state)
+{
+    (void)state;
+    /* no byte of the chunk has come: the size alone refuses it */
+    t_refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n401\r\n",
+              GW_E_BODY_TOO_LARGE);
+    /* two chunks that fit alone and not together: refused at the second size line */
+    {
+        char raw[1024];
+        const char *h = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n200\r\n";
+        size_t n = strlen(h);
+
+        memcpy(raw, h, n);
+        memset(raw + n, 'x', 512);
+        memcpy(raw + n + 512, "\r\n300\r\n", 8);
+        raw[n + 520] = '\0';
+        t_refused(raw, GW_E_BODY_TOO_LARGE);
+    }
+}
+
+static void
+test_issue_8_chunk_size_overflow_is_refused(void **state)
+{
+    (void)state;
+    t_refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "fffffffffffffffffffff\r\n",
+              GW_E_HTTP_PARSE);
+}
+
+static void
+test_h1req_trailers_are_not_headers(void **state)
+{
+    struct net_h1req r;
+    struct gw_str v;
+
+    (void)state;
+    assert_int_equal(t_read(&r, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                "3\r\nabc\r\n0\r\nAuthorization: Bearer smuggled\r\n\r\n"),
+                     NET_H1_DONE);
+    assert_false(net_h1req_header(&r, (struct gw_str){"authorization", 13}, &v));
+    assert_int_equal(r.body.len, 3);
+    net_h1req_fini(&r);
+}
+
+static void
+test_h1req_values_lose_trailing_blanks(void **state)
+{
+    struct net_h1req r;
+    struct gw_str v;
+
+    (void)state;
+    assert_int_equal(t_read(&r, "GET / HTTP/1.1\r\nHost: a\r\nX-Trace:   two words \t \r\n\r\n"),
+                     NET_H1_DONE);
+    assert_true(net_h1req_header(&r, (struct gw_str){"x-trace", 7}, &v));
+    assert_int_equal(v.len, 9);
+    assert_memory_equal(v.ptr, "two words", 9);
+    net_h1req_fini(&r);
+}
+
+static void
+test_h1req_reads_pipelined_requests_in_turn(void **state)
+{
+    const char *raw = "POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nxy"
+                      "GET /b HTTP/1.1\r\nHost: a\r\n\r\n";
+    size_t len = strlen(raw), off = 0, used;
+    struct net_h1req r;
+
+    (void)state;
+    net_h1req_init(&r, &t_lim);
+    assert_int_equal(net_h1req_feed(&r, raw, len, &used), NET_H1_HEAD);
+    off += used;
+    net_h1req_resume(&r);
+    assert_int_equal(net_h1req_feed(&r, raw + off, len - off, &used), NET_H1_DONE);
+    off += used;
+    assert_int_equal(r.url.len, 2);
+    assert_memory_equal(r.body.data, "xy", 2);
+    net_h1req_next(&r);
+    assert_int_equal(net_h1req_feed(&r, raw + off, len - off, &used), NET_H1_HEAD);
+    off += used;
+    assert_memory_equal(r.url.data, "/b", 2);
+    assert_false(r.has_body);
+    net_h1req_resume(&r);
+    assert_int_equal(net_h1req_feed(&r, raw + off, len - off, &used), NET_H1_DONE);
+    assert_int_equal(off + used, len);
+    net_h1req_fini(&r);
+}
+
+static void
+test_h1req_token(void **state)
+{
+    (void)state;
+    assert_true(net_h1_is_token((struct gw_str){"Content-Length", 14}));
+    assert_true(net_h1_is_token((struct gw_str){"x-a!#$%&'*+.^_`|~9", 18}));
+    assert_false(net_h1_is_token((struct gw_str){"Content-Length ", 15}));
+    assert_false(net_h1_is_token((struct gw_str){"a\tb", 3}));
+    assert_false(net_h1_is_token((struct gw_str){"a:b", 3}));
+    assert_false(net_h1_is_token((struct gw_str){"a\0b", 3}));
+    assert_false(net_h1_is_token((struct gw_str){"", 0}));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_h1req_stops_at_the_head_before_the_body),
+        cmocka_unit_test(test_issue_8_space_before_colon_is_refused),
+        cmocka_unit_test(test_issue_8_transfer_encoding_ambiguities_are_refused),
+        cmocka_unit_test(test_issue_8_host_rules),
+        cmocka_unit_test(test_h1req_only_http10_and_http11),
+        cmocka_unit_test(test_h1req_upgrade_is_answered_as_http11_and_connect_refused),
+        cmocka_unit_test(test_issue_8_control_bytes_in_values_are_refused),
+        cmocka_unit_test(test_issue_8_chunk_past_the_limit_is_refused_at_its_size_line),
+        cmocka_unit_test(test_issue_8_chunk_size_overflow_is_refused),
+        cmocka_unit_test(test_h1req_trailers_are_not_headers),
+        cmocka_unit_test(test_h1req_values_lose_trailing_blanks),
+        cmocka_unit_test(test_h1req_reads_pipelined_requests_in_turn),
+        cmocka_unit_test(test_h1req_token),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
