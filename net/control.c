@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * net/control.c - the control thread: one event_base and one evhttp server on
- * control.listen answering /healthz, /metrics (Prometheus text) and the bearer-token
+ * control.listen answering /healthz, /readyz, /metrics (Prometheus text) and the bearer-token
  * protected /control/v1/ JSON API (DESIGN.md 14, 18): version, traffic, overview,
  * dry-run, events and PUT provider-model-spec.
  * Each request acquires the live config snapshot (for the token) and releases it before
@@ -106,6 +106,7 @@ struct net_control {
     struct event *stop_ev;            /* owned; made active by net_control_stop */
     struct net_deps deps;             /* copied; the objects are borrowed, may be NULL */
     uint16_t port;
+    int phase;    /* enum net_control_phase; ck_pr: set by main, read per request */
     bool running; /* the thread was started */
     pthread_t thread;
     struct gw_thread thr; /* the control thread's epoch record */
@@ -774,10 +775,32 @@ send_error(struct evhttp_request *req, enum gw_code code, int status, const char
 
 /* ---- handlers ---- */
 
+/* Liveness: 200 once the data port accepts connections (draining included). */
 static void
-on_healthz(struct evhttp_request *req)
+on_healthz(struct net_control *c, struct evhttp_request *req)
 {
+    /* Relaxed: a flag, no other memory is published with it. */
+    if (ck_pr_load_int(&c->phase) == NET_CONTROL_STARTING) {
+        send_error(req, GW_E_STARTING, 0, "the data port does not accept connections yet");
+        return;
+    }
     send_json(req, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+/* Readiness: 200 while the data port accepts and the process is not draining. */
+static void
+on_readyz(struct net_control *c, struct evhttp_request *req)
+{
+    switch (ck_pr_load_int(&c->phase)) {
+    case NET_CONTROL_STARTING:
+        send_error(req, GW_E_STARTING, 0, "the data port does not accept connections yet");
+        return;
+    case NET_CONTROL_DRAINING:
+        send_error(req, GW_E_SHUTTING_DOWN, 0, "the gateway is draining");
+        return;
+    default: break;
+    }
+    send_json(req, 200, json_pack("{s:s}", "status", "ready"));
 }
 
 static void
@@ -1629,7 +1652,9 @@ on_request(struct evhttp_request *req, void *arg)
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
         send_error(req, GW_E_METHOD_NOT_ALLOWED, 405, "only GET is served here");
     } else if (strcmp(path, "/healthz") == 0) {
-        on_healthz(req);
+        on_healthz(c, req);
+    } else if (strcmp(path, "/readyz") == 0) {
+        on_readyz(c, req);
     } else if (strcmp(path, "/metrics") == 0) {
         on_metrics(c, req);
     } else {
@@ -1816,6 +1841,13 @@ uint16_t
 net_control_port(const struct net_control *c)
 {
     return c->port;
+}
+
+void
+net_control_set_phase(struct net_control *c, enum net_control_phase phase)
+{
+    if (c)
+        ck_pr_store_int(&c->phase, (int)phase); /* relaxed: see on_healthz */
 }
 
 void

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * net/control.h - the control thread: the control API on control.listen (DESIGN.md 14,
- * 18): /healthz, /metrics, /control/v1/version, /control/v1/traffic,
+ * 18): /healthz, /readyz, /metrics, /control/v1/version, /control/v1/traffic,
  * /control/v1/overview, /control/v1/events, POST /control/v1/dry-run and
  * PUT /control/v1/provider-model-spec (saves one model_specs entry to the config file
  * at deps->conf_path, then reloads by sending the process SIGHUP), with the bearer
@@ -38,6 +38,21 @@ enum gw_code net_control_start(const struct gw_conf_addr *listen, const struct n
 /* Stops the thread and frees everything. Blocks until the thread has exited. NULL is
  * fine. Main thread (the caller of net_control_start); needs evthread_use_pthreads(). */
 void net_control_stop(struct net_control *c);
+
+/* Where the process is, for /healthz and /readyz on the control port (DESIGN.md 4):
+ * STARTING until the workers' listeners accept connections (both answer 503
+ * gw.starting), SERVING (both 200), DRAINING after SIGTERM (/healthz 200, /readyz 503
+ * gw.shutting_down). A new control thread is STARTING. */
+enum net_control_phase {
+    NET_CONTROL_STARTING,
+    NET_CONTROL_SERVING,
+    NET_CONTROL_DRAINING,
+};
+
+/* Sets the phase of <c> (NULL is fine). gwd's main calls it with SERVING once
+ * net_workers_start has returned (its listeners are bound and listening) and with
+ * DRAINING when a stop signal arrives. Any thread; never blocks. */
+void net_control_set_phase(struct net_control *c, enum net_control_phase phase);
 
 /* The port <c> is bound to (the kernel's choice when control.listen asked for port 0).
  * Any thread; constant after net_control_start. */

@@ -341,6 +341,7 @@ on_sigterm(evutil_socket_t sig, short what, void *arg)
     struct gwd *g = arg;
 
     (void)what;
+    net_control_set_phase(g->control, NET_CONTROL_DRAINING); /* /readyz: 503 from now on */
     GW_LOG(GW_LOG_INFO, NULL, "stopping", "signal %d: draining for at most %u s", (int)sig,
            g->drain_secs);
     event_base_loopbreak(g->base);
@@ -474,6 +475,9 @@ run(struct gwd *g)
         fprintf(stderr, "%s\n", err);
         goto out;
     }
+    /* The listeners are bound and listening: the control port's /healthz and /readyz
+     * answer 200 from now on (DESIGN.md 4), not before. */
+    net_control_set_phase(g->control, NET_CONTROL_SERVING);
     g->base = event_base_new();
     ev_hup = evsignal_new(g->base, SIGHUP, on_sighup, g);
     ev_term = evsignal_new(g->base, SIGTERM, on_sigterm, g);

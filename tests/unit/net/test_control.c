@@ -326,8 +326,33 @@ test_healthz_needs_no_token(void **state)
     struct t_srv *s = *state;
     char body[1024];
 
+    net_control_set_phase(s->ctl, NET_CONTROL_SERVING);
     assert_int_equal(t_get(s->port, "GET", "/healthz", NULL, body, sizeof(body)), 200);
     assert_string_equal(body, "{\"status\":\"ok\"}");
+}
+
+/* issue 8: /healthz answers only once the data port accepts; /readyz also says
+ * draining (DESIGN.md 4). */
+static void
+test_issue_8_healthz_and_readyz_follow_the_phase(void **state)
+{
+    struct t_srv *s = *state;
+    char body[1024];
+
+    assert_int_equal(t_get(s->port, "GET", "/healthz", NULL, body, sizeof(body)), 503);
+    assert_non_null(strstr(body, "\"gw.starting\""));
+    assert_int_equal(t_get(s->port, "GET", "/readyz", NULL, body, sizeof(body)), 503);
+    assert_non_null(strstr(body, "\"gw.starting\""));
+
+    net_control_set_phase(s->ctl, NET_CONTROL_SERVING);
+    assert_int_equal(t_get(s->port, "GET", "/healthz", NULL, body, sizeof(body)), 200);
+    assert_int_equal(t_get(s->port, "GET", "/readyz", NULL, body, sizeof(body)), 200);
+    assert_string_equal(body, "{\"status\":\"ready\"}");
+
+    net_control_set_phase(s->ctl, NET_CONTROL_DRAINING);
+    assert_int_equal(t_get(s->port, "GET", "/healthz", NULL, body, sizeof(body)), 200);
+    assert_int_equal(t_get(s->port, "GET", "/readyz", NULL, body, sizeof(body)), 503);
+    assert_non_null(strstr(body, "\"gw.shutting_down\""));
 }
 
 static void
@@ -1032,6 +1057,8 @@ main(void)
         cmocka_unit_test(test_row_json_replaces_invalid_utf8_and_caps_attempts),
         cmocka_unit_test(test_row_json_model_fills_whole_field_without_nul),
         cmocka_unit_test_setup_teardown(test_healthz_needs_no_token, t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_issue_8_healthz_and_readyz_follow_the_phase, t_setup,
+                                        t_teardown),
         cmocka_unit_test_setup_teardown(test_version_without_token_is_401, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_version_with_wrong_token_is_401, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_version_with_token_answers_api_version, t_setup,
