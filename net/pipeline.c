@@ -79,6 +79,7 @@ struct net_stream {
     bool wait_gave_up;             /* cancel already called (deadline) and a grant won */
     unsigned wait_won;             /* ... on this candidate */
     bool zombie;                   /* finished, kept until its grant message arrives */
+    bool settled;                  /* row closed, reservation settled, slots given back */
     struct net_stream *grant_next; /* link on the worker's grant stack */
     struct event *wait_timer;
     uint64_t wait_t0_us;               /* when the current wait started */
@@ -372,13 +373,20 @@ emit_alerts(struct net_stream *s)
 
 /* Fills the row's totals, hands it to the store, frees the stream and lets the
  * connection go on. <status>/<code>/<outcome> describe what the client got. */
+/* Closes the row (submitted to the store) and gives back what the request held: its
+ * key-limit reservation is settled, its slot and permit released. Called before the
+ * last bytes of the answer are written, so that a client sending its next request as
+ * soon as it has read this answer finds the limits already settled (a refused request's
+ * reservation given back). stream_finish calls it when the caller did not. */
 static void
-stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outcome outcome)
+stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_outcome outcome)
 {
     struct gw_row *r = s->row;
-    struct net_conn *c = s->conn;
     uint64_t now = net_mono_us();
 
+    if (s->settled)
+        return;
+    s->settled = true;
     if (r) {
         r->status = (uint16_t)status;
         r->code = (uint16_t)code;
@@ -432,12 +440,20 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
         else
             gw_free(r);
     }
+    slot_give_back(s, &s->hop_slot);
+    slot_give_back(s, &s->key_slot);
+}
+
+static void
+stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outcome outcome)
+{
+    struct net_conn *c = s->conn;
+
+    stream_settle(s, status, code, outcome);
     if (c) {
         c->stream = NULL;
         s->conn = NULL;
     }
-    slot_give_back(s, &s->hop_slot);
-    slot_give_back(s, &s->key_slot);
     if (!s->zombie)
         stream_free(s); /* a zombie is freed when its grant message arrives */
     if (c)
@@ -449,18 +465,20 @@ static void
 stream_refuse_hdrs(struct net_stream *s, enum gw_code code, const char *message,
                    const char *extra_headers, bool record)
 {
-    net_respond_error(s->conn, s->id, code, message, extra_headers);
     if (!record)
         GW_FREE(s->row);
+    stream_settle(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
+    net_respond_error(s->conn, s->id, code, message, extra_headers);
     stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
 }
 
 static void
 stream_refuse(struct net_stream *s, enum gw_code code, const char *message, bool record)
 {
-    net_respond_error(s->conn, s->id, code, message, NULL);
     if (!record)
         GW_FREE(s->row);
+    stream_settle(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
+    net_respond_error(s->conn, s->id, code, message, NULL);
     stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
 }
 
@@ -765,12 +783,13 @@ stream_broke(struct net_stream *s, enum gw_code code, enum gw_code log_code, con
     hop_timers_stop(s);
     gw_buf_reset(&s->out);
     dl_openai_error_chunk(code, gw_str_c(message), &s->out);
-    flush_out(s);
-    write_stream_end(s);
     memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
     attempt_end(s, GW_OUT_FAILED, s->up_status, code);
     count_failure(s, s->up_status, code);
     gw_code_count(code);
+    stream_settle(s, 200, code, GW_OUT_FAILED);
+    flush_out(s);
+    write_stream_end(s);
     stream_finish(s, 200, code, GW_OUT_FAILED);
 }
 
@@ -846,14 +865,15 @@ on_speed_tick(evutil_socket_t fd, short what, void *arg)
     dl_openai_error_chunk(GW_E_UPSTREAM_TOO_SLOW,
                           (struct gw_str){msg.data ? msg.data : "too slow", msg.len}, &s->out);
     gw_buf_fini(&msg);
-    flush_out(s);
-    write_stream_end(s);
     memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
     attempt_end(s, GW_OUT_TOO_SLOW, s->up_status, GW_E_UPSTREAM_TOO_SLOW);
     gw_upstate_failure(p->state, net_now_ms(), s->conf, 0);
     if (s->conv && s->w->sticky)
         gw_sticky_forget(s->w->sticky, s->conv);
     gw_code_count(GW_E_UPSTREAM_TOO_SLOW);
+    stream_settle(s, 200, GW_E_UPSTREAM_TOO_SLOW, GW_OUT_TOO_SLOW);
+    flush_out(s);
+    write_stream_end(s);
     stream_finish(s, 200, GW_E_UPSTREAM_TOO_SLOW, GW_OUT_TOO_SLOW);
 }
 
@@ -887,6 +907,7 @@ finish_ok(struct net_stream *s)
         count_answer(s);
         if (!s->headers_sent)
             write_stream_head(s); /* an answer without content: relay it as it is */
+        stream_settle(s, 200, GW_OK, GW_OUT_OK);
         flush_out(s);
         write_stream_end(s);
         stream_finish(s, 200, GW_OK, GW_OUT_OK);
@@ -926,6 +947,7 @@ finish_ok(struct net_stream *s)
     attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
     count_answer(s);
     s->t_first_us = net_mono_us();
+    stream_settle(s, s->up_status, GW_OK, GW_OUT_OK);
     respond(s->conn, s->up_status, s->id, "application/json", NULL, s->out.data, s->out.len);
     stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
 }
@@ -966,6 +988,7 @@ on_up_end(void *arg, enum gw_code rc)
             gw_buf_fini(&s->errbody);
             s->errbody = chat;
         }
+        stream_settle(s, s->up_status, GW_OK, GW_OUT_OK);
         respond(s->conn, s->up_status, s->id, "application/json", NULL, s->errbody.data,
                 s->errbody.len);
         stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
@@ -1392,6 +1415,7 @@ hop_next(struct net_stream *s)
     }
     /* Every candidate failed, none with an answer of its own to pass back. */
     code = s->fail_code == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT : GW_E_UPSTREAM_FAILED;
+    stream_settle(s, gw_code_http_status(code), code, GW_OUT_FAILED);
     net_respond_error(s->conn, s->id, code, "every upstream for this model failed", NULL);
     stream_finish(s, gw_code_http_status(code), code, GW_OUT_FAILED);
 }
