@@ -147,6 +147,9 @@ test_conf_defaults_apply_when_keys_absent(void **state)
     assert_int_equal(c->server.max_headers, 100);
     assert_int_equal(c->server.header_timeout_secs, 10);
     assert_int_equal(c->server.idle_timeout_secs, 60);
+    assert_int_equal(c->server.body_timeout_secs, 60);
+    assert_int_equal(c->server.max_buffered_body_mb, 256);
+    assert_int_equal(c->server.max_connections, 0);
     assert_int_equal(c->server.drain_secs, 30);
     assert_null(c->server.tls_cert);
     assert_null(c->server.tls_key);
@@ -327,6 +330,11 @@ static const struct bad_case bad_cases[] = {
     {SRV("header_timeout_secs: 0"), GW_E_CFG_RANGE, "server.header_timeout_secs", "0"},
     {SRV("idle_timeout_secs: 0"), GW_E_CFG_RANGE, "server.idle_timeout_secs", "0"},
     {SRV("drain_secs: 3601"), GW_E_CFG_RANGE, "server.drain_secs", "3601"},
+    {SRV("body_timeout_secs: 0"), GW_E_CFG_RANGE, "server.body_timeout_secs", "0"},
+    {SRV("body_timeout_secs: 3601"), GW_E_CFG_RANGE, "server.body_timeout_secs", "3601"},
+    {SRV("max_connections: -1"), GW_E_CFG_RANGE, "server.max_connections", "-1"},
+    {SRV("max_buffered_body_mb: 0"), GW_E_CFG_RANGE, "server.max_buffered_body_mb", "0"},
+    {SRV("max_buffered_body_mb: 31"), GW_E_CFG_RANGE, "server.max_buffered_body_mb", "31"},
     {SRV("tls: {cert: c.pem}"), GW_E_CFG_MISSING_FIELD, "server.tls.key", NULL},
     {"server: {listen: []}\n" PROVS, GW_E_CFG_MISSING_FIELD, "server.listen", NULL},
     {PROVS, GW_E_CFG_MISSING_FIELD, "server.listen", NULL},
@@ -513,6 +521,29 @@ test_conf_each_bad_value_gets_its_code_path_and_value(void **state)
         assert_null(c);
         gw_conf_problems_fini(&p);
     }
+}
+
+/* Issue 8: the body budget defaults to 256 MiB and follows a larger max_body_mb when it
+ * is not written, so no body of the allowed size is refused for want of room. */
+static void
+test_conf_max_buffered_body_follows_max_body_when_absent(void **state)
+{
+    static const char yaml[] = "server: {listen: [\"h:1\"], max_body_mb: 512}\n" PROVS;
+    static const char edges[] =
+        "server: {listen: [\"h:1\"], max_body_mb: 8, max_buffered_body_mb: 8,\n"
+        "         body_timeout_secs: 3600, max_connections: 1000000}\n" PROVS;
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    assert_int_equal(parse(yaml, &c, &p), GW_OK);
+    assert_int_equal(c->server.max_buffered_body_mb, 512);
+    gw_conf_free(c);
+    assert_int_equal(parse(edges, &c, &p), GW_OK);
+    assert_int_equal(c->server.max_buffered_body_mb, 8);
+    assert_int_equal(c->server.body_timeout_secs, 3600);
+    assert_int_equal(c->server.max_connections, 1000000);
+    gw_conf_free(c);
 }
 
 static void
@@ -1513,6 +1544,7 @@ main(void)
         cmocka_unit_test(test_conf_listen_port_zero_means_any_free_port),
         cmocka_unit_test(test_conf_relative_paths_without_dir_stay_as_written),
         cmocka_unit_test(test_conf_each_bad_value_gets_its_code_path_and_value),
+        cmocka_unit_test(test_conf_max_buffered_body_follows_max_body_when_absent),
         cmocka_unit_test(test_conf_range_edges_are_accepted),
         cmocka_unit_test(test_conf_unknown_field_names_path_and_key),
         cmocka_unit_test(test_conf_unknown_top_level_section),
