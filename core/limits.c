@@ -62,8 +62,8 @@ struct kl_roll {
  * period ended before the caller passed the next one). */
 struct kl_cal {
     uint64_t start_ms, end_ms;
-    uint32_t gen;        /* bumped when the total starts over */
-    struct kl_total t;   /* everything counted, reservations included */
+    uint32_t gen;         /* bumped when the total starts over */
+    struct kl_total t;    /* everything counted, reservations included */
     struct kl_total held; /* the part of t that running requests reserved (not settled) */
 };
 
@@ -1030,8 +1030,10 @@ gw_keylimits_recount_apply(struct gw_keylimits *k, const struct gw_keylimits_rec
         }
         c->start_ms = s->start_ms;
         c->end_ms = s->end_ms;
-        c->t = (struct kl_total){.requests = t->requests, .tokens = t->tokens,
-                                 .cache_reads = t->cache_reads, .cost = t->cost_micros};
+        c->t = (struct kl_total){.requests = t->requests,
+                                 .tokens = t->tokens,
+                                 .cache_reads = t->cache_reads,
+                                 .cost = t->cost_micros};
         kl_total_add(&c->t, &c->held);
     }
     kl_check_alerts(k, now_ms, true);

@@ -40,7 +40,7 @@ struct net_rezone {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool pending, stop; /* under mu */
+    bool pending, stop;    /* under mu */
     struct gw_period want; /* under mu: the periods to recount for */
 };
 

@@ -1248,12 +1248,12 @@ main(void)
         cmocka_unit_test_setup_teardown(
             test_limits_recount_counts_the_rows_of_the_moved_day_and_keeps_running_requests,
             t_setup, t_teardown),
-        cmocka_unit_test_setup_teardown(test_limits_recount_of_a_period_that_moved_on_again_is_dropped,
-                                        t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_limits_recount_of_a_period_that_moved_on_again_is_dropped, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_limits_recount_of_a_moved_day_arms_its_alerts_again,
                                         t_setup, t_teardown),
-        cmocka_unit_test_setup_teardown(test_limits_registry_each_visits_every_key,
-                                        t_setup, t_teardown),
+        cmocka_unit_test_setup_teardown(test_limits_registry_each_visits_every_key, t_setup,
+                                        t_teardown),
         cmocka_unit_test(test_limits_row_counts_only_when_a_hop_was_sent),
         cmocka_unit_test(test_limits_rebuild_equals_live_settlement),
         cmocka_unit_test_setup_teardown(test_limits_alerts_once_at_80_and_once_at_100_per_period,
