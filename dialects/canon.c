@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT
+ * dialects/canon.c - what the hub does itself (see dialects/canon.h): the dropped-field
+ * list, the input estimate of a canonical request, what counts as content in an event,
+ * folding events into a non-streamed answer, and the table of the shapes' operations.
+ * Owns:    nothing; a dl_answer's text buffers until dl_answer_fini.
+ * Threads: any; one request on one thread.
+ * See:     dialects/canon.h, tests/unit/dialects/test_canon.c
+ */
+#include "dialects/canon.h"
+
+#include <string.h>
+
+/* Each shape's file defines its row (dialects/openai.c, dialects/anthropic.c). */
+extern const struct dl_shape_ops dl_openai_shape;
+extern const struct dl_shape_ops dl_anthropic_shape;
+
+#define DL_IMAGE_ESTIMATE_BYTES 1000u
+
+/* ---- dropped fields ---- */
+
+void
+dl_dropped_add(struct dl_dropped *d, struct gw_str name)
+{
+    size_t i;
+
+    for (i = 0; i < d->n; i++)
+        if (gw_str_eq(d->name[i], name))
+            return;
+    if (d->n == DL_DROPPED_MAX) {
+        d->more = true;
+        return;
+    }
+    d->name[d->n++] = name;
+}
+
+/* ---- the input estimate ---- */
+
+static uint64_t
+parts_bytes(const struct dl_part *p, size_t n)
+{
+    uint64_t b = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        switch (p[i].kind) {
+        case DL_PART_TEXT:
+        case DL_PART_REASONING: b += p[i].text.len; break;
+        case DL_PART_IMAGE:
+        case DL_PART_DOCUMENT: b += DL_IMAGE_ESTIMATE_BYTES; break;
+        case DL_PART_TOOL_CALL: b += p[i].name.len + p[i].arguments.len; break;
+        case DL_PART_TOOL_RESULT: b += parts_bytes(p[i].content, p[i].n_content); break;
+        }
+    }
+    return b;
+}
+
+uint64_t
+dl_request_input_estimate(const struct dl_request *r)
+{
+    uint64_t b = parts_bytes(r->system, r->n_system);
+    size_t i;
+
+    for (i = 0; i < r->n_messages; i++)
+        b += parts_bytes(r->messages[i].parts, r->messages[i].n_parts);
+    for (i = 0; i < r->n_tools; i++)
+        b += r->tools[i].name.len + r->tools[i].description.len + r->tools[i].parameters.len;
+    return b / 4;
+}
+
+/* ---- events ---- */
+
+bool
+dl_event_is_content(const struct dl_event *ev)
+{
+    if (ev->kind == DL_EV_DELTA)
+        return ev->text.len > 0;
+    return ev->kind == DL_EV_BLOCK_START && ev->block == DL_BLOCK_TOOL_CALL;
+}
+
+size_t
+dl_event_content_bytes(const struct dl_event *ev)
+{
+    return ev->kind == DL_EV_DELTA ? ev->text.len : 0;
+}
+
+/* ---- folding events into an answer ---- */
+
+void
+dl_answer_init(struct dl_answer *a, struct gw_arena *arena)
+{
+    memset(a, 0, sizeof(*a));
+    a->arena = arena;
+}
+
+void
+dl_answer_fini(struct dl_answer *a)
+{
+    size_t i;
+
+    for (i = 0; i < a->n_blocks; i++) {
+        gw_buf_fini(&a->blocks[i].text);
+        gw_buf_fini(&a->blocks[i].signature);
+    }
+    a->n_blocks = 0;
+}
+
+static int
+fold_nomem(struct dl_answer *a)
+{
+    a->failed = true;
+    a->status = 500;
+    a->error_type = GW_STR_LIT("api_error");
+    a->message = GW_STR_LIT("out of memory");
+    return 1;
+}
+
+/* The block of <index>, started now when it is new: blocks are numbered in the order they
+ * start, and a delta for a block never started starts it (some shapes have no block
+ * events: Chat's deltas carry their index). */
+static struct dl_answer_block *
+fold_block(struct dl_answer *a, unsigned index, enum dl_block kind)
+{
+    while (a->n_blocks <= index) {
+        struct dl_answer_block *b =
+            gw_arena_push(a->arena, (void **)&a->blocks, &a->n_blocks, &a->cap_blocks,
+                          sizeof(*a->blocks));
+
+        if (!b)
+            return NULL;
+        b->block = kind;
+    }
+    return &a->blocks[index];
+}
+
+int
+dl_answer_fold(void *arg, const struct dl_event *ev)
+{
+    struct dl_answer *a = arg;
+    struct dl_answer_block *b;
+
+    switch (ev->kind) {
+    case DL_EV_START:
+        a->id = gw_arena_str(a->arena, ev->id);
+        a->model = gw_arena_str(a->arena, ev->model);
+        a->created = ev->created;
+        if ((ev->id.len && !a->id.ptr) || (ev->model.len && !a->model.ptr))
+            return fold_nomem(a);
+        break;
+    case DL_EV_BLOCK_START:
+        b = fold_block(a, ev->index, ev->block);
+        if (!b)
+            return fold_nomem(a);
+        b->block = ev->block;
+        b->redacted = ev->redacted;
+        if (ev->block == DL_BLOCK_TOOL_CALL) {
+            b->id = gw_arena_str(a->arena, ev->id);
+            b->name = gw_arena_str(a->arena, ev->name);
+            if ((ev->id.len && !b->id.ptr) || (ev->name.len && !b->name.ptr))
+                return fold_nomem(a);
+        }
+        break;
+    case DL_EV_DELTA:
+        b = fold_block(a, ev->index, ev->block);
+        if (!b || gw_buf_append_str(&b->text, ev->text) != GW_OK ||
+            gw_buf_append_str(&b->signature, ev->signature) != GW_OK)
+            return fold_nomem(a);
+        break;
+    case DL_EV_BLOCK_STOP: break;
+    case DL_EV_USAGE:
+        a->usage = ev->usage;
+        a->usage_seen = true;
+        break;
+    case DL_EV_FINISH:
+        a->finish = ev->finish;
+        a->stop_sequence = gw_arena_str(a->arena, ev->stop_sequence);
+        break;
+    case DL_EV_ERROR:
+        a->failed = true;
+        a->error_type = gw_arena_str(a->arena, ev->error_type);
+        a->message = gw_arena_str(a->arena, ev->message);
+        a->status = ev->status;
+        break;
+    }
+    return 0;
+}
+
+/* ---- the shapes' table ---- */
+
+const struct dl_shape_ops *
+dl_shape_ops(enum dl_shape shape)
+{
+    switch (shape) {
+    case DL_SHAPE_CHAT: return &dl_openai_shape;
+    case DL_SHAPE_MESSAGES: return &dl_anthropic_shape;
+    case DL_SHAPE_RESPONSES:
+    case DL_SHAPE_GEMINI:
+    case DL_SHAPE_BEDROCK:
+    case DL_SHAPE__COUNT: break;
+    }
+    return NULL;
+}
