@@ -83,7 +83,6 @@ struct net_conn {
     struct net_conn *prev, *next; /* in w->conns */
     uint64_t id;
     struct bufferevent *bev;
-    http_parser parser;
     enum net_conn_state state;
     unsigned flags;
     struct event *timer; /* header, body, idle and linger deadlines */

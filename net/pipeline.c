@@ -557,7 +557,7 @@ write_stream_head(struct net_stream *s)
 {
     struct head h;
 
-    s->chunked = !(s->conn->parser.http_major == 1 && s->conn->parser.http_minor == 0);
+    s->chunked = !(s->conn->rq.parser.http_major == 1 && s->conn->rq.parser.http_minor == 0);
     if (!s->chunked)
         s->conn->flags |= NET_CONN_F_CLOSE_AFTER;
     h.len = 0;

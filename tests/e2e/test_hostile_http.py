@@ -177,6 +177,27 @@ def test_issue_8_http10_without_host_is_served(gw_one):
     assert closed  # HTTP/1.0: one request per connection
 
 
+def test_http10_stream_is_not_chunked_and_ends_with_the_connection(gw_one):
+    g, b = gw_one
+    body = chat_body(stream=True)
+    s = socket.create_connection(("127.0.0.1", g.port), timeout=WAIT_TIMEOUT)
+    try:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.0\r\n" + KEY_HDR +
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        got = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    finally:
+        s.close()
+    head, _, rest = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    assert b"transfer-encoding" not in head.lower(), head
+    assert rest.startswith(b"data: ") and rest.rstrip().endswith(b"data: [DONE]"), rest[-200:]
+
+
 # ---------------------------------------------------------------- 2. auth on the head
 
 @pytest.mark.parametrize("key", [None, b"Bearer wrong-key"], ids=["missing", "invalid"])
