@@ -49,6 +49,7 @@ parts_bytes(const struct dl_part *p, size_t n)
         case DL_PART_DOCUMENT: b += DL_IMAGE_ESTIMATE_BYTES; break;
         case DL_PART_TOOL_CALL: b += p[i].name.len + p[i].arguments.len; break;
         case DL_PART_TOOL_RESULT: b += parts_bytes(p[i].content, p[i].n_content); break;
+        case DL_PART_OTHER: b += p[i].data.len; break;
         }
     }
     return b;
@@ -63,7 +64,8 @@ dl_request_input_estimate(const struct dl_request *r)
     for (i = 0; i < r->n_messages; i++)
         b += parts_bytes(r->messages[i].parts, r->messages[i].n_parts);
     for (i = 0; i < r->n_tools; i++)
-        b += r->tools[i].name.len + r->tools[i].description.len + r->tools[i].parameters.len;
+        b += r->tools[i].name.len + r->tools[i].description.len + r->tools[i].parameters.len +
+             r->tools[i].hosted.len;
     return b / 4;
 }
 

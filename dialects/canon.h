@@ -67,6 +67,10 @@ enum dl_part_kind {
     DL_PART_TOOL_CALL,   /* assistant: id, name, arguments (JSON text of an object) */
     DL_PART_TOOL_RESULT, /* call_id, content parts, is_error */
     DL_PART_REASONING,   /* text and signature; redacted: the opaque data in signature */
+    DL_PART_OTHER,       /* a block the canonical form does not model (Messages server tool
+                          * blocks, search results, file sources...): its type in name, its
+                          * JSON in data. Only a renderer of the request's source shape can
+                          * send it; every other one refuses (GW_E_UNCONVERTIBLE, naming it) */
 };
 
 struct dl_part {
@@ -74,10 +78,10 @@ struct dl_part {
     struct gw_str text;       /* TEXT, REASONING; DOCUMENT: title */
     struct gw_str url;        /* IMAGE, DOCUMENT: http(s) or data: URL */
     struct gw_str media_type; /* IMAGE, DOCUMENT with data */
-    struct gw_str data;       /* base64 bytes */
+    struct gw_str data;       /* base64 bytes; OTHER: the block's raw JSON */
     struct gw_str detail;     /* IMAGE: Chat's "detail" (low/high/auto), when given */
     struct gw_str id;         /* TOOL_CALL: the call's id, as given (kept across shapes) */
-    struct gw_str name;       /* TOOL_CALL: the function's name */
+    struct gw_str name;       /* TOOL_CALL: the function's name; OTHER: the block's type */
     struct gw_str arguments;  /* TOOL_CALL: JSON text of the arguments object */
     struct gw_str call_id;    /* TOOL_RESULT: the id of the call it answers */
     struct dl_part *content;  /* TOOL_RESULT: its parts (TEXT, IMAGE) */
@@ -102,6 +106,11 @@ struct dl_tool {
     struct gw_str parameters; /* the JSON schema, raw JSON text ("" when none) */
     bool strict;              /* OpenAI strict mode */
     bool cache;               /* a cache hint on the tool (Messages cache_control) */
+    struct gw_str hosted;     /* a tool the provider defines or runs (web search, code
+                               * execution, computer use...): its JSON as the source shape
+                               * wrote it, "" for a function tool. Parse also sets
+                               * DL_NEED_F_HOSTED_TOOLS; only a renderer of the request's
+                               * source shape can send it */
 };
 
 enum dl_tool_choice {
@@ -135,6 +144,8 @@ struct dl_extra {
 #define DL_NEED_F_IMAGE_OUT 0x10u    /* image output */
 
 struct dl_request {
+    enum dl_shape source; /* the shape it was parsed from: its extras, hosted tools and OTHER
+                           * parts can be sent only to that shape */
     struct gw_str model;
     struct dl_part *system; /* TEXT parts (Chat system/developer messages, Messages system) */
     size_t n_system;
@@ -329,6 +340,13 @@ struct dl_shape_ops {
     void (*render_init)(struct dl_render_state *st, const struct dl_render_ctx *ctx);
     enum gw_code (*event_render)(struct dl_render_state *st, const struct dl_event *ev,
                                  struct gw_buf *out);
+    /* the end of a good stream: called once, after the last event, when the upstream's
+     * stream ended after a FINISH (a stream that ends without one is broken: the caller
+     * writes error_frame instead). Writes what the renderer held back: a FINISH may be
+     * held so that a USAGE coming after it (Chat sends usage after the finish chunk) is
+     * in the frame that ends the answer (Messages message_delta + message_stop). NULL
+     * when a shape holds nothing back. */
+    enum gw_code (*render_end)(struct dl_render_state *st, struct gw_buf *out);
     enum gw_code (*answer_render)(const struct dl_answer *a, const struct dl_render_ctx *ctx,
                                   struct gw_buf *out);
     /* errors, client side: the body of a gateway refusal with <code> (its HTTP status is
