@@ -28,6 +28,7 @@
 #include "core/assert.h"
 #include "core/budget.h"
 #include "core/log.h"
+#include "net/sink.h"
 
 #define NET_MAX_PENDING_INPUT (1024 * 1024) /* pipelined bytes held while busy */
 #define NET_LINGER_SECS 2
@@ -136,6 +137,7 @@ conn_free(struct net_conn *c)
     net_body_release(&c->body_held);
     gw_conf_release(c->conf);
     net_h1req_fini(&c->rq);
+    gw_buf_fini(&c->out_head);
     explicit_bzero(c->key_seen, sizeof(c->key_seen));
     c->magic_ = 0;
     gw_free(c);
@@ -360,8 +362,16 @@ refuse_and_close(struct net_conn *c, enum gw_code code, const char *why)
         why = "malformed HTTP request";
     c->flags |= NET_CONN_F_CLOSE_AFTER;
     c->state = NET_CONN_BUSY;
-    net_respond_error(c, NULL, code, why,
-                      code == GW_E_BUSY ? "retry-after: 1\r\nx-should-retry: true\r\n" : NULL);
+    if (code == GW_E_BUSY) {
+        static const struct net_hdr retry[] = {
+            {GW_STR_LIT("retry-after"), GW_STR_LIT("1")},
+            {GW_STR_LIT("x-should-retry"), GW_STR_LIT("true")},
+        };
+
+        net_respond_error(c, NULL, code, why, retry, 2);
+    } else {
+        net_respond_error(c, NULL, code, why, NULL, 0);
+    }
     net_conn_response_done(c);
 }
 
@@ -454,6 +464,159 @@ conn_parse(struct net_conn *c)
     }
 }
 
+/* ---- the sink: answers in HTTP/1.1 (net/sink.h) ---- */
+
+static const char *
+reason(int status)
+{
+    const char *r = http_status_str((enum http_status)status);
+
+    return r && *r ? r : "Status";
+}
+
+static bool
+conn_closes(const struct net_conn *c)
+{
+    return (c->flags & NET_CONN_F_CLOSE_AFTER) || c->w->draining;
+}
+
+/* A header pair the pipeline built is written only when it cannot break the framing. */
+static bool
+hdr_safe(const struct net_hdr *h)
+{
+    return net_h1_is_token(h->name) && !memchr(h->value.ptr, '\r', h->value.len) &&
+           !memchr(h->value.ptr, '\n', h->value.len);
+}
+
+static void
+h1_head(struct net_sink *k, int status, const struct net_hdr *hdrs, size_t n_hdrs, size_t length)
+{
+    struct net_conn *c = k->ctx;
+    struct gw_buf *h = &c->out_head;
+    bool ok = true;
+    size_t i;
+
+    GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    gw_buf_reset(h);
+    c->out_chunked = false;
+    if (length == NET_SINK_STREAMED) {
+        if (c->rq.parser.http_major == 1 && c->rq.parser.http_minor == 0)
+            c->flags |= NET_CONN_F_CLOSE_AFTER; /* no chunks for HTTP/1.0: the close ends it */
+        else
+            c->out_chunked = true;
+    }
+    ok &= gw_buf_append(h, "HTTP/1.1 ", 9) == GW_OK;
+    ok &= gw_buf_append_u64(h, (uint64_t)status) == GW_OK;
+    ok &= gw_buf_append(h, " ", 1) == GW_OK;
+    ok &= gw_buf_append_cstr(h, reason(status)) == GW_OK;
+    ok &= gw_buf_append(h, "\r\n", 2) == GW_OK;
+    for (i = 0; i < n_hdrs; i++) {
+        if (!hdr_safe(&hdrs[i]))
+            continue;
+        ok &= gw_buf_append_str(h, hdrs[i].name) == GW_OK;
+        ok &= gw_buf_append(h, ": ", 2) == GW_OK;
+        ok &= gw_buf_append_str(h, hdrs[i].value) == GW_OK;
+        ok &= gw_buf_append(h, "\r\n", 2) == GW_OK;
+    }
+    if (length != NET_SINK_STREAMED) {
+        ok &= gw_buf_append(h, "content-length: ", 16) == GW_OK;
+        ok &= gw_buf_append_u64(h, length) == GW_OK;
+        ok &= gw_buf_append(h, "\r\n", 2) == GW_OK;
+    } else if (c->out_chunked) {
+        ok &= gw_buf_append(h, "transfer-encoding: chunked\r\n", 28) == GW_OK;
+    }
+    if (conn_closes(c))
+        ok &= gw_buf_append(h, "connection: close\r\n", 19) == GW_OK;
+    ok &= gw_buf_append(h, "\r\n", 2) == GW_OK;
+    if (!ok) {
+        /* Out of memory for a head: the client gets a bare 500 and the connection ends. */
+        static const char fail[] = "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n"
+                                   "connection: close\r\n\r\n";
+
+        c->flags |= NET_CONN_F_CLOSE_AFTER;
+        gw_buf_fini(h);
+        net_conn_write(c, fail, sizeof(fail) - 1);
+        c->out_head_pending = false;
+        return;
+    }
+    c->out_head_pending = true;
+}
+
+static void
+h1_data(struct net_sink *k, const char *p, size_t n)
+{
+    struct net_conn *c = k->ctx;
+    struct iovec v[4];
+    char size[24];
+    int i = 0;
+
+    if (c->out_head_pending) {
+        v[i++] = (struct iovec){c->out_head.data, c->out_head.len};
+        c->out_head_pending = false;
+    }
+    if (c->out_chunked) {
+        int len = snprintf(size, sizeof(size), "%zx\r\n", n);
+
+        v[i++] = (struct iovec){size, (size_t)len};
+    }
+    v[i++] = (struct iovec){(void *)(uintptr_t)p, n};
+    if (c->out_chunked)
+        v[i++] = (struct iovec){(void *)(uintptr_t) "\r\n", 2};
+    net_conn_writev(c, v, i);
+}
+
+static void
+h1_end(struct net_sink *k)
+{
+    struct net_conn *c = k->ctx;
+    struct iovec v[2];
+    int i = 0;
+
+    if (c->out_head_pending) {
+        v[i++] = (struct iovec){c->out_head.data, c->out_head.len};
+        c->out_head_pending = false;
+    }
+    if (c->out_chunked)
+        v[i++] = (struct iovec){(void *)(uintptr_t) "0\r\n\r\n", 5};
+    if (i)
+        net_conn_writev(c, v, i);
+    c->out_chunked = false;
+}
+
+static void
+h1_abort(struct net_sink *k, enum gw_code code)
+{
+    struct net_conn *c = k->ctx;
+
+    (void)code;
+    /* A chunked answer without its last chunk, then the close: the client knows it is
+     * incomplete. An unsent head is not sent. */
+    c->out_head_pending = false;
+    c->out_chunked = false;
+    c->flags |= NET_CONN_F_CLOSE_AFTER;
+}
+
+static size_t
+h1_queued(const struct net_sink *k)
+{
+    return net_conn_output_len(k->ctx);
+}
+
+static const struct net_sink_ops h1_sink_ops = {
+    .head = h1_head,
+    .data = h1_data,
+    .end = h1_end,
+    .abort = h1_abort,
+    .queued = h1_queued,
+};
+
+void
+net_conn_sink(struct net_conn *c, struct net_sink *out)
+{
+    out->ops = &h1_sink_ops;
+    out->ctx = c;
+}
+
 /* ---- the pipeline's side ---- */
 
 void
@@ -511,6 +674,8 @@ net_conn_response_done(struct net_conn *c)
         return;
     }
     net_body_release(&c->body_held);
+    c->out_head_pending = false;
+    c->out_chunked = false;
     net_h1req_next(&c->rq);
     c->state = NET_CONN_IDLE;
     timer_arm(c, c->idle_timeout_secs);

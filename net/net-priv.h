@@ -93,6 +93,11 @@ struct net_conn {
     size_t body_held;          /* bytes of rq.body counted in net_body_budget */
     size_t linger_left;        /* bytes a lingering close still discards before closing */
     struct net_stream *stream; /* the exchange being answered, or NULL */
+    /* the answer being written through the sink (net/sink.h): its head waits in
+     * out_head until the first body bytes, so both leave in one write */
+    struct gw_buf out_head;
+    bool out_head_pending;
+    bool out_chunked;
     /* The last gateway key seen on this connection and its SHA-256: clients send the
      * same key on every request of a keep-alive connection. Wiped on free. */
     unsigned char key_seen[NET_KEY_CACHE_MAX];
@@ -104,6 +109,9 @@ struct net_conn {
 
 /* Accept callback body: wraps <fd> in a connection owned by <w>. */
 void net_conn_accept(struct net_worker *w, int fd);
+/* The sink (net/sink.h) that answers the current request of <c> in HTTP/1.1. */
+struct net_sink;
+void net_conn_sink(struct net_conn *c, struct net_sink *out);
 /* Writes bytes of the response (already framed by the caller): straight to the socket
  * when nothing is queued, the rest through the bufferevent. */
 void net_conn_write(struct net_conn *c, const void *data, size_t len);
@@ -162,9 +170,11 @@ void net_stream_on_grant(struct net_stream *s);
 /* The next stream on a grant stack (the link lives in the stream). */
 struct net_stream *net_stream_grant_next(struct net_stream *s);
 void net_stream_set_grant_next(struct net_stream *s, struct net_stream *next);
-/* Writes a complete gateway refusal for <code> in the OpenAI shape on <c>. */
+/* Writes a complete gateway refusal for <code> on <c> through its sink: x-gw-code, the
+ * <extra> header pairs, the error body in the client's shape. <req_id> NULL: a new id. */
+struct net_hdr;
 void net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code,
-                       const char *message, const char *extra_headers);
+                       const char *message, const struct net_hdr *extra, size_t n_extra);
 /* The stickiness key of a conversation (core/sticky.h) of <client>: from <session_id>
  * (a session header; empty when none), else from what the request identifies it by
  * (prompt_cache_key, else the system prompt and the first user message). The data

@@ -36,6 +36,7 @@
 #include "dialects/openai.h"
 #include "net/calendar.h"
 #include "net/logger.h"
+#include "net/sink.h"
 #include "net/upstream.h"
 #include "store/store.h"
 
@@ -47,6 +48,7 @@ struct net_stream {
     uint32_t magic_;
     struct net_worker *w;
     struct net_conn *conn; /* NULL once the client is gone */
+    struct net_sink sink;  /* how the answer is written (net/sink.h; valid while conn is) */
     struct gw_conf *conf;  /* reference held for the whole exchange */
     char id[GW_ROW_ID_LEN + 1];
     uint64_t t0_us;
@@ -151,20 +153,6 @@ slot_give_back(struct net_stream *s, struct gw_slots **sp)
     }
 }
 
-static const char *
-reason(int status)
-{
-    const char *r = http_status_str((enum http_status)status);
-
-    return r && *r ? r : "Status";
-}
-
-static bool
-conn_closes(const struct net_conn *c)
-{
-    return (c->flags & NET_CONN_F_CLOSE_AFTER) || c->w->draining;
-}
-
 /* ---- request ids ---- */
 
 void
@@ -186,98 +174,85 @@ net_worker_request_id(struct net_worker *w, char out[33])
     gw_hex_encode(b, sizeof(b), out);
 }
 
-/* ---- plain answers ---- */
+/* ---- plain answers (through the sink, net/sink.h) ---- */
 
-/* A response head built on the stack (no printf, no allocation on the hot path). */
-struct head {
-    char buf[1024];
-    size_t len;
-    bool overflow;
+/* Retry-After, retry-after-ms and x-should-retry (DESIGN.md 18), as header pairs. */
+struct retry_hdrs {
+    struct net_hdr h[3];
+    char secs[24], ms[24];
 };
 
-static void
-head_put(struct head *h, const char *s, size_t n)
+static size_t
+retry_headers(struct retry_hdrs *r, uint64_t retry_ms, bool should_retry)
 {
-    if (h->overflow || n > sizeof(h->buf) - h->len) {
-        h->overflow = true;
-        return;
-    }
-    memcpy(h->buf + h->len, s, n);
-    h->len += n;
+    uint64_t secs = (retry_ms + 999) / 1000;
+
+    r->h[0] = (struct net_hdr){GW_STR_LIT("retry-after"),
+                               {r->secs, gw_fmt_u64(r->secs, secs ? secs : 1)}};
+    r->h[1] = (struct net_hdr){GW_STR_LIT("retry-after-ms"), {r->ms, gw_fmt_u64(r->ms, retry_ms)}};
+    r->h[2] = (struct net_hdr){GW_STR_LIT("x-should-retry"),
+                               should_retry ? GW_STR_LIT("true") : GW_STR_LIT("false")};
+    return 3;
+}
+
+#define NET_ANSWER_MAX_HDRS 8
+
+/* A whole answer on <k>: <status>, its content type, x-request-id <req_id>, the <extra>
+ * header pairs, and <body>. */
+static void
+answer_on(struct net_sink *k, int status, const char *req_id, const char *ctype,
+          const struct net_hdr *extra, size_t n_extra, const char *body, size_t len)
+{
+    struct net_hdr h[NET_ANSWER_MAX_HDRS];
+    size_t n = 0, i;
+
+    h[n++] = (struct net_hdr){GW_STR_LIT("content-type"), gw_str_c(ctype)};
+    h[n++] = (struct net_hdr){GW_STR_LIT("x-request-id"), gw_str_c(req_id)};
+    for (i = 0; i < n_extra && n < NET_ANSWER_MAX_HDRS; i++)
+        h[n++] = extra[i];
+    net_sink_head(k, status, h, n, len);
+    net_sink_data(k, body, len);
+    net_sink_end(k);
 }
 
 static void
-head_puts(struct head *h, const char *s)
+answer(struct net_stream *s, int status, const char *ctype, const char *body, size_t len)
 {
-    head_put(h, s, strlen(s));
+    answer_on(&s->sink, status, s->id, ctype, NULL, 0, body, len);
 }
 
+/* A gateway refusal with <code> on <k>: x-gw-code and an error body in the client's
+ * shape (OpenAI Chat today) with the code inside. */
 static void
-head_putu(struct head *h, uint64_t v)
+refusal_on(struct net_sink *k, const char *req_id, enum gw_code code, const char *message,
+           const struct net_hdr *extra, size_t n_extra)
 {
-    char tmp[20];
+    struct net_hdr h[NET_ANSWER_MAX_HDRS - 2];
+    struct gw_buf body = {0};
+    size_t n = 0, i;
 
-    head_put(h, tmp, gw_fmt_u64(tmp, v));
-}
-
-static void
-respond(struct net_conn *c, int status, const char *req_id, const char *ctype,
-        const char *extra_headers, const char *body, size_t len)
-{
-    struct head h;
-    struct iovec v[2];
-
-    h.len = 0;
-    h.overflow = false;
-    head_puts(&h, "HTTP/1.1 ");
-    head_putu(&h, (uint64_t)status);
-    head_puts(&h, " ");
-    head_puts(&h, reason(status));
-    head_puts(&h, "\r\ncontent-type: ");
-    head_puts(&h, ctype);
-    head_puts(&h, "\r\nx-request-id: ");
-    head_puts(&h, req_id);
-    head_puts(&h, "\r\ncontent-length: ");
-    head_putu(&h, len);
-    head_puts(&h, "\r\n");
-    if (extra_headers)
-        head_puts(&h, extra_headers);
-    if (conn_closes(c))
-        head_puts(&h, "connection: close\r\n");
-    head_puts(&h, "\r\n");
-    if (h.overflow) {
-        /* Only gateway-made extra headers get here; they are short. Cut, never overrun. */
-        c->flags |= NET_CONN_F_CLOSE_AFTER;
-        h.len = 0;
-        h.overflow = false;
-        head_puts(&h, "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n"
-                      "connection: close\r\n\r\n");
-        len = 0;
-    }
-    v[0] = (struct iovec){h.buf, h.len};
-    v[1] = (struct iovec){(void *)(uintptr_t)body, len};
-    net_conn_writev(c, v, len ? 2 : 1);
+    gw_code_count(code);
+    dl_openai_error_body(code, gw_str_c(message), &body);
+    h[n++] = (struct net_hdr){GW_STR_LIT("x-gw-code"), gw_str_c(gw_code_str(code))};
+    for (i = 0; i < n_extra && n < NET_ANSWER_MAX_HDRS - 2; i++)
+        h[n++] = extra[i];
+    answer_on(k, gw_code_http_status(code), req_id, "application/json", h, n, body.data, body.len);
+    gw_buf_fini(&body);
 }
 
 void
 net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, const char *message,
-                  const char *extra_headers)
+                  const struct net_hdr *extra, size_t n_extra)
 {
-    struct gw_buf body = {0}, hdrs = {0};
+    struct net_sink k;
     char id[GW_ROW_ID_LEN + 1];
 
     if (!req_id) {
         net_worker_request_id(c->w, id);
         req_id = id;
     }
-    gw_code_count(code);
-    dl_openai_error_body(code, gw_str_c(message), &body);
-    gw_buf_printf(&hdrs, "x-gw-code: %s\r\n%s", gw_code_str(code),
-                  extra_headers ? extra_headers : "");
-    respond(c, gw_code_http_status(code), req_id, "application/json", hdrs.data, body.data,
-            body.len);
-    gw_buf_fini(&body);
-    gw_buf_fini(&hdrs);
+    net_conn_sink(c, &k);
+    refusal_on(&k, req_id, code, message, extra, n_extra);
 }
 
 /* ---- the stream's life ---- */
@@ -463,12 +438,12 @@ stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outco
 /* A refusal by the gateway: error body in the client's shape, row with no attempts. */
 static void
 stream_refuse_hdrs(struct net_stream *s, enum gw_code code, const char *message,
-                   const char *extra_headers, bool record)
+                   const struct net_hdr *extra, size_t n_extra, bool record)
 {
     if (!record)
         GW_FREE(s->row);
     stream_settle(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
-    net_respond_error(s->conn, s->id, code, message, extra_headers);
+    refusal_on(&s->sink, s->id, code, message, extra, n_extra);
     stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
 }
 
@@ -478,7 +453,7 @@ stream_refuse(struct net_stream *s, enum gw_code code, const char *message, bool
     if (!record)
         GW_FREE(s->row);
     stream_settle(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
-    net_respond_error(s->conn, s->id, code, message, NULL);
+    refusal_on(&s->sink, s->id, code, message, NULL, 0);
     stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
 }
 
@@ -550,49 +525,20 @@ hop_failed(struct net_stream *s, int status, enum gw_code code)
     hop_next(s);
 }
 
-/* ---- writing the relayed answer ---- */
+/* ---- writing the relayed answer (through the sink) ---- */
 
+/* The head of a streamed answer: it leaves with the first bytes of the body. */
 static void
 write_stream_head(struct net_stream *s)
 {
-    struct head h;
+    struct net_hdr h[3] = {
+        {GW_STR_LIT("content-type"), GW_STR_LIT("text/event-stream")},
+        {GW_STR_LIT("cache-control"), GW_STR_LIT("no-cache")},
+        {GW_STR_LIT("x-request-id"), {s->id, GW_ROW_ID_LEN}},
+    };
 
-    s->chunked = !(s->conn->rq.parser.http_major == 1 && s->conn->rq.parser.http_minor == 0);
-    if (!s->chunked)
-        s->conn->flags |= NET_CONN_F_CLOSE_AFTER;
-    h.len = 0;
-    h.overflow = false;
-    head_puts(&h, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: "
-                  "no-cache\r\nx-request-id: ");
-    head_puts(&h, s->id);
-    head_puts(&h, "\r\n");
-    if (s->chunked)
-        head_puts(&h, "transfer-encoding: chunked\r\n");
-    if (conn_closes(s->conn))
-        head_puts(&h, "connection: close\r\n");
-    head_puts(&h, "\r\n");
-    net_conn_write(s->conn, h.buf, h.len); /* fixed parts only: it cannot overflow */
+    net_sink_head(&s->sink, 200, h, 3, NET_SINK_STREAMED);
     s->headers_sent = true;
-}
-
-static void
-write_chunk(struct net_stream *s, const char *data, size_t len)
-{
-    char size[24];
-    struct iovec v[3];
-    int n;
-
-    if (!len)
-        return;
-    if (!s->chunked) {
-        net_conn_write(s->conn, data, len);
-        return;
-    }
-    n = snprintf(size, sizeof(size), "%zx\r\n", len);
-    v[0] = (struct iovec){size, (size_t)n};
-    v[1] = (struct iovec){(void *)(uintptr_t)data, len};
-    v[2] = (struct iovec){(void *)(uintptr_t) "\r\n", 2};
-    net_conn_writev(s->conn, v, 3);
 }
 
 static void
@@ -600,9 +546,9 @@ flush_out(struct net_stream *s)
 {
     if (!s->headers_sent || !s->out.len)
         return;
-    write_chunk(s, s->out.data, s->out.len);
+    net_sink_data(&s->sink, s->out.data, s->out.len);
     gw_buf_reset(&s->out);
-    if (s->upx && !s->paused && net_conn_output_len(s->conn) > NET_OUT_HIGH) {
+    if (s->upx && !s->paused && net_sink_queued(&s->sink) > NET_OUT_HIGH) {
         net_upx_pause(s->upx); /* a slow client slows the upstream read */
         s->paused = true;
     }
@@ -611,8 +557,7 @@ flush_out(struct net_stream *s)
 static void
 write_stream_end(struct net_stream *s)
 {
-    if (s->chunked)
-        net_conn_write(s->conn, "0\r\n\r\n", 5);
+    net_sink_end(&s->sink);
 }
 
 /* ---- upstream callbacks ---- */
@@ -948,7 +893,7 @@ finish_ok(struct net_stream *s)
     count_answer(s);
     s->t_first_us = net_mono_us();
     stream_settle(s, s->up_status, GW_OK, GW_OUT_OK);
-    respond(s->conn, s->up_status, s->id, "application/json", NULL, s->out.data, s->out.len);
+    answer(s, s->up_status, "application/json", s->out.data, s->out.len);
     stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
 }
 
@@ -989,8 +934,7 @@ on_up_end(void *arg, enum gw_code rc)
             s->errbody = chat;
         }
         stream_settle(s, s->up_status, GW_OK, GW_OUT_OK);
-        respond(s->conn, s->up_status, s->id, "application/json", NULL, s->errbody.data,
-                s->errbody.len);
+        answer(s, s->up_status, "application/json", s->errbody.data, s->errbody.len);
         stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
         return;
     }
@@ -1416,7 +1360,7 @@ hop_next(struct net_stream *s)
     /* Every candidate failed, none with an answer of its own to pass back. */
     code = s->fail_code == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT : GW_E_UPSTREAM_FAILED;
     stream_settle(s, gw_code_http_status(code), code, GW_OUT_FAILED);
-    net_respond_error(s->conn, s->id, code, "every upstream for this model failed", NULL);
+    refusal_on(&s->sink, s->id, code, "every upstream for this model failed", NULL, 0);
     stream_finish(s, gw_code_http_status(code), code, GW_OUT_FAILED);
 }
 
@@ -1426,6 +1370,7 @@ static void
 on_wait_timeout(evutil_socket_t fd, short what, void *arg)
 {
     struct net_stream *s = arg;
+    struct retry_hdrs rh;
     unsigned idx;
     int kind = s->waiting;
 
@@ -1444,15 +1389,15 @@ on_wait_timeout(evutil_socket_t fd, short what, void *arg)
     }
     if (kind == NET_WAIT_KEY) {
         s->row->n_attempts = 0; /* refused before any hop: no attempt chain */
-        stream_refuse_hdrs(
-            s, GW_E_KEY_BUSY, "this key already runs its max_concurrent requests; retry shortly",
-            "retry-after: 1\r\nretry-after-ms: 1000\r\nx-should-retry: true\r\n", true);
+        stream_refuse_hdrs(s, GW_E_KEY_BUSY,
+                           "this key already runs its max_concurrent requests; retry shortly", rh.h,
+                           retry_headers(&rh, 1000, true), true);
         return;
     }
     if (!s->reached_upstream) {
-        stream_refuse_hdrs(
-            s, GW_E_BUSY_ALL, "every upstream for this model is at its concurrency limit",
-            "retry-after: 1\r\nretry-after-ms: 1000\r\nx-should-retry: true\r\n", true);
+        stream_refuse_hdrs(s, GW_E_BUSY_ALL,
+                           "every upstream for this model is at its concurrency limit", rh.h,
+                           retry_headers(&rh, 1000, true), true);
         return;
     }
     s->n_busy = 0;
@@ -1775,19 +1720,15 @@ input_cost_estimate(const struct net_stream *s)
 static void
 limit_refuse(struct net_stream *s, const struct gw_limit_verdict *v, bool calendar)
 {
-    char hdrs[160];
-    uint64_t secs = (v->retry_after_ms + 999) / 1000;
+    struct retry_hdrs rh;
+    size_t n = retry_headers(&rh, v->retry_after_ms, !calendar);
 
-    snprintf(hdrs, sizeof(hdrs),
-             "retry-after: %llu\r\nretry-after-ms: %llu\r\nx-should-retry: %s\r\n",
-             (unsigned long long)(secs ? secs : 1), (unsigned long long)v->retry_after_ms,
-             calendar ? "false" : "true");
     s->row->n_attempts = 0; /* refused before any hop: no attempt chain (DESIGN.md 8) */
     stream_refuse_hdrs(s, v->code,
                        calendar
                            ? "this key's usage limit for the period is used up"
                            : "this key's rolling usage limit is reached; retry after the delay",
-                       hdrs, true);
+                       rh.h, n, true);
 }
 
 /* The rolling key limits (minute, hour): admitted now, waited for within the request's
@@ -2077,7 +2018,7 @@ models_listing(struct net_stream *s)
         stream_refuse(s, GW_E_NOMEM, "out of memory", false);
         return;
     }
-    respond(c, 200, s->id, "application/json", NULL, body.data, body.len);
+    answer(s, 200, "application/json", body.data, body.len);
     gw_buf_fini(&body);
     stream_finish(s, 200, GW_OK, GW_OUT_OK);
 }
@@ -2100,13 +2041,14 @@ net_pipeline_start(struct net_conn *c)
         if (s)
             gw_free(s);
         c->flags |= NET_CONN_F_CLOSE_AFTER;
-        net_respond_error(c, NULL, GW_E_NOMEM, "out of memory", NULL);
+        net_respond_error(c, NULL, GW_E_NOMEM, "out of memory", NULL, 0);
         net_conn_response_done(c);
         return;
     }
     s->magic_ = NET_STREAM_MAGIC;
     s->w = w;
     s->conn = c;
+    net_conn_sink(c, &s->sink);
     c->stream = s;
     s->t0_us = net_mono_us();
     gw_sse_init(&s->sse, 0);
@@ -2129,7 +2071,7 @@ net_pipeline_start(struct net_conn *c)
         return;
     case EP_HEALTHZ:
         GW_FREE(s->row);
-        respond(c, 200, s->id, "application/json", NULL, "{\"status\":\"ok\"}", 15);
+        answer(s, 200, "application/json", "{\"status\":\"ok\"}", 15);
         stream_finish(s, 200, GW_OK, GW_OUT_OK);
         return;
     case EP_READYZ:
@@ -2137,7 +2079,7 @@ net_pipeline_start(struct net_conn *c)
         if (w->draining) {
             stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is draining", false);
         } else {
-            respond(c, 200, s->id, "application/json", NULL, "{\"status\":\"ready\"}", 18);
+            answer(s, 200, "application/json", "{\"status\":\"ready\"}", 18);
             stream_finish(s, 200, GW_OK, GW_OUT_OK);
         }
         return;
