@@ -3,11 +3,9 @@
  * pauses, the success window (last 50 outcomes within 30 minutes), the TTFC sample ring
  * (last 50 within 30 minutes, median from 3) and the startup link-test seed.
  * Pure: every time is an argument; no clock, no I/O.
- * Locking: one ck_spinlock_fas per upstate guards every field but the name. It is held
- * for a few instructions (a counter update, a ring slot, or copying the two rings out
- * for gw_upstate_facts); sorting for the median happens after it is released. In TSan
- * builds the lock is annotated (GW_TSAN_ACQUIRE/RELEASE on the lock word) because ck's
- * unlock is a plain volatile store that TSan does not see as a release.
+ * Locking: one gw_spin (core/spin.h) per upstate guards every field but the name. It
+ * is held for a few instructions (a counter update, a ring slot, or copying the two
+ * rings out for gw_upstate_facts); sorting for the median happens after it is released.
  * Pause rules (DESIGN.md 6), as decided here:
  *  - failures_to_pause consecutive failures start a pause of pause_secs * 2^pauses
  *    (pauses = pauses in a row so far), capped at max_pause_secs; starting a pause
@@ -28,11 +26,9 @@
 
 #include <string.h>
 
-#include <ck_spinlock.h>
-
 #include "core/alloc.h"
 #include "core/namereg.h"
-#include "core/tsan.h"
+#include "core/spin.h"
 
 struct gw_outcome {
     uint64_t at_ms;
@@ -46,8 +42,8 @@ struct gw_sample {
 
 /* Owned by the registry (gw_upstates.names); never moves or dies before gw_upstates_free. */
 struct gw_upstate {
-    const char *name; /* the registry's copy, set by main before any snapshot points here */
-    ck_spinlock_fas_t lock;
+    const char *name;    /* the registry's copy, set by main before any snapshot points here */
+    struct gw_spin lock; /* only through up_lock/up_unlock */
     /* ---- guarded by lock ---- */
     unsigned consecutive_failures;
     unsigned pauses;
@@ -66,20 +62,18 @@ struct gw_upstates {
 
 /* ---- lock ---- */
 
+/* The previous holder's writes happen before ours: gw_spin_lock's acquire pairs with
+ * gw_spin_unlock's release in up_unlock. */
 static void
 up_lock(struct gw_upstate *u)
 {
-    ck_spinlock_fas_lock(&u->lock);
-    /* The previous holder's writes happen before ours (pairs with up_unlock). */
-    GW_TSAN_ACQUIRE(&u->lock);
+    gw_spin_lock(&u->lock);
 }
 
 static void
 up_unlock(struct gw_upstate *u)
 {
-    /* Our writes happen before the next holder's reads (pairs with up_lock). */
-    GW_TSAN_RELEASE(&u->lock);
-    ck_spinlock_fas_unlock(&u->lock);
+    gw_spin_unlock(&u->lock);
 }
 
 /* ---- registry (main thread) ---- */
@@ -107,8 +101,8 @@ gw_upstates_get(struct gw_upstates *r, const char *name)
     struct gw_upstate *u = gw_namereg_get(&r->names, name, sizeof(*u), &created, &copy);
 
     if (u && created) {
+        /* u->lock: the registry's zeroed object is an unlocked gw_spin. */
         u->name = copy;
-        ck_spinlock_fas_init(&u->lock);
         u->link_ms = -1;
     }
     return u;

@@ -5,7 +5,7 @@
  * so health survives reloads; the registry hands the same object to every snapshot.
  * Pure: times are arguments (ms since the epoch); no clock, no I/O.
  * Owns:    the registry owns every gw_upstate; a snapshot only points at them.
- * Threads: record/facts on any worker or the control thread (a ck_spinlock per upstate,
+ * Threads: record/facts on any worker or the control thread (a spinlock per upstate,
  *          held for a few instructions, never across an allocation or a call out);
  *          registry calls on main only.
  * See:     core/health.c, core/route.h, tests/unit/core/test_health.c

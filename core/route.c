@@ -15,12 +15,9 @@
  * out. The other OK members follow by current weight, highest first. The dry-run does
  * the same arithmetic on a copy and stores nothing, so it answers what the next
  * charging call would (given the same facts).
- * Locking: the group lock is a ck_spinlock_fas held from reading the current weights
- * to charging: a copy in, a few additions, a copy out; never across an allocation, the
- * is_full callback or a facts read. In TSan builds it is annotated with
- * GW_TSAN_ACQUIRE/RELEASE (core/tsan.h): ck's unlock is a volatile store, which TSan
- * does not see as a release, and the annotation on the lock word states the edge (the
- * same approach as the rest of the tree, rather than a second lock implementation).
+ * Locking: the group lock is a gw_spin (core/spin.h) held from reading the current
+ * weights to charging: a copy in, a few additions, a copy out; never across an
+ * allocation, the is_full callback or a facts read.
  * Round state lives in the registry, keyed by group name, for at most GW_ROUTE_MAX
  * members (the candidates one request considers); a reload that changes a group's
  * type, members or weights zeroes it in place, so a snapshot still in use elsewhere
@@ -34,18 +31,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <ck_spinlock.h>
-
 #include "core/alloc.h"
-#include "core/tsan.h"
+#include "core/spin.h"
 
 /* ---- registry (main thread) ---- */
 
 /* One group's round state. Owned by gw_routes.v; never freed before gw_routes_free. */
 struct gw_wrr {
-    char *name; /* group name; main only */
-    char *sig;  /* type, member names and weights; main only */
-    ck_spinlock_fas_t lock;
+    char *name;                /* group name; main only */
+    char *sig;                 /* type, member names and weights; main only */
+    struct gw_spin lock;       /* only through wrr_lock/wrr_unlock */
     int64_t cur[GW_ROUTE_MAX]; /* current weights by member index; guarded by lock */
 };
 
@@ -55,20 +50,18 @@ struct gw_routes {
     size_t n, cap;
 };
 
+/* The previous holder's charges happen before our reads: gw_spin_lock's acquire pairs
+ * with gw_spin_unlock's release in wrr_unlock. */
 static void
 wrr_lock(struct gw_wrr *w)
 {
-    ck_spinlock_fas_lock(&w->lock);
-    /* The previous holder's charges happen before our reads (pairs with wrr_unlock). */
-    GW_TSAN_ACQUIRE(&w->lock);
+    gw_spin_lock(&w->lock);
 }
 
 static void
 wrr_unlock(struct gw_wrr *w)
 {
-    /* Our charges happen before the next holder's reads (pairs with wrr_lock). */
-    GW_TSAN_RELEASE(&w->lock);
-    ck_spinlock_fas_unlock(&w->lock);
+    gw_spin_unlock(&w->lock);
 }
 
 struct gw_routes *
@@ -163,7 +156,7 @@ wrr_add(struct gw_routes *r, const char *name, char **sigp)
         gw_free(w);
         return NULL;
     }
-    ck_spinlock_fas_init(&w->lock);
+    /* w->lock: gw_calloc's zeroes are an unlocked gw_spin. */
     w->sig = *sigp;
     *sigp = NULL;
     r->v[r->n++] = w;

@@ -9,7 +9,7 @@
  * Pure: the caller passes the time and a callback for the slot state.
  * Owns:    the registry owns every group's round state (gw_wrr), kept across reloads
  *          and started over when a group's members or weights change.
- * Threads: gw_route_order on any worker or the control thread; a ck_spinlock per group
+ * Threads: gw_route_order on any worker or the control thread; a spinlock per group
  *          is held from ordering to charging, for a few instructions, never across an
  *          allocation or a callback. Registry calls on main only.
  * See:     core/route.c, core/health.h, tests/unit/core/test_route.c
