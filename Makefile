@@ -121,10 +121,12 @@ bench: deps
 check-deps:
 	@sh tools/check-deps.sh
 
+# The tracked sources (what a clean checkout has), less any deleted in the work tree.
+FMT_FILES = $(wildcard $(shell git ls-files '*.c' '*.h'))
 fmt:
-	clang-format -i $(shell git ls-files '*.c' '*.h')
+	clang-format -i $(FMT_FILES)
 check-fmt:
-	@clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
+	@clang-format --dry-run --Werror $(FMT_FILES) && echo "check-fmt: ok ($(words $(FMT_FILES)) files)"
 
 clean:
 	rm -rf build bin
@@ -133,8 +135,8 @@ help:
 	@echo "make            build bin/gwd, bin/gwctl, bin/gwbench (MODE=release|debug|asan|ubsan|tsan)"
 	@echo "make deps       install missing Debian packages (apt-get)"
 	@echo "make run        build, start gwbench upstream on :9100 and gwd on :8080 (demo config)"
-	@echo "make test       deps, build, unit tests, fuzz corpus replay, libFuzzer runs of every"
-	@echo "                fuzz target (10 s each), end-to-end tests"
+	@echo "make test       deps, build, check-deps and check-fmt, unit tests, fuzz corpus replay,"
+	@echo "                libFuzzer runs of every fuzz target (10 s each), end-to-end tests"
 	@echo "make unit       unit tests only;  make e2e  end-to-end tests only"
 	@echo "make asan|ubsan|tsan   make test with sanitizers, into build/<mode>/"
 	@echo "make fuzz       build the libFuzzer targets with clang (build/fuzz/) and run each"

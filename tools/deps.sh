@@ -2,11 +2,12 @@
 # Installs the Debian packages gw needs to build, test and benchmark, when missing.
 # Checks with dpkg first, so a machine that has everything runs no apt-get at all.
 # clang and libclang-rt-dev (the libFuzzer and sanitizer runtimes, which clang only
-# recommends) build the fuzz targets that `make test` and `make fuzz` run.
+# recommends) build the fuzz targets that `make test` and `make fuzz` run; clang-format
+# is `make check-fmt`, which `make test` runs.
 set -e
 PKGS="build-essential pkg-config libevent-dev libnghttp2-dev libssl-dev libjansson-dev
 libcyaml-dev libyaml-dev liblmdb-dev libck-dev libcmocka-dev libhttp-parser-dev libwslay-dev
-python3 python3-pytest nginx-light nodejs npm clang libclang-rt-dev curl"
+python3 python3-pytest nginx-light nodejs npm clang libclang-rt-dev clang-format curl"
 missing=""
 for p in $PKGS; do
     # nodejs/npm may come from outside Debian (a preinstalled node); take a working npm as enough.

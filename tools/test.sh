@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs the test suites of one build folder and ends with the line "N passed, N failed".
-# usage: tools/test.sh BUILD_DIR [unit|fuzz|libfuzzer|e2e]...   (no suite named: all four)
+# usage: tools/test.sh BUILD_DIR [checks|unit|fuzz|libfuzzer|e2e]...   (none named: all five)
+#   checks     `make check-deps` and `make check-fmt` (STYLE.md 2 and 5), one pass each
 #   unit       the cmocka binaries of BUILD_DIR/tests/unit
 #   fuzz       each fuzz target's corpus replayed (BUILD_DIR/tests/fuzz, replay.c)
 #   libfuzzer  each fuzz target run by libFuzzer for FUZZ_SECS seconds (default 10) on a
@@ -12,7 +13,7 @@
 #   e2e        pytest tests/e2e against BUILD_DIR/bin
 O=$1
 shift
-suites=${*:-unit fuzz libfuzzer e2e}
+suites=${*:-checks unit fuzz libfuzzer e2e}
 # Sanitizer builds: TSan reads the suppressions of ck's uninstrumented atomics; every
 # other report fails the run. Harmless for other builds.
 export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$(pwd)/tests/tsan.supp second_deadlock_stack=1}"
@@ -22,6 +23,18 @@ fail=0
 log=$(mktemp)
 for s in $suites; do
     case $s in
+    checks)
+        for c in check-deps check-fmt; do
+            if make --no-print-directory -s "$c" >"$log" 2>&1; then
+                pass=$((pass + 1))
+                tail -n 1 "$log"
+            else
+                fail=$((fail + 1))
+                tail -n 60 "$log"
+                echo "FAIL $c"
+            fi
+        done
+        ;;
     unit)
         for t in $(find "$O/tests/unit" -type f -perm -u+x -name 'test_*' 2>/dev/null | sort); do
             "$t" >"$log" 2>&1
