@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: MIT
+ * net/attempt.c - candidates and hops (DESIGN.md 5, 6): the conversation key and
+ * stickiness, paused and full members noted, each hop's body rendered for its upstream's
+ * shape and sent with the provider's credential, failures counted and failed over, the
+ * slow-start switch.
+ * Owns:    the stream's current hop (net_upx) until it ends.
+ * Threads: the owning worker only; never blocks.
+ * See:     net/pipeline-priv.h, core/route.h, net/upstream.h
+ */
+#include "net/pipeline-priv.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "core/alloc.h"
+#include "core/assert.h"
+#include "core/cost.h"
+#include "core/events.h"
+#include "core/limits.h"
+#include "core/log.h"
+#include "core/retry.h"
+#include "core/route.h"
+#include "core/row.h"
+#include "core/slots.h"
+#include "core/speed.h"
+#include "core/sse.h"
+#include "core/sticky.h"
+#include "dialects/anthropic.h"
+#include "dialects/json_scan.h"
+#include "dialects/openai.h"
+#include "net/calendar.h"
+#include "net/logger.h"
+#include "net/sink.h"
+#include "net/upstream.h"
+#include "store/store.h"
+
+/* True for the upstream shapes a Chat Completions request can be sent in by this build:
+ * Chat itself and Anthropic Messages (converted, dialects/anthropic.h). */
+bool
+net_prov_spoken(const struct gw_conf_provider *p)
+{
+    return p->dialect == GW_DIALECT_OPENAI || p->dialect == GW_DIALECT_ANTHROPIC;
+}
+
+const struct gw_conf_provider *
+net_stream_prov(const struct net_stream *s)
+{
+    return s->cands[s->cur].prov;
+}
+
+struct gw_attempt *
+net_attempt_cur(struct net_stream *s)
+{
+    return s->row && s->row->n_attempts ? &s->row->attempts[s->row->n_attempts - 1] : NULL;
+}
+
+void
+net_attempt_end(struct net_stream *s, enum gw_outcome outcome, int status, enum gw_code code)
+{
+    struct gw_attempt *a = net_attempt_cur(s);
+
+    if (!a)
+        return;
+    a->outcome = (uint8_t)outcome;
+    a->status = (uint16_t)status;
+    a->code = (uint16_t)code;
+}
+
+/* The current hop failed before anything reached the client: try the next one. */
+/* Counts a failure of the current hop's upstream (DESIGN.md 6): not for a missing
+ * model (404), which moves on without counting, nor for our own out-of-memory. */
+void
+net_hop_count_failure(struct net_stream *s, int status, enum gw_code code)
+{
+    uint64_t now = net_now_ms(), retry_ms;
+
+    if (status == 404 || code == GW_E_NOMEM)
+        return;
+    retry_ms = gw_retry_after_ms(gw_str_c(s->retry_after), gw_str_c(s->retry_after_ms),
+                                 (struct gw_str){s->errbody.data, s->errbody.len}, now);
+    if (gw_upstate_failure(net_stream_prov(s)->state, now, s->conf, retry_ms)) {
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+        GW_LOG(GW_LOG_WARN, &ctx, "upstream_paused", "upstream %s paused",
+               net_stream_prov(s)->name);
+    }
+}
+
+void
+net_hop_timers_stop(struct net_stream *s)
+{
+    if (s->slow_timer)
+        evtimer_del(s->slow_timer);
+    if (s->speed_timer)
+        evtimer_del(s->speed_timer);
+}
+
+void
+net_hop_failed(struct net_stream *s, int status, enum gw_code code)
+{
+    const struct gw_conf_provider *p = net_stream_prov(s);
+    struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+    net_hop_timers_stop(s);
+    net_slot_give_back(s, &s->hop_slot);
+    net_attempt_end(s, GW_OUT_FAILED, status, code);
+    net_hop_count_failure(s, status, code);
+    GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(code), "upstream %s failed (status %d, %zu body bytes)",
+           p->name, status, s->errbody.len);
+    s->fail_code = code;
+    s->fail_status = status;
+    s->cur++;
+    net_hop_next(s);
+}
+
+static bool
+is_forwarded(struct gw_str name)
+{
+    static const struct gw_str drop[] = {
+        GW_STR_LIT("host"),
+        GW_STR_LIT("content-length"),
+        GW_STR_LIT("connection"),
+        GW_STR_LIT("keep-alive"),
+        GW_STR_LIT("proxy-connection"),
+        GW_STR_LIT("te"),
+        GW_STR_LIT("trailer"),
+        GW_STR_LIT("transfer-encoding"),
+        GW_STR_LIT("upgrade"),
+        GW_STR_LIT("authorization"),
+        GW_STR_LIT("x-api-key"),
+        GW_STR_LIT("x-goog-api-key"),
+        GW_STR_LIT("accept-encoding"),
+        GW_STR_LIT("expect"),
+        GW_STR_LIT("content-type"),
+        GW_STR_LIT("accept"),
+        GW_STR_LIT("cookie"),
+        GW_STR_LIT("proxy-authorization"),
+        GW_STR_LIT("anthropic-version"), /* ours, for a converted hop */
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+        if (gw_str_eq_nocase(name, drop[i]))
+            return false;
+    return true;
+}
+
+/* Appends an attempt for candidate <c> with <outcome> (a hop being sent: GW_OUT_NONE). */
+struct gw_attempt *
+net_attempt_add(struct net_stream *s, const struct gw_route_cand *c, enum gw_outcome outcome)
+{
+    struct gw_attempt *a = &s->row->attempts[s->row->n_attempts++];
+
+    memset(a, 0, sizeof(*a));
+    memcpy(a->upstream, c->prov->name, strnlen(c->prov->name, GW_NAME_MAX));
+    memcpy(a->model, c->model, c->model_len < GW_MODEL_MAX ? c->model_len : GW_MODEL_MAX);
+    a->outcome = (uint8_t)outcome;
+    a->ttfb_ms = -1;
+    return a;
+}
+
+/* next_on_slow_start (DESIGN.md 6): a streamed hop with no content by the deadline is
+ * given up when a later candidate can take the request now; the last one waits. The
+ * slow upstream is not paused nor counted as failed; its input is kept on the row. */
+static void
+on_slow_start(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_stream *s = arg;
+    struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+    uint64_t now = net_now_ms();
+    size_t j;
+
+    (void)fd;
+    (void)what;
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (s->headers_sent || !s->upx)
+        return;
+    for (j = s->cur + 1; j < s->n_cands; j++) {
+        const struct gw_route_cand *c = &s->cands[j];
+        struct gw_upfacts f;
+
+        if (!net_prov_spoken(c->prov) || c->state == GW_CAND_DISABLED)
+            continue;
+        gw_upstate_facts(c->prov->state, now, &f);
+        if (!f.paused_until_ms)
+            break;
+    }
+    if (j == s->n_cands)
+        return;             /* no one could take it now: this hop keeps its chance */
+    net_upx_cancel(s->upx); /* the connection is dropped, so the upstream stops */
+    s->upx = NULL;
+    net_slot_give_back(s, &s->hop_slot);
+    net_attempt_end(s, GW_OUT_SLOW_START, s->up_status, GW_OK);
+    s->given_up_input += dl_openai_req_input_estimate(s->req);
+    GW_LOG(GW_LOG_INFO, &ctx, "slow_start", "upstream %s sent no content in %u s; trying %s",
+           net_stream_prov(s)->name, s->conf->failover.stream_start_wait_secs,
+           s->cands[j].prov->name);
+    s->cur++;
+    net_hop_next(s);
+}
+
+/* Renders in s->upbody the body for candidate <idx> in its upstream's shape: the
+ * client's bytes with the model spliced in, or the request converted to Anthropic
+ * Messages with max_tokens from the model's spec (the one resolve function) when the
+ * client set none. Kept for that candidate, so a later hop_send does not render again.
+ * GW_OK; GW_E_UNCONVERTIBLE with the reason in s->unconvertible; GW_E_NOMEM. */
+static enum gw_code
+render_body(struct net_stream *s, size_t idx)
+{
+    const struct gw_route_cand *c = &s->cands[idx];
+    struct gw_str model = {c->model, c->model_len};
+    enum gw_code rc;
+
+    if (s->upbody_ready && s->upbody_for == idx)
+        return GW_OK;
+    s->upbody_ready = false;
+    gw_buf_reset(&s->upbody);
+    if (c->prov->dialect == GW_DIALECT_ANTHROPIC) {
+        struct gw_model_spec spec;
+
+        gw_conf_model_spec(s->conf, c->prov, c->model, &spec);
+        rc = dl_anthropic_from_chat(s->body.data, s->body.len, model,
+                                    spec.max_output_tokens_known ? spec.max_output_tokens : 0,
+                                    &s->upbody, s->unconvertible, sizeof(s->unconvertible));
+    } else {
+        rc = dl_openai_req_render(s->req, s->body.data, s->body.len, model, &s->upbody);
+    }
+    if (rc == GW_OK) {
+        s->upbody_ready = true;
+        s->upbody_for = idx;
+    }
+    return rc;
+}
+
+void
+net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
+{
+    const struct gw_conf_provider *p = c->prov;
+    struct net_hdr hdrs[NET_MAX_FWD_HEADERS + 4];
+    struct gw_buf auth = {0}, path = {0};
+    struct net_up_req rq;
+    size_t n = 0;
+    unsigned i;
+    bool anth = p->dialect == GW_DIALECT_ANTHROPIC;
+
+    net_attempt_add(s, c, GW_OUT_NONE)->queued_ms = s->hop_queued_ms;
+    s->hop_queued_ms = 0;
+    s->reached_upstream = true;
+    s->retry_after[0] = s->retry_after_ms[0] = '\0';
+
+    gw_buf_reset(&s->errbody);
+    gw_buf_reset(&s->out);
+    gw_sse_fini(&s->sse);
+    gw_sse_init(&s->sse, 0);
+    s->up_status = 0;
+    s->up_ok = s->up_sse = s->stream_error = false;
+    s->up_anth = anth;
+    if (anth) {
+        gw_sse_fini(&s->sse_chat);
+        gw_sse_init(&s->sse_chat, 0);
+        dl_anthropic_stream_init(&s->anth, net_now_ms() / 1000);
+    }
+    s->usage_seen = false;
+    s->content_bytes = 0;
+    if (render_body(s, (size_t)(c - s->cands)) != GW_OK ||
+        (!anth && gw_buf_append(&auth, "Bearer ", 7) != GW_OK) ||
+        gw_buf_append_cstr(&auth, p->keys[0].secret) != GW_OK ||
+        gw_buf_append_cstr(&path, p->path_prefix) != GW_OK ||
+        (anth ? gw_buf_append(&path, "/v1/messages", 12)
+              : gw_buf_append(&path, "/v1/chat/completions", 20)) != GW_OK) {
+        gw_buf_fini(&auth);
+        gw_buf_fini(&path);
+        net_hop_failed(s, 0, GW_E_NOMEM);
+        return;
+    }
+    s->upbody_ready = false; /* sent: a later hop renders its own */
+    if (anth) {
+        hdrs[n++] = (struct net_hdr){GW_STR_LIT("x-api-key"), {auth.data, auth.len}};
+        hdrs[n++] =
+            (struct net_hdr){GW_STR_LIT("anthropic-version"), GW_STR_LIT(DL_ANTHROPIC_VERSION)};
+    } else {
+        hdrs[n++] = (struct net_hdr){GW_STR_LIT("authorization"), {auth.data, auth.len}};
+    }
+    hdrs[n++] = (struct net_hdr){GW_STR_LIT("content-type"), GW_STR_LIT("application/json")};
+    hdrs[n++] = (struct net_hdr){GW_STR_LIT("accept"), s->stream ? GW_STR_LIT("text/event-stream")
+                                                                 : GW_STR_LIT("application/json")};
+    for (i = 0; i < s->conn->rq.n_hdrs && n < NET_MAX_FWD_HEADERS + 4; i++) {
+        struct gw_str name, value;
+
+        net_conn_header_at(s->conn, i, &name, &value);
+        if (is_forwarded(name))
+            hdrs[n++] = (struct net_hdr){name, value};
+    }
+    memset(&rq, 0, sizeof(rq));
+    rq.prov = p;
+    rq.method = "POST";
+    rq.path = (struct gw_str){path.data, path.len};
+    rq.hdrs = hdrs;
+    rq.n_hdrs = n;
+    rq.body = (struct gw_str){s->upbody.data, s->upbody.len};
+    rq.connect_timeout_ms = s->conf->failover.connect_timeout_ms;
+    rq.head_timeout_ms = s->conf->failover.first_byte_timeout_secs * 1000u;
+    rq.idle_timeout_ms = s->conf->failover.read_idle_timeout_secs * 1000u;
+    s->t_hop_us = net_mono_us();
+    s->upx = net_up_send(s->w->pool, &rq, &net_relay_cbs, s);
+    gw_buf_fini(&auth);
+    gw_buf_fini(&path);
+    if (!s->upx) {
+        net_hop_failed(s, 0, GW_E_NOMEM);
+        return;
+    }
+    if (s->stream && s->conf->failover.next_on_slow_start) {
+        struct timeval wait = {(time_t)s->conf->failover.stream_start_wait_secs, 0};
+
+        if (!s->slow_timer)
+            s->slow_timer = evtimer_new(s->w->base, on_slow_start, s);
+        if (s->slow_timer)
+            evtimer_add(s->slow_timer, &wait);
+    }
+}
+
+static bool
+prov_lists(const struct gw_conf_provider *p, const char *model, size_t len)
+{
+    size_t i;
+
+    if (p->any_model)
+        return true;
+    for (i = 0; i < p->n_models; i++)
+        if (strlen(p->models[i]) == len && memcmp(p->models[i], model, len) == 0)
+            return true;
+    return false;
+}
+
+/* True when the request's estimated input fits the context window of the model
+ * candidate <c> is asked for (unknown windows fit). */
+static bool
+fits_context(struct net_stream *s, const struct gw_route_cand *c)
+{
+    struct gw_model_spec spec;
+
+    gw_conf_model_spec(s->conf, c->prov, c->model, &spec);
+    return !spec.context_window_known ||
+           dl_openai_req_input_estimate(s->req) <= spec.context_window;
+}
+
+void
+net_hop_next(struct net_stream *s)
+{
+    enum gw_code code;
+
+    while (s->cur < s->n_cands && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+        const struct gw_route_cand *c = &s->cands[s->cur];
+        struct gw_upfacts f;
+
+        /* Passed over without an attempt: a shape this build does not convert to. */
+        if (!net_prov_spoken(c->prov) || c->state == GW_CAND_DISABLED) {
+            s->cur++;
+            continue;
+        }
+        if (!prov_lists(c->prov, c->model, c->model_len)) {
+            net_attempt_add(s, c, GW_OUT_SKIPPED_NO_MODEL);
+            s->cur++;
+            continue;
+        }
+        /* A paused member is skipped, unless it is the pick: when every candidate is
+         * paused, the one whose pause ends first is tried rather than refusing. */
+        if (c->state == GW_CAND_PAUSED && (int)s->cur != s->pick) {
+            gw_upstate_facts(c->prov->state, net_now_ms(), &f);
+            if (f.paused_until_ms) {
+                net_attempt_add(s, c, GW_OUT_SKIPPED_PAUSED);
+                s->cur++;
+                continue;
+            }
+        }
+        if (!fits_context(s, c)) {
+            /* DESIGN.md 9: re-route to a candidate whose context window fits */
+            net_attempt_add(s, c, GW_OUT_SKIPPED_CONTEXT);
+            s->context_skipped = true;
+            s->cur++;
+            continue;
+        }
+        if (c->prov->dialect != GW_DIALECT_OPENAI) {
+            /* Converted before a slot is taken: a request the shape cannot express
+             * passes this candidate over (s->unconvertible says why). */
+            code = render_body(s, s->cur);
+            if (code == GW_E_UNCONVERTIBLE) {
+                s->cur++;
+                continue;
+            }
+            if (code != GW_OK) {
+                net_stream_refuse(s, code, "out of memory", true);
+                return;
+            }
+        }
+        /* Every hop holds a slot, so in-flight counts show without a limit too
+         * (max_concurrent 0: the try always succeeds). */
+        if (c->prov->slots && !gw_slots_try(c->prov->slots)) {
+            /* Full: the sticky upstream is waited for; others are skipped as busy. */
+            net_busy_add(s, (unsigned)s->cur);
+            if (c->sticky) {
+                s->n_busy = 1;
+                s->busy[0] = (unsigned)s->cur;
+                net_hop_wait(s);
+                return;
+            }
+            if (!s->busy_noted[s->cur])
+                net_attempt_add(s, c, GW_OUT_SKIPPED_BUSY);
+            s->cur++;
+            continue;
+        }
+        s->hop_slot = c->prov->slots;
+        net_hop_send(s, c);
+        return;
+    }
+    if (s->n_busy) {
+        /* every remaining candidate was full: wait for the first to free (after a
+         * failure too; when none frees, the last real failure is answered) */
+        net_hop_wait(s);
+        return;
+    }
+    if (s->context_skipped && !s->reached_upstream) {
+        net_stream_refuse(s, GW_E_CONTEXT_LENGTH,
+                          "the request does not fit the context window of any upstream model",
+                          true);
+        return;
+    }
+    if (s->unconvertible[0] && !s->reached_upstream) {
+        net_stream_refuse(s, GW_E_UNCONVERTIBLE, s->unconvertible, true);
+        return;
+    }
+    /* Every candidate failed, none with an answer of its own to pass back. */
+    code = s->fail_code == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT : GW_E_UPSTREAM_FAILED;
+    net_stream_settle(s, gw_code_http_status(code), code, GW_OUT_FAILED);
+    net_sink_refusal(&s->sink, s->id, code, "every upstream for this model failed", NULL, 0);
+    net_stream_finish(s, gw_code_http_status(code), code, GW_OUT_FAILED);
+}
+
+static uint64_t
+conversation_key(const char *client, struct gw_str session_id, const struct dl_openai_conv *cv)
+{
+    const void *parts[4];
+    size_t lens[4], n = 0;
+
+    parts[n] = client;
+    lens[n++] = strlen(client);
+    if (session_id.len) {
+        parts[n] = "h";
+        lens[n++] = 1;
+        parts[n] = session_id.ptr;
+        lens[n++] = session_id.len;
+    } else if (cv->cache_key.len) {
+        parts[n] = "k";
+        lens[n++] = 1;
+        parts[n] = cv->cache_key.ptr;
+        lens[n++] = cv->cache_key.len;
+    } else {
+        parts[n] = cv->system.len ? cv->system.ptr : "";
+        lens[n++] = cv->system.len;
+        parts[n] = cv->first_user.len ? cv->first_user.ptr : "";
+        lens[n++] = cv->first_user.len;
+    }
+    return gw_sticky_key(parts, lens, n);
+}
+
+uint64_t
+net_conversation_key(const char *client, struct gw_str session_id, const struct dl_openai_req *r)
+{
+    struct dl_openai_conv cv;
+
+    dl_openai_req_conversation(r, &cv);
+    return conversation_key(client, session_id, &cv);
+}
+
+/* True when <model> names a group whose order can change between requests
+ * (load-balance, url-test, cheapest): there a conversation is kept on its upstream.
+ * In a fallback group (and the implicit one) the order is the file order anyway, so
+ * the body is not scanned a second time for a conversation key. */
+bool
+net_order_varies(const struct gw_conf *c, struct gw_str model)
+{
+    const struct gw_conf_group *g = gw_conf_group_find(c, model.ptr, model.len);
+
+    return g && g->type != GW_GROUP_FALLBACK;
+}
+
+/* The conversation this request belongs to (DESIGN.md 5): a session header when the
+ * client sends one, else what the dialect says identifies it. */
+void
+net_stream_conversation(struct net_stream *s)
+{
+    static const struct gw_str session_headers[] = {
+        GW_STR_LIT("x-claude-code-session-id"),
+        GW_STR_LIT("x-session-id"),
+        GW_STR_LIT("session_id"),
+    };
+    struct dl_openai_conv cv;
+    struct gw_str v, id = {NULL, 0};
+    size_t i;
+
+    for (i = 0; i < sizeof(session_headers) / sizeof(session_headers[0]) && !id.len; i++)
+        if (net_conn_header(s->conn, session_headers[i], &v) && v.len)
+            id = v;
+    dl_openai_req_conversation(s->req, &cv);
+    s->conv = conversation_key(s->client->name, id, &cv);
+    s->within_turn = cv.last_is_tool;
+}
+
+/* The routing order puts paused members last; they are recorded as skipped now, in
+ * their place at the head of the chain, and taken out of the list (DESIGN.md 6: a hop
+ * that cannot serve is recorded with its reason). The pick stays even when paused:
+ * when every candidate is paused, the one whose pause ends first is tried. */
+void
+net_skip_paused(struct net_stream *s)
+{
+    size_t i, k = 0;
+
+    for (i = 0; i < s->n_cands; i++) {
+        const struct gw_route_cand *c = &s->cands[i];
+
+        if (c->state == GW_CAND_PAUSED && (int)i != s->pick && net_prov_spoken(c->prov) &&
+            s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+            net_attempt_add(s, c, GW_OUT_SKIPPED_PAUSED);
+            continue;
+        }
+        if ((int)i == s->pick)
+            s->pick = (int)k;
+        s->cands[k++] = s->cands[i];
+    }
+    s->n_cands = k;
+    /* Full members are also put last by the router, behind every free one; they stay in
+     * the list (they may be waited for), and their skip is noted at the head of the
+     * chain once. When none is free (the pick is full), hop_next meets them in order. */
+    if (s->pick < 0 || s->cands[s->pick].state != GW_CAND_OK)
+        return;
+    for (i = 0; i < s->n_cands; i++) {
+        const struct gw_route_cand *c = &s->cands[i];
+
+        if (c->state == GW_CAND_FULL && (int)i != s->pick && !c->sticky &&
+            net_prov_spoken(c->prov) && s->row->n_attempts < GW_ROW_MAX_ATTEMPTS) {
+            net_attempt_add(s, c, GW_OUT_SKIPPED_BUSY);
+            s->busy_noted[i] = true;
+        }
+    }
+}
+
+/* Slot state for the routing engine: a full member sits the load-balance round out. */
+bool
+net_prov_full(void *arg, const struct gw_conf_provider *p)
+{
+    unsigned max = 0, in_use = 0;
+
+    (void)arg;
+    if (!net_prov_has_slot_limit(p))
+        return false;
+    gw_slots_stats(p->slots, &max, &in_use, NULL);
+    return max && in_use >= max;
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT
+ * net/listing.c - GET /v1/models and /v1/models/{id} (DESIGN.md 9): groups first, then
+ * every model an enabled provider lists by name, described by the first upstream
+ * offering it (context window, max output from the one resolve function), only what
+ * the key may use.
+ * Owns:    nothing beyond one call.
+ * Threads: the owning worker only.
+ * See:     net/pipeline-priv.h, dialects/openai_models.c
+ */
+#include "net/pipeline-priv.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "core/alloc.h"
+#include "core/assert.h"
+#include "core/cost.h"
+#include "core/events.h"
+#include "core/limits.h"
+#include "core/log.h"
+#include "core/retry.h"
+#include "core/route.h"
+#include "core/row.h"
+#include "core/slots.h"
+#include "core/speed.h"
+#include "core/sse.h"
+#include "core/sticky.h"
+#include "dialects/anthropic.h"
+#include "dialects/json_scan.h"
+#include "dialects/openai.h"
+#include "net/calendar.h"
+#include "net/logger.h"
+#include "net/sink.h"
+#include "net/upstream.h"
+#include "store/store.h"
+
+static bool
+entry_listed(const struct dl_model_entry *v, size_t n, const char *id)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (strcmp(v[i].id, id) == 0)
+            return true;
+    return false;
+}
+
+static void
+entry_spec(const struct gw_conf *c, const struct gw_conf_provider *p, const char *model,
+           struct dl_model_entry *e)
+{
+    struct gw_model_spec spec;
+
+    gw_conf_model_spec(c, p, model, &spec);
+    e->context_window = spec.context_window_known ? spec.context_window : 0;
+    e->max_output_tokens = spec.max_output_tokens_known ? spec.max_output_tokens : 0;
+}
+
+/* Groups first (described by their first member), then every model an enabled provider
+ * lists by name, described by the first upstream offering it; only what the key may use. */
+static size_t
+models_collect(const struct gw_conf *c, const struct gw_conf_client *cl, struct dl_model_entry *v,
+               size_t max)
+{
+    size_t n = 0, i, j;
+
+    for (i = 0; i < c->n_groups && n < max; i++) {
+        const struct gw_conf_group *g = &c->groups[i];
+        struct dl_model_entry *e = &v[n];
+
+        if (!gw_conf_client_allows(cl, g->name, strlen(g->name)))
+            continue;
+        memset(e, 0, sizeof(*e));
+        e->id = g->name;
+        e->owned_by = "gw";
+        if (g->n_members) {
+            const struct gw_conf_member *m = &g->members[0];
+            const struct gw_conf_provider *p =
+                gw_conf_provider_find(c, m->provider, strlen(m->provider));
+
+            if (p)
+                entry_spec(c, p, m->model ? m->model : g->model ? g->model : g->name, e);
+        }
+        n++;
+    }
+    for (i = 0; i < c->n_providers; i++) {
+        const struct gw_conf_provider *p = &c->providers[i];
+
+        if (!p->enabled)
+            continue;
+        for (j = 0; j < p->n_models && n < max; j++) {
+            const char *id = p->models[j];
+
+            if (strcmp(id, "*") == 0 || entry_listed(v, n, id) ||
+                !gw_conf_client_allows(cl, id, strlen(id)))
+                continue;
+            memset(&v[n], 0, sizeof(v[n]));
+            v[n].id = id;
+            v[n].owned_by = p->name;
+            entry_spec(c, p, id, &v[n]);
+            n++;
+        }
+    }
+    return n;
+}
+
+void
+net_models_listing(struct net_stream *s)
+{
+    struct net_conn *c = s->conn;
+    struct dl_model_entry *v;
+    struct gw_buf body = {0};
+    const char *why_auth;
+    enum gw_code rc;
+    size_t max = s->conf->n_groups, n, i, plen = 0;
+    const char *q, *id = NULL;
+
+    s->client = net_auth_client(c, s->conf, &rc, &why_auth);
+    if (!s->client) {
+        net_stream_refuse(s, rc, why_auth, false);
+        return;
+    }
+    for (i = 0; i < s->conf->n_providers; i++)
+        max += s->conf->providers[i].n_models;
+    v = gw_calloc(max ? max : 1, sizeof(*v));
+    if (!v) {
+        net_stream_refuse(s, GW_E_NOMEM, "out of memory", false);
+        return;
+    }
+    n = models_collect(s->conf, s->client, v, max);
+    q = memchr(c->rq.url.data, '?', c->rq.url.len);
+    plen = q ? (size_t)(q - c->rq.url.data) : c->rq.url.len;
+    if (plen > 11) { /* "/v1/models/" + id */
+        char *want = gw_strndup(c->rq.url.data + 11, plen - 11);
+
+        for (i = 0; want && i < n; i++)
+            if (strcmp(v[i].id, want) == 0)
+                id = v[i].id;
+        gw_free(want);
+        if (!id) {
+            gw_free(v);
+            net_stream_refuse(s, GW_E_MODEL_NOT_FOUND, "no such model for this key", false);
+            return;
+        }
+        for (i = 0; i < n; i++)
+            if (v[i].id == id)
+                break;
+        if (dl_openai_models_render(&v[i], 1, true, &body) != GW_OK)
+            gw_buf_fini(&body);
+    } else if (dl_openai_models_render(v, n, false, &body) != GW_OK) {
+        gw_buf_fini(&body);
+    }
+    gw_free(v);
+    if (!body.data) {
+        net_stream_refuse(s, GW_E_NOMEM, "out of memory", false);
+        return;
+    }
+    net_stream_answer(s, 200, "application/json", body.data, body.len);
+    gw_buf_fini(&body);
+    net_stream_finish(s, 200, GW_OK, GW_OUT_OK);
+}

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT
+ * net/pipeline-priv.h - the request pipeline's stream object and what its stage files
+ * share: net/pipeline.c (the stream's life, the endpoint table), auth.c (gateway keys),
+ * admit.c (key gate, key limits, waits for slots), attempt.c (candidates, hops,
+ * failover), relay.c (upstream answers to the client through the sink), listing.c
+ * (model listings). No other module includes it (check-deps).
+ * Owns:    struct net_stream's layout.
+ * Threads: the owning worker only.
+ * See:     net/pipeline.c, docs/ARCHITECTURE.md
+ */
+#ifndef GW_NET_PIPELINE_PRIV_H
+#define GW_NET_PIPELINE_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "core/limits.h"
+#include "core/route.h"
+#include "core/row.h"
+#include "core/slots.h"
+#include "core/speed.h"
+#include "core/sse.h"
+#include "dialects/anthropic.h"
+#include "dialects/openai.h"
+#include "net/net-priv.h"
+#include "net/sink.h"
+#include "net/upstream.h"
+
+#define NET_MAX_FWD_HEADERS 64
+#define NET_MAX_ERRBODY (64 * 1024)
+#define NET_MAX_ANSWER (64u * 1024 * 1024)
+#define NET_ANSWER_MAX_HDRS 8
+
+struct net_stream {
+    uint32_t magic_;
+    struct net_worker *w;
+    struct net_conn *conn; /* NULL once the client is gone */
+    struct net_sink sink;  /* how the answer is written (net/sink.h; valid while conn is) */
+    struct gw_conf *conf;  /* reference held for the whole exchange */
+    char id[GW_ROW_ID_LEN + 1];
+    uint64_t t0_us;
+    const struct gw_conf_client *client;
+    struct dl_openai_req *req;
+    struct gw_buf body;                       /* the client's body (taken from the conn) */
+    size_t body_held;                         /* its bytes in net_body_budget */
+    struct gw_buf upbody;                     /* what is sent upstream ... */
+    size_t upbody_for;                        /* ... to candidate cands[upbody_for] */
+    bool upbody_ready;                        /* upbody holds that candidate's body */
+    char unconvertible[160];                  /* why a candidate's shape could not take it */
+    struct gw_route_cand cands[GW_ROUTE_MAX]; /* in the order to try (core/route.h) */
+    size_t n_cands, cur;
+    int pick;             /* the routing pick (tried even when paused) */
+    uint64_t conv;        /* conversation key (core/sticky.h), 0 = none */
+    bool within_turn;     /* the request carries tool results */
+    char retry_after[40]; /* the hop's Retry-After / retry-after-ms values */
+    char retry_after_ms[24];
+    struct event *slow_timer;  /* next_on_slow_start: give up on a silent hop */
+    struct event *speed_timer; /* min_speed: judge once a second */
+    struct gw_speed *speed;    /* min_speed state while a hop streams */
+    size_t speed_carry;        /* content bytes not yet counted as a token */
+    uint64_t given_up_input;   /* estimated input of hops given up at slow start */
+    /* admission (DESIGN.md 7): the key's permit, the current hop's upstream slot, and a
+     * wait for either (core/slots.h; grants arrive through the worker's grant stack) */
+    struct gw_slots *key_slot; /* held key permit, given back at the end */
+    struct gw_slots *hop_slot; /* held upstream slot of the current hop */
+    struct gw_slots_wait wait;
+    enum { NET_WAIT_NONE, NET_WAIT_KEY, NET_WAIT_HOP } waiting;
+    bool wait_gave_up;             /* cancel already called (deadline) and a grant won */
+    unsigned wait_won;             /* ... on this candidate */
+    bool zombie;                   /* finished, kept until its grant message arrives */
+    bool settled;                  /* row closed, reservation settled, slots given back */
+    struct net_stream *grant_next; /* link on the worker's grant stack */
+    struct event *wait_timer;
+    uint64_t wait_t0_us;               /* when the current wait started */
+    uint64_t deadline_us;              /* slot_wait_secs, from the key gate on (0 = not set) */
+    uint32_t hop_queued_ms;            /* waited before the next hop */
+    bool reached_upstream;             /* some hop was sent */
+    unsigned busy[GW_ROUTE_MAX];       /* candidates found full, in candidate order */
+    bool busy_noted[GW_ROUTE_MAX];     /* a skipped:busy attempt is already on the row */
+    bool context_skipped;              /* a candidate's context window was too small */
+    struct gw_limit_reservation quota; /* the key's usage limits: what this request holds */
+    uint64_t est_tokens;               /* ... reserving its input estimate ... */
+    int64_t est_cost_micros;           /* ... at the first candidate's input price */
+    struct event *limit_timer;         /* a rolling limit's wait */
+    unsigned n_busy;
+    struct net_upx *upx;
+    int up_status;
+    bool up_ok, up_sse, stream, wants_usage, headers_sent, chunked, paused;
+    bool stream_error; /* the upstream sent an error event before content */
+    bool up_bad;       /* the hop's answer is not the shape it claims (gw.upstream.protocol) */
+    bool chunk_seen;   /* a data event of the hop parsed as a chunk (a JSON object) */
+    bool up_anth;      /* the hop speaks Anthropic Messages: answers are converted */
+    struct gw_sse sse;
+    struct gw_sse sse_chat;          /* the converted stream, as Chat chunk events */
+    struct gw_buf anth_out;          /* scratch: one converted event */
+    struct dl_anthropic_stream anth; /* the converted stream's state */
+    struct gw_buf out;               /* held events, or the non-streamed answer */
+    struct gw_buf errbody;           /* a non-2xx upstream body (bounded, logged only) */
+    uint64_t t_hop_us, t_first_us;
+    size_t content_bytes;
+    struct gw_usage usage;
+    bool usage_seen;
+    enum gw_code fail_code; /* the last real failure */
+    int fail_status;
+    struct gw_row *row;
+};
+
+/* Retry-After, retry-after-ms and x-should-retry (DESIGN.md 18), as header pairs. */
+struct net_retry_hdrs {
+    struct net_hdr h[3];
+    char secs[24], ms[24];
+};
+
+/* Milliseconds from <from_us> to <now_us> (monotonic), 0 when not after. */
+static inline uint32_t
+net_ms_since(uint64_t from_us, uint64_t now_us)
+{
+    return now_us > from_us ? (uint32_t)((now_us - from_us) / 1000) : 0;
+}
+
+/* The upstream callbacks of a hop (relay.c). */
+extern const struct net_up_cbs net_relay_cbs;
+
+/* ---- pipeline.c: the stream's life and the endpoints ---- */
+
+void net_slot_give_back(struct net_stream *s, struct gw_slots **sp);
+size_t net_retry_headers(struct net_retry_hdrs *r, uint64_t retry_ms, bool should_retry);
+void net_stream_answer(struct net_stream *s, int status, const char *ctype, const char *body,
+                       size_t len);
+void net_sink_refusal(struct net_sink *k, const char *req_id, enum gw_code code,
+                      const char *message, const struct net_hdr *extra, size_t n_extra);
+void net_stream_free(struct net_stream *s);
+void net_stream_emit_alerts(struct net_stream *s);
+void net_stream_settle(struct net_stream *s, int status, enum gw_code code,
+                       enum gw_outcome outcome);
+void net_stream_finish(struct net_stream *s, int status, enum gw_code code,
+                       enum gw_outcome outcome);
+void net_stream_refuse_hdrs(struct net_stream *s, enum gw_code code, const char *message,
+                            const struct net_hdr *extra, size_t n_extra, bool record);
+void net_stream_refuse(struct net_stream *s, enum gw_code code, const char *message, bool record);
+
+/* ---- auth.c: gateway keys ---- */
+
+const struct gw_conf_client *net_auth_client(struct net_conn *c, const struct gw_conf *conf,
+                                             enum gw_code *code, const char **why);
+
+/* ---- admit.c: admission (DESIGN.md 7, 8) ---- */
+
+void net_hop_wait(struct net_stream *s);
+bool net_prov_has_slot_limit(const struct gw_conf_provider *p);
+void net_busy_add(struct net_stream *s, unsigned idx);
+int64_t net_stream_input_cost(const struct net_stream *s);
+void net_limit_refuse(struct net_stream *s, const struct gw_limit_verdict *v, bool calendar);
+void net_key_gate(struct net_stream *s);
+
+/* ---- attempt.c: candidates, hops, failover (DESIGN.md 5, 6) ---- */
+
+bool net_prov_spoken(const struct gw_conf_provider *p);
+const struct gw_conf_provider *net_stream_prov(const struct net_stream *s);
+struct gw_attempt *net_attempt_cur(struct net_stream *s);
+void net_attempt_end(struct net_stream *s, enum gw_outcome outcome, int status, enum gw_code code);
+void net_hop_count_failure(struct net_stream *s, int status, enum gw_code code);
+void net_hop_timers_stop(struct net_stream *s);
+void net_hop_failed(struct net_stream *s, int status, enum gw_code code);
+struct gw_attempt *net_attempt_add(struct net_stream *s, const struct gw_route_cand *c,
+                                   enum gw_outcome outcome);
+void net_hop_send(struct net_stream *s, const struct gw_route_cand *c);
+void net_hop_next(struct net_stream *s);
+bool net_order_varies(const struct gw_conf *c, struct gw_str model);
+void net_stream_conversation(struct net_stream *s);
+void net_skip_paused(struct net_stream *s);
+bool net_prov_full(void *arg, const struct gw_conf_provider *p);
+
+/* ---- listing.c: model listings (DESIGN.md 9) ---- */
+
+void net_models_listing(struct net_stream *s);
+
+#endif

@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT
+ * net/relay.c - an upstream's answer to the client (DESIGN.md 6, 11): the head checked,
+ * the stream held until its first content, events inspected (usage, content, errors,
+ * the shape they claim) and relayed through the sink with backpressure, the minimum
+ * speed judged, a broken stream ended with the client shape's error frame, a whole
+ * answer checked and answered.
+ * Owns:    the stream's relayed output until it is written.
+ * Threads: the owning worker only; never blocks.
+ * See:     net/pipeline-priv.h, net/sink.h, dialects/
+ */
+#include "net/pipeline-priv.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "core/alloc.h"
+#include "core/assert.h"
+#include "core/cost.h"
+#include "core/events.h"
+#include "core/limits.h"
+#include "core/log.h"
+#include "core/retry.h"
+#include "core/route.h"
+#include "core/row.h"
+#include "core/slots.h"
+#include "core/speed.h"
+#include "core/sse.h"
+#include "core/sticky.h"
+#include "dialects/anthropic.h"
+#include "dialects/json_scan.h"
+#include "dialects/openai.h"
+#include "net/calendar.h"
+#include "net/logger.h"
+#include "net/sink.h"
+#include "net/upstream.h"
+#include "store/store.h"
+
+static void on_speed_tick(evutil_socket_t fd, short what, void *arg);
+
+/* The head of a streamed answer: it leaves with the first bytes of the body. */
+static void
+write_stream_head(struct net_stream *s)
+{
+    struct net_hdr h[3] = {
+        {GW_STR_LIT("content-type"), GW_STR_LIT("text/event-stream")},
+        {GW_STR_LIT("cache-control"), GW_STR_LIT("no-cache")},
+        {GW_STR_LIT("x-request-id"), {s->id, GW_ROW_ID_LEN}},
+    };
+
+    net_sink_head(&s->sink, 200, h, 3, NET_SINK_STREAMED);
+    s->headers_sent = true;
+}
+
+static void
+flush_out(struct net_stream *s)
+{
+    if (!s->headers_sent || !s->out.len)
+        return;
+    net_sink_data(&s->sink, s->out.data, s->out.len);
+    gw_buf_reset(&s->out);
+    if (s->upx && !s->paused && net_sink_queued(&s->sink) > NET_OUT_HIGH) {
+        net_upx_pause(s->upx); /* a slow client slows the upstream read */
+        s->paused = true;
+    }
+}
+
+static void
+write_stream_end(struct net_stream *s)
+{
+    net_sink_end(&s->sink);
+}
+
+static bool
+is_failover_status(int status)
+{
+    return status == 401 || status == 403 || status == 404 || status == 408 || status == 429 ||
+           status >= 500;
+}
+
+static void
+on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
+{
+    struct net_stream *s = arg;
+    struct gw_attempt *a = net_attempt_cur(s);
+    size_t i;
+
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    s->up_status = status;
+    s->up_ok = status >= 200 && status < 300;
+    s->up_sse = s->up_bad = s->chunk_seen = false;
+    if (a)
+        a->ttfb_ms = (int32_t)net_ms_since(s->t_hop_us, net_mono_us());
+    if (!s->up_ok) {
+        for (i = 0; i < n_hdrs; i++) {
+            const struct net_hdr *h = &hdrs[i];
+
+            if (gw_str_eq_nocase(h->name, GW_STR_LIT("retry-after")) &&
+                h->value.len < sizeof(s->retry_after))
+                memcpy(s->retry_after, h->value.ptr, h->value.len);
+            else if (gw_str_eq_nocase(h->name, GW_STR_LIT("retry-after-ms")) &&
+                     h->value.len < sizeof(s->retry_after_ms))
+                memcpy(s->retry_after_ms, h->value.ptr, h->value.len);
+        }
+        return;
+    }
+    if (!s->stream)
+        return;
+    for (i = 0; i < n_hdrs; i++) {
+        if (gw_str_eq_nocase(hdrs[i].name, GW_STR_LIT("content-type")) && hdrs[i].value.len >= 17 &&
+            strncasecmp(hdrs[i].value.ptr, "text/event-stream", 17) == 0)
+            s->up_sse = true;
+    }
+}
+
+/* The hop produced its first content: the hold ends, the sample is taken, and the
+ * minimum-speed judge starts when the upstream has one. */
+static void
+on_first_content(struct net_stream *s)
+{
+    const struct gw_conf_provider *p = net_stream_prov(s);
+    uint64_t now_us = net_mono_us();
+
+    s->t_first_us = now_us;
+    if (s->slow_timer)
+        evtimer_del(s->slow_timer);
+    gw_upstate_sample(p->state, net_now_ms(), net_ms_since(s->t_hop_us, now_us));
+    write_stream_head(s);
+    if (p->min_speed_tps) {
+        struct timeval second = {1, 0};
+
+        if (!s->speed)
+            s->speed = gw_malloc(sizeof(*s->speed));
+        if (!s->speed_timer)
+            s->speed_timer = event_new(s->w->base, -1, EV_PERSIST, on_speed_tick, s);
+        if (s->speed && s->speed_timer) {
+            gw_speed_init(s->speed, p->min_speed_window_secs, p->min_speed_tps);
+            s->speed_carry = 0;
+            evtimer_add(s->speed_timer, &second);
+        }
+    }
+}
+
+/* True when <v> is one valid JSON object and nothing else (dialects/json_scan.h: the
+ * hot path's scanner, no allocation). The shape check of an answer that the dialect's
+ * inspection could not vouch for: a chunk that carried nothing, an answer without
+ * usage. */
+static bool
+is_json_object(struct gw_str v)
+{
+    struct dl_json j;
+
+    dl_json_init(&j, v.ptr, v.len);
+    return dl_json_peek(&j) == '{' && dl_json_skip(&j, NULL) && dl_json_end(&j);
+}
+
+/* One event of a Chat stream (an OpenAI upstream's, or a converted Anthropic one's).
+ * Data that is neither [DONE] nor a JSON object is a protocol error (s->up_bad): the
+ * stream stops here and on_up_body fails the hop over or ends the client's stream.
+ * Events without data (comments, keep-alives, stray lines) pass as they came. */
+static int
+on_sse_event(void *arg, const struct gw_sse_event *ev)
+{
+    struct net_stream *s = arg;
+    struct dl_openai_chunk ch;
+
+    if (dl_openai_chunk_inspect(ev->data, &ch) != GW_OK)
+        memset(&ch, 0, sizeof(ch));
+    if (ev->data.len && !ch.done) {
+        /* Each true field means the inspection parsed the whole object; only a chunk
+         * that carried nothing it reads is scanned again. */
+        if (!ch.is_error && !ch.has_content && !ch.has_usage && !is_json_object(ev->data)) {
+            s->up_bad = true;
+            return 1;
+        }
+        s->chunk_seen = true;
+    }
+    if (ch.is_error && !s->headers_sent) {
+        s->stream_error = true; /* fail over: nothing has reached the client */
+        return 1;
+    }
+    if (ch.has_usage) {
+        s->usage = ch.usage;
+        s->usage_seen = true;
+    }
+    s->content_bytes += ch.content_bytes;
+    if (!(ch.usage_only && !s->wants_usage))
+        gw_buf_append_str(&s->out, ev->raw);
+    if (ch.has_content && !s->headers_sent)
+        on_first_content(s);
+    if (ch.content_bytes && s->speed) {
+        /* A token per 4 bytes of content delta (DESIGN.md 18); the rest carries over. */
+        s->speed_carry += ch.content_bytes;
+        gw_speed_add(s->speed, net_now_ms(), s->speed_carry / 4);
+        s->speed_carry %= 4;
+    }
+    return 0;
+}
+
+/* One event of an Anthropic stream: converted to Chat chunk events, which then take the
+ * path of an OpenAI upstream's events. The usage comes from the Messages events (cache
+ * writes included, which a Chat chunk cannot carry). */
+static int
+on_anth_event(void *arg, const struct gw_sse_event *ev)
+{
+    struct net_stream *s = arg;
+    enum gw_code rc;
+
+    gw_buf_reset(&s->anth_out);
+    if (ev->data.len == 0)
+        return 0; /* a keep-alive comment */
+    if (dl_anthropic_stream_event(&s->anth, ev->event, ev->data, &s->anth_out) != GW_OK) {
+        s->up_bad = true; /* data that is not the JSON its event needs */
+        return 1;
+    }
+    rc = gw_sse_feed(&s->sse_chat, s->anth_out.data, s->anth_out.len, on_sse_event, s);
+    if (s->anth.usage_seen) {
+        s->usage = s->anth.usage;
+        s->usage_seen = true;
+    }
+    return rc != GW_OK || s->stream_error || s->up_bad;
+}
+
+/* The hop broke after content reached the client: the stream ends with an error chunk
+ * carrying <code> and gw's own <message> (no [DONE]); the attempt and the row say
+ * failed with <code>, and the upstream counts a failure. <log_code> names the log
+ * line (the transport's own code when it differs from the client's). */
+static void
+stream_broke(struct net_stream *s, enum gw_code code, enum gw_code log_code, const char *message)
+{
+    const struct gw_conf_provider *p = net_stream_prov(s);
+    struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+    GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(log_code), "upstream %s: %s", p->name, message);
+    net_hop_timers_stop(s);
+    gw_buf_reset(&s->out);
+    dl_openai_error_chunk(code, gw_str_c(message), &s->out);
+    memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
+    net_attempt_end(s, GW_OUT_FAILED, s->up_status, code);
+    net_hop_count_failure(s, s->up_status, code);
+    gw_code_count(code);
+    net_stream_settle(s, 200, code, GW_OUT_FAILED);
+    flush_out(s);
+    write_stream_end(s);
+    net_stream_finish(s, 200, code, GW_OUT_FAILED);
+}
+
+static void
+on_up_body(void *arg, const char *data, size_t len)
+{
+    struct net_stream *s = arg;
+
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (!s->up_ok) {
+        size_t room = NET_MAX_ERRBODY - s->errbody.len;
+
+        gw_buf_append(&s->errbody, data, len < room ? len : room);
+        return;
+    }
+    if (!s->up_sse) {
+        if (s->out.len + len > NET_MAX_ANSWER || gw_buf_append(&s->out, data, len) != GW_OK) {
+            net_upx_cancel(s->upx);
+            s->upx = NULL;
+            gw_buf_reset(&s->out);
+            net_hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+        }
+        return;
+    }
+    /* Not OK from the parser: an event over its cap (8 MiB, core/sse.c) or out of
+     * memory; up_bad: an event that is not the shape it claims. */
+    if (gw_sse_feed(&s->sse, data, len, s->up_anth ? on_anth_event : on_sse_event, s) != GW_OK ||
+        s->stream_error || s->up_bad) {
+        net_upx_cancel(s->upx);
+        s->upx = NULL;
+        if (s->headers_sent) {
+            stream_broke(s, GW_E_UPSTREAM_PROTOCOL, GW_E_UPSTREAM_PROTOCOL,
+                         "the upstream sent an invalid stream");
+            return;
+        }
+        gw_buf_reset(&s->out);
+        net_hop_failed(s, s->up_status,
+                       s->stream_error && !s->up_bad ? GW_E_UPSTREAM_STATUS
+                                                     : GW_E_UPSTREAM_PROTOCOL);
+        return;
+    }
+    flush_out(s);
+}
+
+/* min_speed (DESIGN.md 6): judged once a second from the first token. Too slow: the
+ * answer ends with a 503 error chunk, the upstream connection is dropped, the upstream
+ * gets one failure and the conversation does not stick to it this turn. */
+static void
+on_speed_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_stream *s = arg;
+    const struct gw_conf_provider *p;
+    struct gw_buf msg = {0};
+    double tps = 0;
+
+    (void)fd;
+    (void)what;
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (!s->upx || !s->speed || gw_speed_judge(s->speed, net_now_ms(), &tps) != GW_SPEED_TOO_SLOW)
+        return;
+    p = net_stream_prov(s);
+    net_hop_timers_stop(s);
+    net_upx_cancel(s->upx);
+    s->upx = NULL;
+    gw_buf_printf(&msg, "upstream %s streamed %.1f tokens/s, below its minimum of %u over %u s",
+                  p->name, tps, p->min_speed_tps, p->min_speed_window_secs);
+    {
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+        GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(GW_E_UPSTREAM_TOO_SLOW), "%s",
+               msg.data ? msg.data : "too slow");
+    }
+    gw_buf_reset(&s->out);
+    dl_openai_error_chunk(GW_E_UPSTREAM_TOO_SLOW,
+                          (struct gw_str){msg.data ? msg.data : "too slow", msg.len}, &s->out);
+    gw_buf_fini(&msg);
+    memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
+    net_attempt_end(s, GW_OUT_TOO_SLOW, s->up_status, GW_E_UPSTREAM_TOO_SLOW);
+    gw_upstate_failure(p->state, net_now_ms(), s->conf, 0);
+    if (s->conv && s->w->sticky)
+        gw_sticky_forget(s->w->sticky, s->conv);
+    gw_code_count(GW_E_UPSTREAM_TOO_SLOW);
+    net_stream_settle(s, 200, GW_E_UPSTREAM_TOO_SLOW, GW_OUT_TOO_SLOW);
+    flush_out(s);
+    write_stream_end(s);
+    net_stream_finish(s, 200, GW_E_UPSTREAM_TOO_SLOW, GW_OUT_TOO_SLOW);
+}
+
+/* The hop answered (client errors included): health, and the conversation's upstream. */
+static void
+count_answer(struct net_stream *s)
+{
+    const struct gw_conf_provider *p = net_stream_prov(s);
+    uint64_t now = net_now_ms();
+
+    net_hop_timers_stop(s);
+    gw_upstate_success(p->state, now);
+    memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
+    if (s->conv && s->w->sticky)
+        gw_sticky_record(s->w->sticky, s->conv, p->name, now,
+                         s->usage.cache_read_tokens + s->usage.cache_write_tokens);
+}
+
+static void
+finish_ok(struct net_stream *s)
+{
+    if (s->stream && s->up_sse) {
+        if (!s->chunk_seen) {
+            /* Not one event parsed as a chunk (garbage lines, only [DONE], nothing):
+             * not an answer. Content cannot have been relayed without a chunk. */
+            gw_buf_reset(&s->out);
+            net_hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+            return;
+        }
+        net_attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
+        count_answer(s);
+        if (!s->headers_sent)
+            write_stream_head(s); /* an answer without content: relay it as it is */
+        net_stream_settle(s, 200, GW_OK, GW_OUT_OK);
+        flush_out(s);
+        write_stream_end(s);
+        net_stream_finish(s, 200, GW_OK, GW_OUT_OK);
+        return;
+    }
+    if (s->up_anth) {
+        struct gw_buf chat = {0};
+        struct gw_usage u;
+
+        if (dl_anthropic_answer_to_chat(s->out.data, s->out.len, net_now_ms() / 1000, &chat, &u) !=
+            GW_OK) {
+            gw_buf_fini(&chat);
+            gw_buf_reset(&s->out);
+            net_hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+            return;
+        }
+        gw_buf_fini(&s->out);
+        s->out = chat;
+        s->usage = u;
+        s->usage_seen = true;
+        s->content_bytes = 0;
+    } else {
+        struct gw_str body = {s->out.data, s->out.len};
+        size_t content = 0;
+
+        /* The minimal shape of an answer (a streamed request answered without SSE
+         * too): one JSON object. With usage read, the scan has vouched for it. */
+        if (dl_openai_answer_usage(body, &s->usage, &content)) {
+            s->usage_seen = true;
+        } else if (!is_json_object(body)) {
+            gw_buf_reset(&s->out);
+            net_hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+            return;
+        }
+        s->content_bytes = content;
+    }
+    net_attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
+    count_answer(s);
+    s->t_first_us = net_mono_us();
+    net_stream_settle(s, s->up_status, GW_OK, GW_OUT_OK);
+    net_stream_answer(s, s->up_status, "application/json", s->out.data, s->out.len);
+    net_stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
+}
+
+static void
+on_up_end(void *arg, enum gw_code rc)
+{
+    struct net_stream *s = arg;
+
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    s->upx = NULL; /* freed by the pool after this returns */
+    if (rc != GW_OK) {
+        if (s->headers_sent) {
+            /* Content was relayed: end the answer with an error chunk, no [DONE]. */
+            enum gw_code code =
+                rc == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT : GW_E_UPSTREAM_DROPPED;
+
+            stream_broke(s, code, rc, "the upstream connection broke mid-stream");
+            return;
+        }
+        gw_buf_reset(&s->out);
+        net_hop_failed(s, s->up_status, rc);
+        return;
+    }
+    if (!s->up_ok) {
+        if (is_failover_status(s->up_status)) {
+            net_hop_failed(s, s->up_status, GW_E_UPSTREAM_STATUS);
+            return;
+        }
+        /* A request error (400, 413, 422, ...): the upstream's answer goes back as is;
+         * the upstream answered, so it counts as a success for its health. */
+        count_answer(s);
+        net_attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
+        if (s->up_anth) {
+            struct gw_buf chat = {0};
+
+            dl_anthropic_error_to_chat(s->errbody.data, s->errbody.len, s->up_status, &chat);
+            gw_buf_fini(&s->errbody);
+            s->errbody = chat;
+        }
+        net_stream_settle(s, s->up_status, GW_OK, GW_OUT_OK);
+        net_stream_answer(s, s->up_status, "application/json", s->errbody.data, s->errbody.len);
+        net_stream_finish(s, s->up_status, GW_OK, GW_OUT_OK);
+        return;
+    }
+    finish_ok(s);
+}
+
+const struct net_up_cbs net_relay_cbs = {
+    .on_head = on_up_head,
+    .on_body = on_up_body,
+    .on_end = on_up_end,
+};
