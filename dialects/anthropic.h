@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT
- * dialects/anthropic.h - a Chat Completions client served by an Anthropic Messages
- * upstream (DESIGN.md 9, 11): the request converted to a Messages body (max_tokens
- * filled in from the model's spec when the client set none), the answer, the stream
- * and error bodies converted back to the Chat shape.
- * Pure: no I/O, no clock (the caller passes `created`). The common shapes (plain text
- * requests and answers, text stream events) take allocation-free routes over
- * dialects/json_scan.h; everything else goes through jansson, with the same bytes out
- * (dialects/anthropic-priv.h exposes the jansson routes to the tests that compare).
- * Owns:    nothing beyond each call; struct dl_anthropic_stream is caller-owned state.
+ * dialects/anthropic.h - the Anthropic Messages shape (DESIGN.md 11): dl_anthropic_shape,
+ * its row of the hub's table (dialects/canon.h): a Messages request parsed to the
+ * canonical request and rendered for a Messages upstream, a Messages upstream's stream
+ * events and answers parsed to canonical events (also the inspector of the same-shape
+ * relay), canonical events rendered as the frames and answers a Messages client
+ * expects, and the shape's error bodies and frames. The files: anthropic_request.c
+ * (request), anthropic_answer.c (events and answers, both sides), anthropic.c (errors,
+ * the table, shared helpers).
+ * Until the pipeline calls the shape's operations, this header also declares the old
+ * pairwise Chat -> Messages converter (dl_anthropic_from_chat, _answer_to_chat,
+ * _error_to_chat, _stream_*): a Chat Completions client served by a Messages upstream.
+ * Pure: no I/O, no clock (the caller passes `created`).
+ * Owns:    nothing beyond each call; stream states are caller-owned.
  * Threads: any; a stream state belongs to one thread at a time.
- * See:     dialects/anthropic.c, tests/unit/dialects/test_anthropic.c, dialects/openai.h
+ * See:     dialects/anthropic.c, dialects/anthropic_request.c, dialects/anthropic_answer.c,
+ *          tests/unit/dialects/test_anthropic*.c, dialects/canon.h
  */
 #ifndef GW_DIALECTS_ANTHROPIC_H
 #define GW_DIALECTS_ANTHROPIC_H
@@ -21,11 +26,17 @@
 #include "core/codes.h"
 #include "core/row-t.h"
 #include "core/str.h"
+#include "dialects/canon.h"
 
 /* The Messages API version sent as `anthropic-version`. */
 #define DL_ANTHROPIC_VERSION "2023-06-01"
 /* max_tokens when neither the client nor the model's spec gives one. */
 #define DL_ANTHROPIC_FALLBACK_MAX_TOKENS 4096
+
+/* The shape's operations (dialects/canon.h; decisions in the files named above). */
+extern const struct dl_shape_ops dl_anthropic_shape;
+
+/* ---- the old pairwise converter (goes once the pipeline uses dl_anthropic_shape) ---- */
 
 /* ---- request ---- */
 
