@@ -35,6 +35,7 @@
 
 #include "core/alloc.h"
 #include "dialects/json_scan.h"
+#include "dialects/openai-priv.h"
 
 /* What a value is, from its first byte (the scanner validates the rest). */
 enum kind { K_ABSENT, K_NULL, K_TRUE, K_FALSE, K_STRING, K_NUMBER, K_OBJECT, K_ARRAY };
@@ -455,16 +456,17 @@ refuse_json(const struct dl_json *j, struct gw_buf *why)
     return GW_E_BAD_REQUEST;
 }
 
-enum gw_code
-dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, struct gw_buf *why)
+/* The checks every reading of a request makes (dl_openai_req_parse, dl_openai_req_check):
+ * one validating pass into <rs>, then the refusals. */
+static enum gw_code
+req_checked(const char *body, size_t len, struct dl_json *j0, struct req_scan *rs0,
+            struct gw_buf *why)
 {
-    struct dl_openai_req *r;
-    struct req_scan rs;
     struct dl_json j;
+    struct req_scan rs;
     bool ok;
     int c;
 
-    *out = NULL;
     if (len == 0)
         return refuse(why, "body: empty, expected a JSON object");
     dl_json_init(&j, body, len);
@@ -489,6 +491,32 @@ dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, st
         return refuse(why, "stream: must be a boolean");
     if (rs.so != K_ABSENT && rs.so != K_OBJECT && rs.so != K_NULL)
         return refuse(why, "stream_options: must be an object");
+    *j0 = j;
+    *rs0 = rs;
+    return GW_OK;
+}
+
+enum gw_code
+dl_openai_req_check(const char *body, size_t len, struct gw_buf *why)
+{
+    struct req_scan rs;
+    struct dl_json j;
+
+    return req_checked(body, len, &j, &rs, why);
+}
+
+enum gw_code
+dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, struct gw_buf *why)
+{
+    struct dl_openai_req *r;
+    struct req_scan rs;
+    struct dl_json j;
+    enum gw_code rc;
+
+    *out = NULL;
+    rc = req_checked(body, len, &j, &rs, why);
+    if (rc != GW_OK)
+        return rc;
     r = gw_malloc(sizeof(*r) + rs.model_str.dlen + 1);
     if (!r)
         return GW_E_NOMEM;
@@ -764,6 +792,12 @@ read_usage(struct dl_json *j, struct gw_usage *usage)
     return rc == 0;
 }
 
+bool
+dl_openai_usage_scan(struct dl_json *j, struct gw_usage *u)
+{
+    return read_usage(j, u);
+}
+
 /* What a chunk or an answer holds. */
 struct resp_scan {
     bool is_error;     /* "error" is there and not null */
@@ -996,3 +1030,30 @@ dl_openai_req_has_tool_results(const struct dl_openai_req *r)
     dl_openai_scan_conversation(r->body, r->len, &cv);
     return cv.last_is_tool;
 }
+
+/* ---- the shape's row (dialects/canon.h) ---- */
+
+static bool
+answer_usage(const char *body, size_t len, struct gw_usage *usage)
+{
+    return dl_openai_answer_usage((struct gw_str){body, len}, usage, NULL);
+}
+
+const struct dl_shape_ops dl_openai_shape = {
+    .shape = DL_SHAPE_CHAT,
+    .name = "chat",
+    .request_parse = dl_openai_request_parse,
+    .request_render = dl_openai_request_render,
+    .parse_init = dl_openai_parse_init,
+    .event_parse = dl_openai_event_parse,
+    .answer_parse = dl_openai_answer_parse,
+    .render_init = dl_openai_render_init,
+    .event_render = dl_openai_event_render,
+    .render_end = dl_openai_render_end,
+    .answer_render = dl_openai_answer_render,
+    .error_render = dl_openai_error_body,
+    .error_frame = dl_openai_error_chunk,
+    .upstream_error_render = dl_openai_upstream_error_render,
+    .upstream_error_read = dl_openai_upstream_error_read,
+    .answer_usage = answer_usage,
+};

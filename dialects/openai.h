@@ -18,6 +18,14 @@
 #include "core/codes.h"
 #include "core/row-t.h"
 #include "core/str.h"
+#include "dialects/canon.h"
+
+/* The Chat Completions row of the hub (dialects/canon.h): request parse and render,
+ * stream event parse and render, answer parse and render, errors and usage, for a Chat
+ * client served by an upstream of another shape and for a Chat upstream serving a client
+ * of another shape (dialects/openai_request.c, dialects/openai_answer.c say what maps
+ * where). The functions below serve the same-shape path (splice and inspection). */
+extern const struct dl_shape_ops dl_openai_shape;
 
 struct dl_openai_req;
 
