@@ -35,6 +35,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
+#include <jansson.h>
 
 #include "bench/util.h"
 #include "core/alloc.h"
@@ -44,7 +45,10 @@
 #define UP_MAX_INPUT (64u << 20) /* bytes buffered per connection before we give up */
 #define UP_MAX_CHUNKS 100000u
 #define UP_READ_SIZE 16384u
-#define UP_MAX_PACE 32u /* segments of a --pace profile */
+#define UP_MAX_PACE 32u   /* segments of a --pace profile */
+#define UP_MAX_TOOLS 4u   /* tools of one --tool-call answer (parallel calls) */
+#define UP_TOOL_NAME 64u  /* the longest tool name both APIs accept */
+#define UP_TOOL_PIECES 4u /* content chunks of one tool call: its head, 3 argument pieces */
 
 enum up_fault {
     UP_FAULT_NONE,
@@ -76,6 +80,8 @@ struct up_pace_seg {
 
 /* The knobs of one answer: the flags' values, overridden per request by x-bench-*. */
 struct up_params {
+    char tool[UP_MAX_TOOLS][UP_TOOL_NAME + 1]; /* --tool-call names, NUL-terminated */
+    unsigned tool_n;                           /* 0: never answer with a tool call */
     uint64_t ttft_ms;
     uint64_t chunks;
     uint64_t interval_ms;
@@ -142,6 +148,13 @@ struct up_thread {
 
 enum up_route { UP_ROUTE_NONE, UP_ROUTE_CHAT, UP_ROUTE_MESSAGES, UP_ROUTE_STATS, UP_ROUTE_LAST };
 
+/* What an answer carries (decided per request, see plan_answer()). */
+enum up_answer {
+    UP_ANS_TEXT,        /* --text, chunks times */
+    UP_ANS_TOOL_CALL,   /* a call to each --tool-call tool, UP_TOOL_PIECES chunks each */
+    UP_ANS_TOOL_RESULT, /* one chunk: what the request's tool results said */
+};
+
 enum up_state {
     UP_ST_IDLE,    /* reading a request */
     UP_ST_WAIT,    /* a non-streamed answer waits for its timer */
@@ -162,8 +175,10 @@ struct up_conn {
     struct gw_buf url, hname, hval;
     struct gw_buf hjson; /* the request's headers as JSON members */
     struct gw_buf body;
-    struct gw_buf model; /* request model, JSON-escaped, without quotes */
+    struct gw_buf model;  /* request model, JSON-escaped, without quotes */
+    struct gw_buf answer; /* UP_ANS_TOOL_RESULT: the text, JSON-escaped, without quotes */
     struct up_params p;
+    enum up_answer ans;
     enum up_state state;
     bool in_value;
     bool msg_done;
@@ -259,6 +274,58 @@ parse_pace(const char *s, size_t n, struct up_params *q)
     q->pace_n = k;
     return true;
 }
+
+/* Parses a --tool-call list "NAME[,NAME...]" (1..UP_MAX_TOOLS names of 1..64 bytes
+ * of [A-Za-z0-9_-], the tool names both APIs accept, so they need no escaping) into
+ * <q>. false (and <q> untouched) when it does not parse. */
+static bool
+parse_tool_names(const char *s, size_t n, struct up_params *q)
+{
+    char tool[UP_MAX_TOOLS][UP_TOOL_NAME + 1];
+    unsigned k = 0;
+    size_t i = 0;
+
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    if (i == n)
+        return false;
+    for (;;) {
+        size_t len = 0;
+
+        if (k == UP_MAX_TOOLS)
+            return false;
+        while (i < n && s[i] != ',') {
+            char ch = s[i++];
+
+            if (len == UP_TOOL_NAME || !((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                                         (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+                return false;
+            tool[k][len++] = ch;
+        }
+        if (len == 0)
+            return false;
+        tool[k++][len] = '\0';
+        if (i == n)
+            break;
+        i++; /* the comma */
+    }
+    memcpy(q->tool, tool, sizeof(tool));
+    q->tool_n = k;
+    return true;
+}
+
+/* The arguments of tool call <i> of an answer, as JSON, in UP_TOOL_PIECES - 1 pieces
+ * (streamed one per chunk; a non-streamed answer joins them): {"city":"Paris"} for
+ * the first call, Tokyo, Lima and Oslo for the next ones, so that the arguments of
+ * parallel calls cannot be mixed up unnoticed. */
+static const char *const tool_args[UP_MAX_TOOLS][UP_TOOL_PIECES - 1] = {
+    {"{\"city\"", ":\"Par", "is\"}"},
+    {"{\"city\"", ":\"Tok", "yo\"}"},
+    {"{\"city\"", ":\"Lim", "a\"}"},
+    {"{\"city\"", ":\"Osl", "o\"}"},
+};
 
 /* Total content chunks of <q>'s pace profile. */
 static uint64_t
@@ -446,6 +513,126 @@ scan_request(struct up_conn *c, const char *p, size_t n)
     }
 }
 
+/* ---- tool calls and tool results ----
+ * Only when a --tool-call (x-bench-tool-call) list applies is the body parsed in
+ * full (with jansson): an answer without tools stays on the scanner above. */
+
+/* Appends the text of a tool result's <content> (a string, or an array of parts or
+ * blocks whose "text" members are joined), JSON-escaped without the quotes. */
+static void
+append_result_text(struct gw_buf *b, json_t *content)
+{
+    size_t i;
+    json_t *part;
+
+    if (json_is_string(content)) {
+        (void)append_json_inner(b, json_string_value(content), json_string_length(content));
+        return;
+    }
+    json_array_foreach(content, i, part)
+    {
+        json_t *text = json_object_get(part, "text");
+
+        if (json_is_string(text))
+            (void)append_json_inner(b, json_string_value(text), json_string_length(text));
+    }
+}
+
+/* Appends "tool said: CONTENT [ID]" (a space first unless it is the first one). */
+static void
+append_tool_said(struct gw_buf *b, json_t *content, json_t *id)
+{
+    if (b->len > 0)
+        (void)gw_buf_append(b, " ", 1);
+    (void)gw_buf_append_str(b, GW_STR_LIT("tool said: "));
+    append_result_text(b, content);
+    (void)gw_buf_append_str(b, GW_STR_LIT(" ["));
+    if (json_is_string(id))
+        (void)append_json_inner(b, json_string_value(id), json_string_length(id));
+    (void)gw_buf_append(b, "]", 1);
+}
+
+/* Fills c->answer from the tool results that end <msgs>: on the chat route the
+ * trailing run of role "tool" messages (content, tool_call_id); on the Anthropic route
+ * the tool_result blocks of a last user message (content, tool_use_id). true when
+ * there was at least one. */
+static bool
+collect_tool_results(struct up_conn *c, json_t *msgs)
+{
+    size_t n = json_array_size(msgs), first = n, i;
+    json_t *m, *blk;
+
+    gw_buf_reset(&c->answer);
+    if (n == 0)
+        return false;
+    if (!c->anth) {
+        while (first > 0) {
+            json_t *role = json_object_get(json_array_get(msgs, first - 1), "role");
+
+            if (!json_is_string(role) || strcmp(json_string_value(role), "tool") != 0)
+                break;
+            first--;
+        }
+        for (i = first; i < n; i++) {
+            m = json_array_get(msgs, i);
+            append_tool_said(&c->answer, json_object_get(m, "content"),
+                             json_object_get(m, "tool_call_id"));
+        }
+        return first < n;
+    }
+    m = json_array_get(msgs, n - 1);
+    if (!json_is_string(json_object_get(m, "role")) ||
+        strcmp(json_string_value(json_object_get(m, "role")), "user") != 0)
+        return false;
+    json_array_foreach(json_object_get(m, "content"), i, blk)
+    {
+        json_t *type = json_object_get(blk, "type");
+
+        if (json_is_string(type) && strcmp(json_string_value(type), "tool_result") == 0) {
+            append_tool_said(&c->answer, json_object_get(blk, "content"),
+                             json_object_get(blk, "tool_use_id"));
+            first = 0;
+        }
+    }
+    return first == 0;
+}
+
+/* Decides what the answer carries and sets c->p.chunks for it. With a --tool-call
+ * list: a request whose messages end with tool results gets one text chunk saying
+ * what they said; else a request with a non-empty "tools" array gets one call to each
+ * listed tool. Anything else (or a body that is not JSON) gets --text. */
+static void
+plan_answer(struct up_conn *c)
+{
+    json_t *root, *tools, *msgs;
+
+    c->ans = UP_ANS_TEXT;
+    if (c->p.tool_n == 0)
+        return;
+    root = json_loadb(c->body.data ? c->body.data : "", c->body.len, 0, NULL);
+    if (root == NULL)
+        return;
+    tools = json_object_get(root, "tools");
+    msgs = json_object_get(root, "messages");
+    if (json_is_array(msgs) && collect_tool_results(c, msgs)) {
+        c->ans = UP_ANS_TOOL_RESULT;
+        c->p.chunks = 1;
+    } else if (json_is_array(tools) && json_array_size(tools) > 0) {
+        c->ans = UP_ANS_TOOL_CALL;
+        c->p.chunks = (uint64_t)c->p.tool_n * UP_TOOL_PIECES;
+    }
+    json_decref(root);
+}
+
+/* The text of one content chunk: --text, or the tool results' echo. */
+static struct gw_str
+chunk_text(const struct up_conn *c)
+{
+    if (c->ans == UP_ANS_TOOL_RESULT)
+        return (struct gw_str){c->answer.data ? c->answer.data : "", c->answer.len};
+    return (struct gw_str){g.text.data, g.text.len};
+}
+
 /* ---- connection output ---- */
 
 static void
@@ -567,19 +754,43 @@ render_usage(struct gw_buf *b, const struct up_conn *c, uint64_t completion)
                         (unsigned long long)c->p.cached);
 }
 
+/* Appends the JSON-escaped arguments of tool call <i>, all pieces. */
+static void
+append_tool_args(struct gw_buf *b, unsigned i)
+{
+    for (unsigned k = 0; k < UP_TOOL_PIECES - 1; k++)
+        (void)append_json_inner(b, tool_args[i][k], strlen(tool_args[i][k]));
+}
+
 static void
 render_completion(struct up_conn *c, struct gw_buf *b)
 {
+    struct gw_str text = chunk_text(c);
+
     gw_buf_reset(b);
     (void)gw_buf_printf(b,
                         "{\"id\":\"chatcmpl-bench-%llu\",\"object\":\"chat.completion\","
                         "\"created\":%llu,\"model\":\"%.*s\",\"choices\":[{\"index\":0,"
-                        "\"message\":{\"role\":\"assistant\",\"content\":\"",
+                        "\"message\":{\"role\":\"assistant\",\"content\":",
                         (unsigned long long)c->id, (unsigned long long)c->created,
                         (int)c->model.len, c->model.data ? c->model.data : "");
-    for (uint64_t i = 0; i < c->p.chunks; i++)
-        (void)gw_buf_append(b, g.text.data, g.text.len);
-    (void)gw_buf_append_str(b, GW_STR_LIT("\"},\"finish_reason\":\"stop\"}]"));
+    if (c->ans == UP_ANS_TOOL_CALL) {
+        (void)gw_buf_append_str(b, GW_STR_LIT("null,\"tool_calls\":["));
+        for (unsigned i = 0; i < c->p.tool_n; i++) {
+            (void)gw_buf_printf(b,
+                                "%s{\"id\":\"call_bench_%llu_%u\",\"type\":\"function\","
+                                "\"function\":{\"name\":\"%s\",\"arguments\":\"",
+                                i ? "," : "", (unsigned long long)c->id, i, c->p.tool[i]);
+            append_tool_args(b, i);
+            (void)gw_buf_append_str(b, GW_STR_LIT("\"}}"));
+        }
+        (void)gw_buf_append_str(b, GW_STR_LIT("]},\"finish_reason\":\"tool_calls\"}]"));
+    } else {
+        (void)gw_buf_append(b, "\"", 1);
+        for (uint64_t i = 0; i < c->p.chunks; i++)
+            (void)gw_buf_append(b, text.ptr, text.len);
+        (void)gw_buf_append_str(b, GW_STR_LIT("\"},\"finish_reason\":\"stop\"}]"));
+    }
     if (!g.no_usage) {
         (void)gw_buf_append(b, ",", 1);
         render_usage(b, c, c->p.chunks);
@@ -656,9 +867,40 @@ send_stream_start(struct up_conn *c)
         return;
     }
     chunk_head(c, &t->body);
-    (void)gw_buf_append_str(
-        &t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-                             "\"content\":\"\"},\"finish_reason\":null}]}"));
+    if (c->ans == UP_ANS_TOOL_CALL)
+        (void)gw_buf_append_str(
+            &t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"role\":"
+                                 "\"assistant\",\"content\":null},\"finish_reason\":null}]}"));
+    else
+        (void)gw_buf_append_str(
+            &t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                                 "\"content\":\"\"},\"finish_reason\":null}]}"));
+    send_event(c, &t->body, false);
+}
+
+/* Content chunk c->sent of a tool-call answer: the head of call i (index, id, type,
+ * name, empty arguments) or one piece of its arguments. */
+static void
+chat_tool_chunk(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    unsigned i = (unsigned)(c->sent / UP_TOOL_PIECES), k = (unsigned)(c->sent % UP_TOOL_PIECES);
+
+    chunk_head(c, &t->body);
+    if (k == 0) {
+        (void)gw_buf_printf(&t->body,
+                            "\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%u,"
+                            "\"id\":\"call_bench_%llu_%u\",\"type\":\"function\",\"function\":"
+                            "{\"name\":\"%s\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}",
+                            i, (unsigned long long)c->id, i, c->p.tool[i]);
+    } else {
+        (void)gw_buf_printf(&t->body,
+                            "\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%u,"
+                            "\"function\":{\"arguments\":\"",
+                            i);
+        (void)append_json_inner(&t->body, tool_args[i][k - 1], strlen(tool_args[i][k - 1]));
+        (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"}}]},\"finish_reason\":null}]}"));
+    }
     send_event(c, &t->body, false);
 }
 
@@ -667,15 +909,22 @@ send_stream_content(struct up_conn *c)
 {
     struct up_thread *t = c->t;
 
+    struct gw_str text = chunk_text(c);
+
     if (c->anth) {
         anth_stream_delta(c);
+        c->sent++;
+        return;
+    }
+    if (c->ans == UP_ANS_TOOL_CALL) {
+        chat_tool_chunk(c);
         c->sent++;
         return;
     }
     chunk_head(c, &t->body);
     (void)gw_buf_append_str(&t->body,
                             GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"content\":\""));
-    (void)gw_buf_append(&t->body, g.text.data, g.text.len);
+    (void)gw_buf_append(&t->body, text.ptr, text.len);
     (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"},\"finish_reason\":null}]}"));
     send_event(c, &t->body, false);
     c->sent++;
@@ -691,8 +940,9 @@ send_stream_end(struct up_conn *c)
         anth_stream_close(c);
     } else {
         chunk_head(c, &t->body);
-        (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{},"
-                                                     "\"finish_reason\":\"stop\"}]}"));
+        (void)gw_buf_printf(&t->body,
+                            "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"%s\"}]}",
+                            c->ans == UP_ANS_TOOL_CALL ? "tool_calls" : "stop");
         send_event(c, &t->body, false);
         if (c->include_usage && !g.no_usage) {
             chunk_head(c, &t->body);
@@ -865,16 +1115,41 @@ message_head(struct up_conn *c, struct gw_buf *b)
                         c->model.data ? c->model.data : "");
 }
 
+/* Appends the head of tool_use block <i>: type, id, name and `"input":`. */
+static void
+tool_use_head(const struct up_conn *c, struct gw_buf *b, unsigned i)
+{
+    (void)gw_buf_printf(b,
+                        "{\"type\":\"tool_use\",\"id\":\"toolu_bench_%llu_%u\",\"name\":\"%s\","
+                        "\"input\":",
+                        (unsigned long long)c->id, i, c->p.tool[i]);
+}
+
 static void
 render_message(struct up_conn *c, struct gw_buf *b)
 {
+    struct gw_str text = chunk_text(c);
+
     gw_buf_reset(b);
     message_head(c, b);
-    (void)gw_buf_append_str(b, GW_STR_LIT("{\"type\":\"text\",\"text\":\""));
-    for (uint64_t i = 0; i < c->p.chunks; i++)
-        (void)gw_buf_append(b, g.text.data, g.text.len);
-    (void)gw_buf_append_str(b,
-                            GW_STR_LIT("\"}],\"stop_reason\":\"end_turn\",\"stop_sequence\":null"));
+    if (c->ans == UP_ANS_TOOL_CALL) {
+        for (unsigned i = 0; i < c->p.tool_n; i++) {
+            if (i > 0)
+                (void)gw_buf_append(b, ",", 1);
+            tool_use_head(c, b, i);
+            for (unsigned k = 0; k < UP_TOOL_PIECES - 1; k++)
+                (void)gw_buf_append_str(b, gw_str_c(tool_args[i][k]));
+            (void)gw_buf_append(b, "}", 1);
+        }
+        (void)gw_buf_append_str(
+            b, GW_STR_LIT("],\"stop_reason\":\"tool_use\",\"stop_sequence\":null"));
+    } else {
+        (void)gw_buf_append_str(b, GW_STR_LIT("{\"type\":\"text\",\"text\":\""));
+        for (uint64_t i = 0; i < c->p.chunks; i++)
+            (void)gw_buf_append(b, text.ptr, text.len);
+        (void)gw_buf_append_str(
+            b, GW_STR_LIT("\"}],\"stop_reason\":\"end_turn\",\"stop_sequence\":null"));
+    }
     if (!g.no_usage) {
         (void)gw_buf_append(b, ",", 1);
         render_anth_usage(b, c, c->p.chunks);
@@ -882,7 +1157,8 @@ render_message(struct up_conn *c, struct gw_buf *b)
     (void)gw_buf_append(b, "}", 1);
 }
 
-/* message_start, content_block_start and a ping, at once with the headers. */
+/* message_start, content_block_start (of the text block; a tool-call answer opens its
+ * blocks with their first chunk) and a ping, at once with the headers. */
 static void
 anth_stream_open(struct up_conn *c)
 {
@@ -903,20 +1179,70 @@ anth_stream_open(struct up_conn *c)
     }
     (void)gw_buf_append_str(&t->body, GW_STR_LIT("}}"));
     send_named_event(c, "message_start", &t->body, false);
-    send_named_event(c, "content_block_start", &cbs_ev, false);
+    if (c->ans != UP_ANS_TOOL_CALL)
+        send_named_event(c, "content_block_start", &cbs_ev, false);
     send_named_event(c, "ping", &ping_ev, false);
 }
 
-/* One content_block_delta carrying --text. */
+/* Sends content_block_stop of block <i>. */
 static void
-anth_stream_delta(struct up_conn *c)
+anth_block_stop(struct up_conn *c, unsigned i)
 {
     struct up_thread *t = c->t;
 
     gw_buf_reset(&t->body);
+    (void)gw_buf_printf(&t->body, "{\"type\":\"content_block_stop\",\"index\":%u}", i);
+    send_named_event(c, "content_block_stop", &t->body, false);
+}
+
+/* Content chunk c->sent of a tool-call answer: for the head of call i, the stop of
+ * the previous block and content_block_start of tool_use block i (input {}); else one
+ * input_json_delta piece of its arguments. */
+static void
+anth_tool_chunk(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    unsigned i = (unsigned)(c->sent / UP_TOOL_PIECES), k = (unsigned)(c->sent % UP_TOOL_PIECES);
+
+    if (k == 0) {
+        if (i > 0)
+            anth_block_stop(c, i - 1);
+        gw_buf_reset(&t->body);
+        (void)gw_buf_printf(&t->body,
+                            "{\"type\":\"content_block_start\",\"index\":%u,"
+                            "\"content_block\":",
+                            i);
+        tool_use_head(c, &t->body, i);
+        (void)gw_buf_append_str(&t->body, GW_STR_LIT("{}}}"));
+        send_named_event(c, "content_block_start", &t->body, false);
+        return;
+    }
+    gw_buf_reset(&t->body);
+    (void)gw_buf_printf(&t->body,
+                        "{\"type\":\"content_block_delta\",\"index\":%u,\"delta\":"
+                        "{\"type\":\"input_json_delta\",\"partial_json\":\"",
+                        i);
+    (void)append_json_inner(&t->body, tool_args[i][k - 1], strlen(tool_args[i][k - 1]));
+    (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"}}"));
+    send_named_event(c, "content_block_delta", &t->body, false);
+}
+
+/* One content_block_delta carrying --text (or the tool results' echo), or a chunk of
+ * a tool-call answer. */
+static void
+anth_stream_delta(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+    struct gw_str text = chunk_text(c);
+
+    if (c->ans == UP_ANS_TOOL_CALL) {
+        anth_tool_chunk(c);
+        return;
+    }
+    gw_buf_reset(&t->body);
     (void)gw_buf_append_str(&t->body, GW_STR_LIT("{\"type\":\"content_block_delta\",\"index\":0,"
                                                  "\"delta\":{\"type\":\"text_delta\",\"text\":\""));
-    (void)gw_buf_append(&t->body, g.text.data, g.text.len);
+    (void)gw_buf_append(&t->body, text.ptr, text.len);
     (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"}}"));
     send_named_event(c, "content_block_delta", &t->body, false);
 }
@@ -927,16 +1253,16 @@ static void
 anth_stream_close(struct up_conn *c)
 {
     struct up_thread *t = c->t;
-    static const char cbs[] = "{\"type\":\"content_block_stop\",\"index\":0}";
     static const char stop[] = "{\"type\":\"message_stop\"}";
-    static const struct gw_buf cbs_ev = {(char *)(uintptr_t)cbs, sizeof(cbs) - 1, 0};
     static const struct gw_buf stop_ev = {(char *)(uintptr_t)stop, sizeof(stop) - 1, 0};
+    bool tools = c->ans == UP_ANS_TOOL_CALL;
 
-    send_named_event(c, "content_block_stop", &cbs_ev, false);
+    anth_block_stop(c, tools ? c->p.tool_n - 1 : 0);
     gw_buf_reset(&t->body);
-    (void)gw_buf_append_str(&t->body,
-                            GW_STR_LIT("{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
-                                       "\"end_turn\",\"stop_sequence\":null}"));
+    (void)gw_buf_printf(&t->body,
+                        "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
+                        "\"stop_sequence\":null}",
+                        tools ? "tool_use" : "end_turn");
     if (!g.no_usage)
         (void)gw_buf_printf(&t->body, ",\"usage\":{\"output_tokens\":%llu}",
                             (unsigned long long)c->sent);
@@ -1077,6 +1403,7 @@ answer_model(struct up_conn *c)
         c->p.chunks = pace_total(&c->p);
     if (c->p.chunks > UP_MAX_CHUNKS)
         c->p.chunks = UP_MAX_CHUNKS;
+    plan_answer(c);
     switch (c->p.fault) {
     case UP_FAULT_STATUS: send_status_fault(c); return;
     case UP_FAULT_HANG_HEADERS: c->state = UP_ST_HANG; return;
@@ -1234,6 +1561,10 @@ apply_override(struct up_conn *c, const char *name, const char *v, size_t vl)
         (void)parse_pace(v, vl, q);
         return;
     }
+    if (strcmp(name, "tool-call") == 0) {
+        (void)parse_tool_names(v, vl, q);
+        return;
+    }
     if (!bench_parse_u64n(v, vl, UINT32_MAX, &x))
         return;
     if (strcmp(name, "ttft-ms") == 0)
@@ -1363,6 +1694,7 @@ conn_free(struct up_conn *c)
     gw_buf_fini(&c->hjson);
     gw_buf_fini(&c->body);
     gw_buf_fini(&c->model);
+    gw_buf_fini(&c->answer);
     gw_free(c);
     atomic_fetch_sub_explicit(&st.active, 1, memory_order_relaxed);
 }
@@ -1577,7 +1909,8 @@ usage(void)
             "         [--fault none|status|hang-headers|hang-content|drop-before|drop-mid|\n"
             "                  error-mid|garbage-body|garbage-sse|garbage-lines]\n"
             "         [--status N] [--retry-after SECS] [--error-body JSON] [--drop-after N]\n"
-            "         [--pace COUNTxMS[,COUNTxMS...]] [--no-usage] [--quiet]\n"
+            "         [--pace COUNTxMS[,COUNTxMS...]] [--tool-call NAME[,NAME...]]\n"
+            "         [--no-usage] [--quiet]\n"
             "see docs/gwbench.md\n");
 }
 
@@ -1647,6 +1980,16 @@ parse_flags(int argc, char **argv)
                         "gwbench upstream: --pace wants COUNTxMS[,COUNTxMS...] (counts 1.., "
                         "at most %u segments), got '%s'\n",
                         UP_MAX_PACE, r < 0 ? "" : v);
+                return 2;
+            }
+            continue;
+        }
+        if ((r = bench_arg(argc, argv, &i, "--tool-call", &v)) != 0) {
+            if (r < 0 || !parse_tool_names(v, strlen(v), &g.def)) {
+                fprintf(stderr,
+                        "gwbench upstream: --tool-call wants NAME[,NAME...] (1 to %u names of "
+                        "1 to %u characters A-Z a-z 0-9 _ -), got '%s'\n",
+                        UP_MAX_TOOLS, UP_TOOL_NAME, r < 0 ? "" : v);
                 return 2;
             }
             continue;
