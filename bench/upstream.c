@@ -146,7 +146,14 @@ struct up_thread {
     struct gw_buf last;  /* scratch: the next /_bench/last record */
 };
 
-enum up_route { UP_ROUTE_NONE, UP_ROUTE_CHAT, UP_ROUTE_MESSAGES, UP_ROUTE_STATS, UP_ROUTE_LAST };
+enum up_route {
+    UP_ROUTE_NONE,
+    UP_ROUTE_CHAT,
+    UP_ROUTE_MESSAGES,
+    UP_ROUTE_COUNT,
+    UP_ROUTE_STATS,
+    UP_ROUTE_LAST
+};
 
 /* What an answer carries (decided per request, see plan_answer()). */
 enum up_answer {
@@ -1453,6 +1460,31 @@ answer_model(struct up_conn *c)
     send_completion(c);
 }
 
+/* POST /v1/messages/count_tokens: {"input_tokens":P}, P the same estimate as a
+ * messages request's prompt (ceil(body bytes / 4)). Checks anthropic-version; of the
+ * faults only status (and error-mid, which answers like it) applies. */
+static void
+answer_count(struct up_conn *c)
+{
+    struct up_thread *t = c->t;
+
+    c->id = atomic_fetch_add_explicit(&st.requests, 1, memory_order_relaxed) + 1;
+    scan_request(c, c->body.data ? c->body.data : "", c->body.len);
+    record_last(c);
+    if (!c->has_version) {
+        send_anth_error(c, 400, "invalid_request_error", "anthropic-version header is required");
+        return;
+    }
+    if (c->p.fault == UP_FAULT_STATUS || c->p.fault == UP_FAULT_ERROR_MID) {
+        send_status_fault(c);
+        return;
+    }
+    gw_buf_reset(&t->body);
+    (void)gw_buf_printf(&t->body, "{\"input_tokens\":%llu}",
+                        (unsigned long long)((c->body.len + 3) / 4));
+    send_simple(c, 200, "application/json", NULL, t->body.data, t->body.len);
+}
+
 static void
 answer_stats(struct up_conn *c)
 {
@@ -1501,6 +1533,9 @@ dispatch(struct up_conn *c)
         r = UP_ROUTE_CHAT;
     else if (m == HTTP_POST && (PATH_IS("/v1/messages") || PATH_IS("/messages")))
         r = UP_ROUTE_MESSAGES;
+    else if (m == HTTP_POST &&
+             (PATH_IS("/v1/messages/count_tokens") || PATH_IS("/messages/count_tokens")))
+        r = UP_ROUTE_COUNT;
     else if (m == HTTP_GET && PATH_IS("/_bench/stats"))
         r = UP_ROUTE_STATS;
     else if (m == HTTP_GET && PATH_IS("/_bench/last"))
@@ -1514,6 +1549,10 @@ dispatch(struct up_conn *c)
     case UP_ROUTE_MESSAGES:
         c->anth = true;
         answer_model(c);
+        break;
+    case UP_ROUTE_COUNT:
+        c->anth = true;
+        answer_count(c);
         break;
     case UP_ROUTE_STATS: answer_stats(c); break;
     case UP_ROUTE_LAST: answer_last(c); break;

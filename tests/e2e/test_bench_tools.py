@@ -4,7 +4,8 @@
 # answer is a call to each named tool in the wire shape of its route (Chat
 # message.tool_calls and delta.tool_calls; Messages tool_use blocks and input_json_delta),
 # streamed and not, parallel calls included; a request ending with tool results is
-# answered with text saying what they said; without tools nothing changes.
+# answered with text saying what they said; without tools nothing changes. Also
+# POST /v1/messages/count_tokens.
 
 import json
 
@@ -245,3 +246,23 @@ def test_bad_tool_call_flag_is_a_usage_error(tmp_path):
         p = subprocess.run([binary("gwbench"), "upstream", "--listen", "127.0.0.1:0",
                             "--tool-call", bad], capture_output=True, timeout=10)
         assert p.returncode == 2, (bad, p.stderr)
+
+
+# ---------------------------------------------------------------- count_tokens
+
+def test_messages_count_tokens_answers_the_prompt_estimate(bench):
+    up = bench()
+    body = dumps({"model": "claude-x", "messages": [{"role": "user", "content": "hi"}]})
+
+    r = http_request(up.port, "POST", "/v1/messages/count_tokens", body, VERSION)
+    assert r.status == 200, r
+    assert r.json() == {"input_tokens": ceil_div(len(body), 4)}
+    last = up.last()
+    assert last["path"] == "/v1/messages/count_tokens"
+    assert json.loads(last["body"]) == json.loads(body)
+
+    r = http_request(up.port, "POST", "/v1/messages/count_tokens", body)
+    assert r.status == 400 and r.json()["error"]["type"] == "invalid_request_error", r
+    r = http_request(up.port, "POST", "/v1/messages/count_tokens", body,
+                     dict(VERSION, **{"x-bench-fault": "status", "x-bench-status": "529"}))
+    assert r.status == 529 and r.json()["error"]["type"] == "overloaded_error", r
