@@ -21,7 +21,8 @@
  *   CONTENT_FILTER); message_stop -> FINISH only when no stop_reason came; error ->
  *   ERROR (type, message, the status its type stands for). FINISH is emitted where the
  *   stop_reason is (its stop sequence is a slice of that event's data); after it only
- *   USAGE can follow; after message_stop or error nothing.
+ *   USAGE can follow (an error event then changes nothing: the answer was whole); after
+ *   message_stop or error nothing.
  * - Blocks the hub does not model (server_tool_use, web_search_tool_result, ...) are
  *   skipped: canonical indexes count the blocks emitted, so they stay 0.. in order.
  * - An event without a name is named by its data's "type"; unknown events are ignored
@@ -564,6 +565,12 @@ on_error(struct ep *s, struct dl_json *j, struct emitter *e)
         return GW_E_NOMEM;
     }
     s->done = true;
+    if (s->finished) {
+        /* the answer was whole: an error after its finish changes nothing */
+        txt_fini(&type);
+        txt_fini(&msg);
+        return GW_OK;
+    }
     ev.error_type = type.s.len ? type.s : GW_STR_LIT("api_error");
     ev.message = msg.s;
     ev.status = dl_anthropic_error_status(ev.error_type);

@@ -1402,14 +1402,16 @@ rr_reasoning(struct rr *w, const struct dl_part *p)
     return rr_lit(w, "}");
 }
 
-/* Whether part <p> of a message of <role> makes a block. */
+/* Whether part <p> of a message of <role> makes a block. Reasoning goes back only with
+ * its signature, in an assistant turn; a Messages client's goes as it came. */
 static bool
-part_renders(const struct dl_part *p, enum dl_role role)
+part_renders(const struct rr *w, const struct dl_part *p, enum dl_role role)
 {
     switch (p->kind) {
     case DL_PART_TEXT: return p->text.len > 0;
     case DL_PART_REASONING:
-        return role == DL_ROLE_ASSISTANT && (p->redacted || p->signature.len > 0);
+        return w->r->source == DL_SHAPE_MESSAGES ||
+               (role == DL_ROLE_ASSISTANT && (p->redacted || p->signature.len > 0));
     case DL_PART_IMAGE:
     case DL_PART_DOCUMENT:
     case DL_PART_TOOL_CALL:
@@ -1420,12 +1422,12 @@ part_renders(const struct dl_part *p, enum dl_role role)
 }
 
 static size_t
-message_blocks(const struct dl_message *m)
+message_blocks(const struct rr *w, const struct dl_message *m)
 {
     size_t k, n = 0;
 
     for (k = 0; k < m->n_parts; k++)
-        n += part_renders(&m->parts[k], m->role);
+        n += part_renders(w, &m->parts[k], m->role);
     return n;
 }
 
@@ -1444,7 +1446,7 @@ rr_message_drops(struct rr *w, const struct dl_message *m)
     if (m->name.len)
         rr_drop(w, "name");
     for (k = 0; k < m->n_parts; k++)
-        if (m->parts[k].kind == DL_PART_REASONING && !part_renders(&m->parts[k], m->role))
+        if (m->parts[k].kind == DL_PART_REASONING && !part_renders(w, &m->parts[k], m->role))
             rr_drop(w, "reasoning");
 }
 
@@ -1481,7 +1483,7 @@ rr_turn(struct rr *w, size_t from, size_t to, size_t blocks, bool first_turn)
             for (k = 0; k < msgs[i].n_parts; k++) {
                 const struct dl_part *p = &msgs[i].parts[k];
 
-                if (part_renders(p, msgs[i].role) && p->kind == DL_PART_TEXT && !p->cache) {
+                if (part_renders(w, p, msgs[i].role) && p->kind == DL_PART_TEXT && !p->cache) {
                     TRY(rr_json(w, p->text));
                     return rr_lit(w, "}");
                 }
@@ -1492,7 +1494,7 @@ rr_turn(struct rr *w, size_t from, size_t to, size_t blocks, bool first_turn)
         for (k = 0; k < msgs[i].n_parts; k++) {
             const struct dl_part *p = &msgs[i].parts[k];
 
-            if (!part_renders(p, msgs[i].role))
+            if (!part_renders(w, p, msgs[i].role))
                 continue;
             if (!first)
                 TRY(rr_lit(w, ","));
@@ -1511,7 +1513,7 @@ rr_messages(struct rr *w)
 
     TRY(rr_lit(w, ",\"messages\":["));
     while (i < n) {
-        size_t blocks = message_blocks(&msgs[i]), end, total = 0;
+        size_t blocks = message_blocks(w, &msgs[i]), end, total = 0;
         bool side = is_assistant(&msgs[i]);
 
         if (blocks == 0) {
@@ -1523,7 +1525,7 @@ rr_messages(struct rr *w)
             return rr_refuse(w, "messages: an Anthropic model needs the conversation to start "
                                 "with a user message, not an assistant message");
         for (k = i, end = i; k < n; k++) {
-            size_t b = message_blocks(&msgs[k]);
+            size_t b = message_blocks(w, &msgs[k]);
 
             if (b == 0)
                 continue;
@@ -1580,12 +1582,12 @@ rr_tools(struct rr *w)
     const struct dl_request *r = w->r;
     size_t k;
 
-    if (r->n_tools == 0) {
+    if (r->n_tools == 0 && r->source != DL_SHAPE_MESSAGES) {
         if (r->tool_choice != DL_TOOL_CHOICE_UNSET)
             rr_drop(w, "tool_choice");
         return GW_OK;
     }
-    TRY(rr_lit(w, ",\"tools\":["));
+    TRY(rr_lit(w, r->n_tools ? ",\"tools\":[" : ""));
     for (k = 0; k < r->n_tools; k++) {
         const struct dl_tool *t = &r->tools[k];
 
@@ -1611,7 +1613,7 @@ rr_tools(struct rr *w)
         TRY(rr_cache(w, t->cache, (struct gw_str){"", 0}));
         TRY(rr_lit(w, "}"));
     }
-    TRY(rr_lit(w, "]"));
+    TRY(rr_lit(w, r->n_tools ? "]" : ""));
     switch (r->tool_choice) {
     case DL_TOOL_CHOICE_UNSET:
         if (r->parallel_tool_calls != 0)
@@ -1641,8 +1643,9 @@ rr_sampling(struct rr *w)
         TRY(rr_lit(w, ",\"temperature\":"));
         TRY(dl_anthropic_append_double(w->out, r->temperature > 1.0 ? 1.0 : r->temperature));
     }
-    /* newer Anthropic models refuse temperature and top_p together: temperature wins */
-    if (r->has_top_p && r->has_temperature) {
+    /* newer Anthropic models refuse temperature and top_p together: temperature wins
+     * (a Messages client chose both knowing its API: both go) */
+    if (r->has_top_p && r->has_temperature && r->source != DL_SHAPE_MESSAGES) {
         rr_drop(w, "top_p");
     } else if (r->has_top_p) {
         TRY(rr_lit(w, ",\"top_p\":"));

@@ -267,6 +267,15 @@ test_messages_events_error_event_ends_the_stream(void **state)
     assert_int_equal(t_event(&st, "message_stop", "", &got), GW_OK);
     t_lines_eq(&got, "BLOCK_START 0 text\n"
                      "ERROR type=overloaded_error status=529 message=\"Overloaded\"\n");
+    /* after the finish, the answer is whole: an error event changes nothing */
+    gw_buf_reset(&got);
+    dl_anthropic_shape.parse_init(&st);
+    assert_int_equal(
+        t_event(&st, "message_delta", "{\"delta\":{\"stop_reason\":\"end_turn\"}}", &got), GW_OK);
+    assert_int_equal(dl_anthropic_shape.event_parse(&st, GW_STR_LIT("error"),
+                                                    (struct gw_str){body, len}, t_record, &got),
+                     GW_OK);
+    t_lines_eq(&got, "FINISH stop\n");
     gw_buf_fini(&got);
     free(body);
 }

@@ -1006,6 +1006,31 @@ test_messages_render_appends_to_out(void **state)
     gw_buf_fini(&out);
 }
 
+static void
+test_messages_render_own_shape_keeps_what_the_client_chose(void **state)
+{
+    const char *body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+                       "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":"
+                       "\"unsigned\"},{\"type\":\"text\",\"text\":\"ok\"}]}],\"temperature\":0.5,"
+                       "\"top_p\":0.9,\"tool_choice\":{\"type\":\"none\"}}";
+    struct dl_dropped d = {0};
+    struct gw_arena a;
+    struct dl_request r;
+
+    (void)state;
+    gw_arena_init(&a);
+    t_parse(&a, body, strlen(body), &r);
+    /* a Messages client chose temperature and top_p, unsigned thinking, tool_choice
+     * without tools: its upstream answers for them, nothing is dropped */
+    t_render(&r, 0, &d,
+             "{\"model\":\"claude-upstream\",\"max_tokens\":4096,\"messages\":[{\"role\":\"user\","
+             "\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\","
+             "\"thinking\":\"unsigned\",\"signature\":\"\"},{\"type\":\"text\",\"text\":\"ok\"}]}],"
+             "\"tool_choice\":{\"type\":\"none\"},\"temperature\":0.5,\"top_p\":0.9}");
+    assert_int_equal(d.n, 0);
+    gw_arena_fini(&a);
+}
+
 /* ---- out of memory ---- */
 
 static void
@@ -1070,6 +1095,7 @@ main(void)
         cmocka_unit_test(test_messages_render_reasoning_needs_its_signature),
         cmocka_unit_test(test_messages_render_documents),
         cmocka_unit_test(test_messages_render_appends_to_out),
+        cmocka_unit_test(test_messages_render_own_shape_keeps_what_the_client_chose),
         cmocka_unit_test(test_messages_request_out_of_memory_is_clean),
     };
 
