@@ -124,6 +124,8 @@ gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
     static const char hex[] = "0123456789abcdef";
     size_t i, run = 0;
 
+    if (s.len == 0) /* an empty slice may be {NULL, 0}: no pointer arithmetic on it */
+        return gw_buf_append(b, "\"\"", 2);
     if (gw_buf_append(b, "\"", 1) != GW_OK)
         return GW_E_NOMEM;
     for (i = 0; i < s.len; i++) {

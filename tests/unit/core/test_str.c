@@ -54,6 +54,10 @@ test_buf_json_string_escapes_controls_and_quotes(void **state)
     gw_buf_reset(&b);
     gw_buf_append_json_str(&b, (struct gw_str){"", 0});
     assert_string_equal(b.data, "\"\"");
+    gw_buf_reset(&b);
+    /* a zeroed slice (a canonical field never set) is the empty string */
+    gw_buf_append_json_str(&b, (struct gw_str){NULL, 0});
+    assert_string_equal(b.data, "\"\"");
     gw_buf_fini(&b);
 }
 
