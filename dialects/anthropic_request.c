@@ -18,7 +18,9 @@
  * - A user turn is split in order: each tool_result block becomes a DL_ROLE_TOOL
  *   message of its own, each run of other blocks a DL_ROLE_USER message (so a Chat
  *   upstream sees one "tool" message per result, then the user's text). A "system"
- *   role message (newer SDKs) joins the system parts.
+ *   role message (Claude Code sends one after the first user turn) joins the system
+ *   parts after those of "system"; members of a message besides role and content (its
+ *   per-turn output_config) are not carried.
  * - Blocks: text, image and document (base64, url, and text sources; a text source is
  *   kept as base64 of its text with its media type, rendered back as text), tool_use
  *   (input's JSON text as the arguments), tool_result (string or blocks, is_error),
@@ -134,6 +136,8 @@ struct rp {
     struct dl_request *r;
     struct gw_buf *why;
     size_t cap_messages, cap_system, cap_tools, cap_stop, cap_extras;
+    struct dl_part *late_system; /* of "system" role messages: after "system", wherever it is */
+    size_t n_late_system, cap_late_system;
 };
 
 static enum gw_code rp_bad(struct rp *p, const char *fmt, ...)
@@ -468,9 +472,10 @@ rp_push_message(struct rp *p, enum dl_role role, struct dl_part *parts, size_t n
     return m;
 }
 
-/* Text parts <parts> of a "system" role message (or of "system") onto the system parts. */
+/* Text parts <parts> of "system" (or, <late>, of a "system" role message) onto the
+ * system parts. */
 static enum gw_code
-rp_system_parts(struct rp *p, const char *path, const struct dl_part *parts, size_t n)
+rp_system_parts(struct rp *p, const char *path, const struct dl_part *parts, size_t n, bool late)
 {
     size_t k;
 
@@ -479,8 +484,12 @@ rp_system_parts(struct rp *p, const char *path, const struct dl_part *parts, siz
 
         if (parts[k].kind != DL_PART_TEXT)
             return rp_bad(p, "%s[%zu]: a system prompt holds text blocks only", path, k);
-        s = gw_arena_push(p->a, (void **)&p->r->system, &p->r->n_system, &p->cap_system,
-                          sizeof(*s));
+        if (late)
+            s = gw_arena_push(p->a, (void **)&p->late_system, &p->n_late_system,
+                              &p->cap_late_system, sizeof(*s));
+        else
+            s = gw_arena_push(p->a, (void **)&p->r->system, &p->r->n_system, &p->cap_system,
+                              sizeof(*s));
         if (!s)
             return GW_E_NOMEM;
         *s = parts[k];
@@ -533,7 +542,7 @@ rp_message(struct rp *p, size_t i)
     }
     snprintf(path, sizeof(path), "messages[%zu].content", i);
     if (system)
-        return rp_system_parts(p, path, parts, n);
+        return rp_system_parts(p, path, parts, n, true);
     if (role == DL_ROLE_ASSISTANT) {
         for (k = 0; k < n; k++)
             if (parts[k].kind == DL_PART_TOOL_RESULT)
@@ -608,7 +617,7 @@ rp_system(struct rp *p, const struct dl_anth_field *f)
         return rp_bad(p, "system: must be a string or an array of text blocks");
     cj = dl_anthropic_at(&p->j, f->at);
     rc = rp_blocks(p, &cj, "system", true, &parts, &n);
-    return rc == GW_OK ? rp_system_parts(p, "system", parts, n) : rc;
+    return rc == GW_OK ? rp_system_parts(p, "system", parts, n, false) : rc;
 }
 
 static enum gw_code
@@ -1005,6 +1014,14 @@ dl_anthropic_request_parse(struct gw_arena *a, const char *body, size_t len, str
         return rp_bad(&p, "model: required string");
     if (!(seen & (1u << RF_MESSAGES)))
         return rp_bad(&p, "messages: required array");
+    for (size_t k = 0; k < p.n_late_system; k++) {
+        struct dl_part *sp =
+            gw_arena_push(a, (void **)&out->system, &out->n_system, &p.cap_system, sizeof(*sp));
+
+        if (!sp)
+            return GW_E_NOMEM;
+        *sp = p.late_system[k];
+    }
     return GW_OK;
 }
 

@@ -326,6 +326,37 @@ test_messages_request_round_trip_claude_code(void **state)
     t_round_trip("request_claude_code.in.json", "request_claude_code.out.json");
 }
 
+/* A request of Claude Code 2.1 as it was recorded (texts shortened): a "system" role
+ * message after the user's, adaptive thinking with a display, a deferred tool, per-turn
+ * output_config. Back as Messages: the system message joins the system blocks, and what
+ * the hub does not model (display, defer_loading, the message's output_config) is not
+ * carried; same-shape requests are spliced, not rendered, so only this golden file says
+ * so. */
+static void
+test_messages_request_round_trip_claude_code_2_1(void **state)
+{
+    struct gw_arena a;
+    struct dl_request r;
+    size_t len;
+    char *body = t_fixture("request_claude_code_2_1.in.json", &len);
+
+    (void)state;
+    gw_arena_init(&a);
+    t_parse(&a, body, len, &r);
+    assert_int_equal(r.n_messages, 1);
+    assert_int_equal(r.n_system, 4);
+    assert_true(r.system[3].cache);
+    assert_non_null(strstr(r.system[3].text.ptr, "# Environment"));
+    assert_true(r.thinking);
+    assert_int_equal(r.max_output_tokens, 128000);
+    assert_int_equal(r.n_tools, 3);
+    assert_int_equal(r.needs, 0);
+    assert_int_equal(r.user.ptr[0], '{'); /* a JSON text in a string, kept as given */
+    gw_arena_fini(&a);
+    free(body);
+    t_round_trip("request_claude_code_2_1.in.json", "request_claude_code_2_1.out.json");
+}
+
 static void
 test_messages_request_round_trip_media_tools(void **state)
 {
@@ -1074,6 +1105,7 @@ main(void)
         cmocka_unit_test(test_messages_request_parse_claude_code_fields),
         cmocka_unit_test(test_messages_request_parse_media_tools_fields),
         cmocka_unit_test(test_messages_request_round_trip_claude_code),
+        cmocka_unit_test(test_messages_request_round_trip_claude_code_2_1),
         cmocka_unit_test(test_messages_request_round_trip_media_tools),
         cmocka_unit_test(test_messages_request_refuses_what_is_not_a_messages_request),
         cmocka_unit_test(test_messages_request_refusal_never_quotes_the_body),
