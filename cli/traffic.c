@@ -134,6 +134,15 @@ add_row(struct cli_table *t, json_t *row)
     format_ms(ttfb, sizeof(ttfb), json_object_get(row, "ttfb_ms"));
     format_ms(dur, sizeof(dur), json_object_get(row, "duration_ms"));
     format_attempts(&att, json_object_get(row, "attempts"));
+    {
+        json_t *dropped = json_object_get(row, "dropped"), *d;
+        size_t k;
+
+        json_array_foreach(dropped, k, d)
+        {
+            gw_buf_printf(&att, "%s%s", k ? ", " : " dropped: ", json_string_value(d));
+        }
+    }
 
     cells[C_TIME] = time_s;
     cells[C_ID] = id;

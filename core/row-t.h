@@ -50,6 +50,8 @@ struct gw_attempt {
     int32_t ttfb_ms; /* -1: no first byte */
 };
 
+#define GW_ROW_DROPPED_LEN 191
+
 struct gw_row {
     char id[GW_ROW_ID_LEN + 1];
     uint64_t ts_ms;                 /* request start, ms since the epoch (UTC) */
@@ -66,6 +68,8 @@ struct gw_row {
     uint32_t duration_ms;
     uint32_t queued_ms;
     double tokens_per_sec; /* output speed from first token, 0 when unknown */
+    /* fields a conversion dropped (DESIGN.md 11), ", "-separated; empty: none */
+    char dropped[GW_ROW_DROPPED_LEN + 1];
     uint16_t n_attempts;
     struct gw_attempt attempts[GW_ROW_MAX_ATTEMPTS];
 };

@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "dialects/json_scan.h"
+
 /* Each shape's file defines its row (dialects/openai.c, dialects/anthropic.c). */
 extern const struct dl_shape_ops dl_openai_shape;
 extern const struct dl_shape_ops dl_anthropic_shape;
@@ -123,9 +125,8 @@ static struct dl_answer_block *
 fold_block(struct dl_answer *a, unsigned index, enum dl_block kind)
 {
     while (a->n_blocks <= index) {
-        struct dl_answer_block *b =
-            gw_arena_push(a->arena, (void **)&a->blocks, &a->n_blocks, &a->cap_blocks,
-                          sizeof(*a->blocks));
+        struct dl_answer_block *b = gw_arena_push(a->arena, (void **)&a->blocks, &a->n_blocks,
+                                                  &a->cap_blocks, sizeof(*a->blocks));
 
         if (!b)
             return NULL;
@@ -184,6 +185,41 @@ dl_answer_fold(void *arg, const struct dl_event *ev)
         break;
     }
     return 0;
+}
+
+/* ---- same shape: the model spliced ---- */
+
+enum gw_code
+dl_splice_model(const char *body, size_t len, struct gw_str model, struct gw_buf *out)
+{
+    struct dl_json j;
+    struct dl_json_str k;
+    bool first = true, found = false;
+    size_t vstart = 0, vend = 0;
+    int r;
+
+    dl_json_init(&j, body, len);
+    if (dl_json_peek(&j) != '{' || !dl_json_obj_enter(&j))
+        return GW_E_BAD_REQUEST;
+    while ((r = dl_json_obj_next(&j, &first, &k)) > 0) {
+        size_t at = j.i;
+
+        if (!dl_json_skip(&j, NULL))
+            return GW_E_BAD_REQUEST;
+        if (j.depth == 1 && dl_json_key_is(&j, &k, "model", 5)) {
+            /* The last one, as the parse read it (a duplicate "model" is refused there). */
+            vstart = at;
+            vend = j.i;
+            found = true;
+        }
+    }
+    if (r < 0 || !found || !dl_json_end(&j))
+        return GW_E_BAD_REQUEST;
+    if (gw_buf_reserve(out, len + model.len + 8) != GW_OK ||
+        gw_buf_append(out, body, vstart) != GW_OK || gw_buf_append_json_str(out, model) != GW_OK ||
+        gw_buf_append(out, body + vend, len - vend) != GW_OK)
+        return GW_E_NOMEM;
+    return GW_OK;
 }
 
 /* ---- the shapes' table ---- */

@@ -86,11 +86,11 @@ struct dl_part {
     struct gw_str call_id;    /* TOOL_RESULT: the id of the call it answers */
     struct dl_part *content;  /* TOOL_RESULT: its parts (TEXT, IMAGE) */
     size_t n_content;
-    bool is_error;            /* TOOL_RESULT */
-    struct gw_str signature;  /* REASONING: Messages signature / Responses encrypted content */
-    bool redacted;            /* REASONING: redacted_thinking (data in signature) */
-    bool cache;               /* a cache hint on this part (Messages cache_control) */
-    struct gw_str cache_ttl;  /* ... its ttl when given ("5m", "1h") */
+    bool is_error;           /* TOOL_RESULT */
+    struct gw_str signature; /* REASONING: Messages signature / Responses encrypted content */
+    bool redacted;           /* REASONING: redacted_thinking (data in signature) */
+    bool cache;              /* a cache hint on this part (Messages cache_control) */
+    struct gw_str cache_ttl; /* ... its ttl when given ("5m", "1h") */
 };
 
 struct dl_message {
@@ -169,9 +169,9 @@ struct dl_request {
     struct gw_str format_schema; /* JSON_SCHEMA: raw JSON text */
     bool format_strict;
     /* reasoning: an effort (Chat/Responses "low".."high") or a budget (Messages, Gemini) */
-    bool thinking;                 /* reasoning asked for */
+    bool thinking;                  /* reasoning asked for */
     struct gw_str reasoning_effort; /* "" when unset */
-    uint64_t thinking_budget;      /* tokens; 0 when unset */
+    uint64_t thinking_budget;       /* tokens; 0 when unset */
     /* streaming */
     bool stream;
     bool stream_usage; /* Chat: the client asked for stream_options.include_usage */
@@ -230,13 +230,13 @@ enum dl_finish {
 
 struct dl_event {
     enum dl_event_kind kind;
-    unsigned index;      /* BLOCK_*, DELTA: the block's index, 0.. in order of start */
-    enum dl_block block; /* BLOCK_START, DELTA */
-    struct gw_str id;    /* START: the answer's id; BLOCK_START of a tool call: the call's id */
-    struct gw_str model; /* START */
-    uint64_t created;    /* START: seconds since the epoch (0: unknown) */
-    struct gw_str name;  /* BLOCK_START of a tool call: the function's name */
-    struct gw_str text;  /* DELTA: text, argument JSON fragment or reasoning text */
+    unsigned index;          /* BLOCK_*, DELTA: the block's index, 0.. in order of start */
+    enum dl_block block;     /* BLOCK_START, DELTA */
+    struct gw_str id;        /* START: the answer's id; BLOCK_START of a tool call: the call's id */
+    struct gw_str model;     /* START */
+    uint64_t created;        /* START: seconds since the epoch (0: unknown) */
+    struct gw_str name;      /* BLOCK_START of a tool call: the function's name */
+    struct gw_str text;      /* DELTA: text, argument JSON fragment or reasoning text */
     struct gw_str signature; /* DELTA of reasoning: the signature (Messages) */
     bool redacted;           /* BLOCK_START of reasoning: redacted (data in signature) */
     struct gw_usage usage;   /* USAGE */
@@ -314,10 +314,10 @@ struct dl_render_state {
 /* What a render for a client needs besides the events: the model name the client asked
  * for (answers carry it), the answer's id and created time when the upstream gave none. */
 struct dl_render_ctx {
-    struct gw_str model;   /* the model the client asked for */
-    struct gw_str id;      /* fallback id, e.g. from the request id */
-    uint64_t created;      /* seconds since the epoch */
-    bool stream_usage;     /* Chat: send the usage chunk (include_usage) */
+    struct gw_str model; /* the model the client asked for */
+    struct gw_str id;    /* fallback id, e.g. from the request id */
+    uint64_t created;    /* seconds since the epoch */
+    bool stream_usage;   /* Chat: send the usage chunk (include_usage) */
     struct gw_arena *arena;
 };
 
@@ -368,6 +368,18 @@ struct dl_shape_ops {
      * when it carries none */
     bool (*answer_usage)(const char *body, size_t len, struct gw_usage *usage);
 };
+
+/* Same shape on both sides (DESIGN.md 11): appends to <out> the client's <body> with the
+ * value of its top-level "model" replaced by <model> (a JSON string), every other byte
+ * as it came. GW_OK; GW_E_BAD_REQUEST when <body> is not a JSON object with a "model";
+ * GW_E_NOMEM. */
+enum gw_code dl_splice_model(const char *body, size_t len, struct gw_str model, struct gw_buf *out);
+
+/* Model listings in the Messages shape (dialects/anthropic_models.c); the Chat shape's
+ * is dl_openai_models_render. <single>: one model object, else the paged list. */
+struct dl_model_entry;
+enum gw_code dl_anthropic_models_render(const struct dl_model_entry *v, size_t n, bool single,
+                                        struct gw_buf *out);
 
 /* The operations of <shape>, or NULL when this build has none. */
 const struct dl_shape_ops *dl_shape_ops(enum dl_shape shape);

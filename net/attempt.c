@@ -196,7 +196,7 @@ on_slow_start(evutil_socket_t fd, short what, void *arg)
     s->upx = NULL;
     net_slot_give_back(s, &s->hop_slot);
     net_attempt_end(s, GW_OUT_SLOW_START, s->up_status, GW_OK);
-    s->given_up_input += dl_openai_req_input_estimate(s->req);
+    s->given_up_input += s->est_input;
     GW_LOG(GW_LOG_INFO, &ctx, "slow_start", "upstream %s sent no content in %u s; trying %s",
            net_stream_prov(s)->name, s->conf->failover.stream_start_wait_secs,
            s->cands[j].prov->name);
@@ -204,31 +204,74 @@ on_slow_start(evutil_socket_t fd, short what, void *arg)
     net_hop_next(s);
 }
 
-/* Renders in s->upbody the body for candidate <idx> in its upstream's shape: the
- * client's bytes with the model spliced in, or the request converted to Anthropic
- * Messages with max_tokens from the model's spec (the one resolve function) when the
- * client set none. Kept for that candidate, so a later hop_send does not render again.
- * GW_OK; GW_E_UNCONVERTIBLE with the reason in s->unconvertible; GW_E_NOMEM. */
+/* The shape an upstream of <p> speaks (DESIGN.md 3: its dialect). */
+enum dl_shape
+net_prov_shape(const struct gw_conf_provider *p)
+{
+    return p->dialect == GW_DIALECT_ANTHROPIC ? DL_SHAPE_MESSAGES : DL_SHAPE_CHAT;
+}
+
+/* The client's request in canonical form, parsed once (into the arena) the first time a
+ * hop needs it converted. */
+static enum gw_code
+canon_request(struct net_stream *s)
+{
+    struct gw_buf why = {0};
+    enum gw_code rc;
+
+    if (s->creq_ready)
+        return GW_OK;
+    rc = s->client_ops->request_parse(&s->arena, s->body.data, s->body.len, &s->creq, &why);
+    if (rc != GW_OK)
+        snprintf(s->unconvertible, sizeof(s->unconvertible), "%s",
+                 why.data ? why.data : "the request cannot be converted");
+    gw_buf_fini(&why);
+    s->creq_ready = rc == GW_OK;
+    return rc;
+}
+
+/* Renders in s->upbody the body for candidate <idx> in its upstream's shape: the same
+ * shape gets the client's bytes with the model spliced in (Chat also has
+ * stream_options.include_usage forced on), another shape the request converted through
+ * the hub (its fields a shape cannot express dropped by name into s->dropped, or the
+ * request refused), with max_tokens from the model's spec (the one resolve function)
+ * when the client set none. Kept for that candidate, so a later hop_send does not render
+ * again. GW_OK; GW_E_UNCONVERTIBLE with the reason in s->unconvertible; GW_E_NOMEM. */
 static enum gw_code
 render_body(struct net_stream *s, size_t idx)
 {
     const struct gw_route_cand *c = &s->cands[idx];
     struct gw_str model = {c->model, c->model_len};
+    enum dl_shape up = net_prov_shape(c->prov);
     enum gw_code rc;
 
     if (s->upbody_ready && s->upbody_for == idx)
         return GW_OK;
     s->upbody_ready = false;
     gw_buf_reset(&s->upbody);
-    if (c->prov->dialect == GW_DIALECT_ANTHROPIC) {
+    memset(&s->dropped, 0, sizeof(s->dropped)); /* what this candidate's shape drops */
+    if (up == s->client_shape && up == DL_SHAPE_CHAT) {
+        rc = dl_openai_req_render(s->req, s->body.data, s->body.len, model, &s->upbody);
+    } else if (up == s->client_shape) {
+        rc = dl_splice_model(s->body.data, s->body.len, model, &s->upbody);
+    } else {
+        const struct dl_shape_ops *ops = dl_shape_ops(up);
+        struct gw_buf why = {0};
         struct gw_model_spec spec;
 
+        if (!ops)
+            return GW_E_UNCONVERTIBLE;
+        rc = canon_request(s);
+        if (rc != GW_OK)
+            return rc == GW_E_NOMEM ? rc : GW_E_UNCONVERTIBLE;
         gw_conf_model_spec(s->conf, c->prov, c->model, &spec);
-        rc = dl_anthropic_from_chat(s->body.data, s->body.len, model,
-                                    spec.max_output_tokens_known ? spec.max_output_tokens : 0,
-                                    &s->upbody, s->unconvertible, sizeof(s->unconvertible));
-    } else {
-        rc = dl_openai_req_render(s->req, s->body.data, s->body.len, model, &s->upbody);
+        rc = ops->request_render(&s->creq, model,
+                                 spec.max_output_tokens_known ? spec.max_output_tokens : 0,
+                                 &s->dropped, &s->upbody, &why);
+        if (rc == GW_E_UNCONVERTIBLE)
+            snprintf(s->unconvertible, sizeof(s->unconvertible), "%s",
+                     why.data ? why.data : "the request cannot be converted");
+        gw_buf_fini(&why);
     }
     if (rc == GW_OK) {
         s->upbody_ready = true;
@@ -246,7 +289,8 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     struct net_up_req rq;
     size_t n = 0;
     unsigned i;
-    bool anth = p->dialect == GW_DIALECT_ANTHROPIC;
+    enum dl_shape up = net_prov_shape(p);
+    bool anth = up == DL_SHAPE_MESSAGES;
 
     net_attempt_add(s, c, GW_OUT_NONE)->queued_ms = s->hop_queued_ms;
     s->hop_queued_ms = 0;
@@ -258,12 +302,17 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     gw_sse_fini(&s->sse);
     gw_sse_init(&s->sse, 0);
     s->up_status = 0;
-    s->up_ok = s->up_sse = s->stream_error = false;
-    s->up_anth = anth;
-    if (anth) {
-        gw_sse_fini(&s->sse_chat);
-        gw_sse_init(&s->sse_chat, 0);
-        dl_anthropic_stream_init(&s->anth, net_now_ms() / 1000);
+    s->up_ok = s->up_sse = s->stream_error = s->up_failed = s->finish_seen = false;
+    s->up_shape = up;
+    s->up_ops = dl_shape_ops(up);
+    s->convert = up != s->client_shape;
+    if (s->up_ops)
+        s->up_ops->parse_init(&s->pst);
+    if (s->convert) {
+        struct dl_render_ctx ctx = {
+            s->model, {s->id, GW_ROW_ID_LEN}, net_now_ms() / 1000, s->wants_usage, &s->arena};
+
+        s->client_ops->render_init(&s->rst, &ctx);
     }
     s->usage_seen = false;
     s->content_bytes = 0;
@@ -293,8 +342,15 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
         struct gw_str name, value;
 
         net_conn_header_at(s->conn, i, &name, &value);
-        if (is_forwarded(name))
-            hdrs[n++] = (struct net_hdr){name, value};
+        if (!is_forwarded(name))
+            continue;
+        /* Anthropic's beta flags mean something to a Messages upstream only: kept for
+         * one, dropped by name for another (DESIGN.md 11). */
+        if (!anth && gw_str_eq_nocase(name, GW_STR_LIT("anthropic-beta"))) {
+            dl_dropped_add(&s->dropped, GW_STR_LIT("anthropic-beta"));
+            continue;
+        }
+        hdrs[n++] = (struct net_hdr){name, value};
     }
     memset(&rq, 0, sizeof(rq));
     rq.prov = p;
@@ -345,8 +401,7 @@ fits_context(struct net_stream *s, const struct gw_route_cand *c)
     struct gw_model_spec spec;
 
     gw_conf_model_spec(s->conf, c->prov, c->model, &spec);
-    return !spec.context_window_known ||
-           dl_openai_req_input_estimate(s->req) <= spec.context_window;
+    return !spec.context_window_known || s->est_input <= spec.context_window;
 }
 
 void
@@ -437,7 +492,8 @@ net_hop_next(struct net_stream *s)
     /* Every candidate failed, none with an answer of its own to pass back. */
     code = s->fail_code == GW_E_UPSTREAM_TIMEOUT ? GW_E_UPSTREAM_TIMEOUT : GW_E_UPSTREAM_FAILED;
     net_stream_settle(s, gw_code_http_status(code), code, GW_OUT_FAILED);
-    net_sink_refusal(&s->sink, s->id, code, "every upstream for this model failed", NULL, 0);
+    net_sink_refusal(&s->sink, s->client_shape, s->id, code, "every upstream for this model failed",
+                     NULL, 0);
     net_stream_finish(s, gw_code_http_status(code), code, GW_OUT_FAILED);
 }
 
@@ -489,6 +545,29 @@ net_order_varies(const struct gw_conf *c, struct gw_str model)
     return g && g->type != GW_GROUP_FALLBACK;
 }
 
+/* What identifies the conversation of a canonical request (DESIGN.md 5): its
+ * prompt_cache_key, else its user id (Messages metadata.user_id, which Claude Code fills
+ * with its session), else the first system text and the first user text. */
+static void
+canon_conversation(const struct dl_request *r, struct dl_openai_conv *cv)
+{
+    size_t i, j;
+
+    memset(cv, 0, sizeof(*cv));
+    cv->cache_key = r->prompt_cache_key.len ? r->prompt_cache_key : r->user;
+    for (i = 0; i < r->n_system && !cv->system.len; i++)
+        if (r->system[i].kind == DL_PART_TEXT)
+            cv->system = r->system[i].text;
+    for (i = 0; i < r->n_messages && !cv->first_user.len; i++) {
+        if (r->messages[i].role != DL_ROLE_USER)
+            continue;
+        for (j = 0; j < r->messages[i].n_parts && !cv->first_user.len; j++)
+            if (r->messages[i].parts[j].kind == DL_PART_TEXT)
+                cv->first_user = r->messages[i].parts[j].text;
+    }
+    cv->last_is_tool = r->n_messages && r->messages[r->n_messages - 1].role == DL_ROLE_TOOL;
+}
+
 /* The conversation this request belongs to (DESIGN.md 5): a session header when the
  * client sends one, else what the dialect says identifies it. */
 void
@@ -506,7 +585,10 @@ net_stream_conversation(struct net_stream *s)
     for (i = 0; i < sizeof(session_headers) / sizeof(session_headers[0]) && !id.len; i++)
         if (net_conn_header(s->conn, session_headers[i], &v) && v.len)
             id = v;
-    dl_openai_req_conversation(s->req, &cv);
+    if (s->client_shape == DL_SHAPE_CHAT)
+        dl_openai_req_conversation(s->req, &cv);
+    else
+        canon_conversation(&s->creq, &cv);
     s->conv = conversation_key(s->client->name, id, &cv);
     s->within_turn = cv.last_is_tool;
 }

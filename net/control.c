@@ -193,6 +193,24 @@ attempt_json(const struct gw_attempt *a)
     return o;
 }
 
+/* The row's dropped fields (", "-separated) as a JSON array of names. */
+static json_t *
+dropped_json(const char *s, size_t cap)
+{
+    json_t *a = json_array();
+    size_t len = strnlen(s, cap), i = 0;
+
+    while (a && i < len) {
+        size_t j = i;
+
+        while (j < len && !(s[j] == ',' && j + 1 < len && s[j + 1] == ' '))
+            j++;
+        json_array_append_new(a, json_stringn(s + i, j - i));
+        i = j + 2;
+    }
+    return a;
+}
+
 json_t *
 net_control_row_json(const struct gw_row *r)
 {
@@ -232,6 +250,7 @@ net_control_row_json(const struct gw_row *r)
     rc |= json_object_set_new(o, "queued_ms", json_integer(r->queued_ms));
     rc |= json_object_set_new(o, "stream", json_boolean(r->stream != 0));
     rc |= json_object_set_new(o, "attempts", attempts);
+    rc |= json_object_set_new(o, "dropped", dropped_json(r->dropped, sizeof(r->dropped)));
     if (rc) {
         json_decref(o);
         return NULL;

@@ -119,6 +119,9 @@ net_models_listing(struct net_stream *s)
     enum gw_code rc;
     size_t max = s->conf->n_groups, n, i, plen = 0;
     const char *q, *id = NULL;
+    /* In the Anthropic shape when the request carries anthropic-version (DESIGN.md 4). */
+    enum gw_code (*render)(const struct dl_model_entry *, size_t, bool, struct gw_buf *) =
+        s->client_shape == DL_SHAPE_MESSAGES ? dl_anthropic_models_render : dl_openai_models_render;
 
     s->client = net_auth_client(c, s->conf, &rc, &why_auth);
     if (!s->client) {
@@ -150,9 +153,9 @@ net_models_listing(struct net_stream *s)
         for (i = 0; i < n; i++)
             if (v[i].id == id)
                 break;
-        if (dl_openai_models_render(&v[i], 1, true, &body) != GW_OK)
+        if (render(&v[i], 1, true, &body) != GW_OK)
             gw_buf_fini(&body);
-    } else if (dl_openai_models_render(v, n, false, &body) != GW_OK) {
+    } else if (render(v, n, false, &body) != GW_OK) {
         gw_buf_fini(&body);
     }
     gw_free(v);

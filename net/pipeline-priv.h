@@ -23,7 +23,8 @@
 #include "core/slots.h"
 #include "core/speed.h"
 #include "core/sse.h"
-#include "dialects/anthropic.h"
+#include "core/arena.h"
+#include "dialects/canon.h"
 #include "dialects/openai.h"
 #include "net/net-priv.h"
 #include "net/sink.h"
@@ -43,13 +44,24 @@ struct net_stream {
     char id[GW_ROW_ID_LEN + 1];
     uint64_t t0_us;
     const struct gw_conf_client *client;
-    struct dl_openai_req *req;
-    struct gw_buf body;                       /* the client's body (taken from the conn) */
-    size_t body_held;                         /* its bytes in net_body_budget */
-    struct gw_buf upbody;                     /* what is sent upstream ... */
-    size_t upbody_for;                        /* ... to candidate cands[upbody_for] */
-    bool upbody_ready;                        /* upbody holds that candidate's body */
-    char unconvertible[160];                  /* why a candidate's shape could not take it */
+    /* the client's API shape and request: a Chat body is read by the fast scanner
+     * (dl_openai_req: the same-shape splice needs no more); any other shape, and a Chat
+     * body about to be converted, is parsed into the canonical form in the arena */
+    enum dl_shape client_shape;
+    const struct dl_shape_ops *client_ops;
+    struct dl_openai_req *req; /* Chat clients */
+    struct gw_arena arena;     /* the request's arena (core/arena.h) */
+    struct dl_request creq;    /* the canonical request, once creq_ready */
+    bool creq_ready;
+    struct gw_str model;       /* the model the client asked for (a slice of its body) */
+    uint64_t est_input;        /* estimated input tokens (DESIGN.md 18) */
+    struct dl_dropped dropped; /* fields a conversion dropped (x-gw-dropped) */
+    struct gw_buf body;        /* the client's body (taken from the conn) */
+    size_t body_held;          /* its bytes in net_body_budget */
+    struct gw_buf upbody;      /* what is sent upstream ... */
+    size_t upbody_for;         /* ... to candidate cands[upbody_for] */
+    bool upbody_ready;         /* upbody holds that candidate's body */
+    char unconvertible[160];   /* why a candidate's shape could not take it */
     struct gw_route_cand cands[GW_ROUTE_MAX]; /* in the order to try (core/route.h) */
     size_t n_cands, cur;
     int pick;             /* the routing pick (tried even when paused) */
@@ -92,13 +104,18 @@ struct net_stream {
     bool stream_error; /* the upstream sent an error event before content */
     bool up_bad;       /* the hop's answer is not the shape it claims (gw.upstream.protocol) */
     bool chunk_seen;   /* a data event of the hop parsed as a chunk (a JSON object) */
-    bool up_anth;      /* the hop speaks Anthropic Messages: answers are converted */
+    bool up_failed;    /* the upstream sent an error event after content */
+    bool finish_seen;  /* the hop's stream carried its FINISH (a converted hop) */
+    /* the hop's upstream shape; convert: it is not the client's, so its events go
+     * through the hub (its parser -> canonical events -> the client shape's renderer) */
+    enum dl_shape up_shape;
+    const struct dl_shape_ops *up_ops;
+    bool convert;
+    struct dl_parse_state pst;  /* the upstream shape's event parser */
+    struct dl_render_state rst; /* the client shape's renderer (converted hops) */
     struct gw_sse sse;
-    struct gw_sse sse_chat;          /* the converted stream, as Chat chunk events */
-    struct gw_buf anth_out;          /* scratch: one converted event */
-    struct dl_anthropic_stream anth; /* the converted stream's state */
-    struct gw_buf out;               /* held events, or the non-streamed answer */
-    struct gw_buf errbody;           /* a non-2xx upstream body (bounded, logged only) */
+    struct gw_buf out;     /* held events, or the non-streamed answer */
+    struct gw_buf errbody; /* a non-2xx upstream body (bounded, logged only) */
     uint64_t t_hop_us, t_first_us;
     size_t content_bytes;
     struct gw_usage usage;
@@ -130,8 +147,24 @@ void net_slot_give_back(struct net_stream *s, struct gw_slots **sp);
 size_t net_retry_headers(struct net_retry_hdrs *r, uint64_t retry_ms, bool should_retry);
 void net_stream_answer(struct net_stream *s, int status, const char *ctype, const char *body,
                        size_t len);
-void net_sink_refusal(struct net_sink *k, const char *req_id, enum gw_code code,
-                      const char *message, const struct net_hdr *extra, size_t n_extra);
+/* A gateway refusal on <k> in the client's <shape>: x-gw-code, <extra> pairs, the body
+ * from the shape's error_render. */
+void net_sink_refusal(struct net_sink *k, enum dl_shape shape, const char *req_id,
+                      enum gw_code code, const char *message, const struct net_hdr *extra,
+                      size_t n_extra);
+/* A whole answer with <extra> header pairs besides content-type and x-request-id. */
+void net_stream_answer_with(struct net_stream *s, int status, const char *ctype,
+                            const struct net_hdr *extra, size_t n_extra, const char *body,
+                            size_t len);
+/* Reads the client's body in its shape (model, stream, estimate); GW_OK, or the refusal
+ * is answered. */
+enum gw_code net_stream_read_request(struct net_stream *s);
+/* POST /v1/messages/count_tokens (count.c). */
+void net_count_tokens(struct net_stream *s);
+/* The API shape of <c>'s request, from its path and headers. */
+enum dl_shape net_conn_shape(const struct net_conn *c);
+/* x-gw-dropped for <s>'s answer: false when nothing was dropped. */
+bool net_stream_dropped_header(struct net_stream *s, struct net_hdr *out);
 void net_stream_free(struct net_stream *s);
 void net_stream_emit_alerts(struct net_stream *s);
 void net_stream_settle(struct net_stream *s, int status, enum gw_code code,
@@ -159,6 +192,7 @@ void net_key_gate(struct net_stream *s);
 /* ---- attempt.c: candidates, hops, failover (DESIGN.md 5, 6) ---- */
 
 bool net_prov_spoken(const struct gw_conf_provider *p);
+enum dl_shape net_prov_shape(const struct gw_conf_provider *p);
 const struct gw_conf_provider *net_stream_prov(const struct net_stream *s);
 struct gw_attempt *net_attempt_cur(struct net_stream *s);
 void net_attempt_end(struct net_stream *s, enum gw_outcome outcome, int status, enum gw_code code);

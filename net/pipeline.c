@@ -113,24 +113,80 @@ answer_on(struct net_sink *k, int status, const char *req_id, const char *ctype,
     net_sink_end(k);
 }
 
+/* x-gw-dropped (DESIGN.md 11): the fields a conversion dropped, comma-separated, in
+ * the arena. False when there are none. */
+bool
+net_stream_dropped_header(struct net_stream *s, struct net_hdr *out)
+{
+    struct gw_buf b = {0};
+    size_t i;
+    bool ok = true;
+
+    if (!s->dropped.n)
+        return false;
+    for (i = 0; i < s->dropped.n; i++) {
+        if (i)
+            ok &= gw_buf_append(&b, ", ", 2) == GW_OK;
+        ok &= gw_buf_append_str(&b, s->dropped.name[i]) == GW_OK;
+    }
+    if (s->dropped.more)
+        ok &= gw_buf_append(&b, ", ...", 5) == GW_OK;
+    out->name = GW_STR_LIT("x-gw-dropped");
+    out->value =
+        ok ? gw_arena_str(&s->arena, (struct gw_str){b.data, b.len}) : (struct gw_str){NULL, 0};
+    gw_buf_fini(&b);
+    return out->value.ptr != NULL;
+}
+
+void
+net_stream_answer_with(struct net_stream *s, int status, const char *ctype,
+                       const struct net_hdr *extra, size_t n_extra, const char *body, size_t len)
+{
+    answer_on(&s->sink, status, s->id, ctype, extra, n_extra, body, len);
+}
+
 void
 net_stream_answer(struct net_stream *s, int status, const char *ctype, const char *body, size_t len)
 {
-    answer_on(&s->sink, status, s->id, ctype, NULL, 0, body, len);
+    struct net_hdr dropped;
+    bool d = net_stream_dropped_header(s, &dropped);
+
+    answer_on(&s->sink, status, s->id, ctype, d ? &dropped : NULL, d ? 1 : 0, body, len);
+}
+
+/* The API shape a client speaks, from what its request head asks for: the Messages
+ * paths, and a listing asked with anthropic-version, are Anthropic's; the rest Chat's.
+ * Refusals made before the pipeline knows more are answered in it. */
+enum dl_shape
+net_conn_shape(const struct net_conn *c)
+{
+    struct gw_str v;
+
+    if (c->rq.url.len >= 12 && memcmp(c->rq.url.data, "/v1/messages", 12) == 0 &&
+        (c->rq.url.len == 12 || c->rq.url.data[12] == '/' || c->rq.url.data[12] == '?'))
+        return DL_SHAPE_MESSAGES;
+    if (c->rq.url.len >= 10 && memcmp(c->rq.url.data, "/v1/models", 10) == 0 &&
+        net_conn_header(c, GW_STR_LIT("anthropic-version"), &v))
+        return DL_SHAPE_MESSAGES;
+    return DL_SHAPE_CHAT;
 }
 
 /* A gateway refusal with <code> on <k>: x-gw-code and an error body in the client's
- * shape (OpenAI Chat today) with the code inside. */
+ * <shape> with the code inside. */
 void
-net_sink_refusal(struct net_sink *k, const char *req_id, enum gw_code code, const char *message,
-                 const struct net_hdr *extra, size_t n_extra)
+net_sink_refusal(struct net_sink *k, enum dl_shape shape, const char *req_id, enum gw_code code,
+                 const char *message, const struct net_hdr *extra, size_t n_extra)
 {
+    const struct dl_shape_ops *ops = dl_shape_ops(shape);
     struct net_hdr h[NET_ANSWER_MAX_HDRS - 2];
     struct gw_buf body = {0};
     size_t n = 0, i;
 
     gw_code_count(code);
-    dl_openai_error_body(code, gw_str_c(message), &body);
+    if (ops)
+        ops->error_render(code, gw_str_c(message), &body);
+    else
+        dl_openai_error_body(code, gw_str_c(message), &body);
     h[n++] = (struct net_hdr){GW_STR_LIT("x-gw-code"), gw_str_c(gw_code_str(code))};
     for (i = 0; i < n_extra && n < NET_ANSWER_MAX_HDRS - 2; i++)
         h[n++] = extra[i];
@@ -150,7 +206,7 @@ net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, con
         req_id = id;
     }
     net_conn_sink(c, &k);
-    net_sink_refusal(&k, req_id, code, message, extra, n_extra);
+    net_sink_refusal(&k, net_conn_shape(c), req_id, code, message, extra, n_extra);
 }
 
 void
@@ -175,8 +231,7 @@ net_stream_free(struct net_stream *s)
     gw_buf_fini(&s->out);
     gw_buf_fini(&s->errbody);
     gw_sse_fini(&s->sse);
-    gw_sse_fini(&s->sse_chat);
-    gw_buf_fini(&s->anth_out);
+    gw_arena_fini(&s->arena);
     gw_free(s->row);
     gw_conf_release(s->conf);
     s->magic_ = 0;
@@ -260,11 +315,29 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
         r->ttfb_ms = s->t_first_us ? (int32_t)net_ms_since(s->t0_us, s->t_first_us) : -1;
         if (s->usage_seen) {
             r->usage = s->usage;
-        } else if (r->n_attempts > 0 && s->req && (s->headers_sent || s->content_bytes)) {
+        } else if (r->n_attempts > 0 && (s->headers_sent || s->content_bytes)) {
             /* An answer without usage: the gateway's estimate, marked so. */
-            r->usage.input_tokens = dl_openai_req_input_estimate(s->req);
+            r->usage.input_tokens = s->est_input;
             r->usage.output_tokens = (s->content_bytes + 3) / 4;
             r->usage.estimated = true;
+        }
+        if (s->dropped.n) {
+            /* The dropped fields, ", "-separated, as many as fit. */
+            size_t off = 0, i;
+
+            for (i = 0; i < s->dropped.n; i++) {
+                size_t need = s->dropped.name[i].len + (off ? 2 : 0);
+
+                if (off + need > GW_ROW_DROPPED_LEN)
+                    break;
+                if (off) {
+                    memcpy(r->dropped + off, ", ", 2);
+                    off += 2;
+                }
+                memcpy(r->dropped + off, s->dropped.name[i].ptr, s->dropped.name[i].len);
+                off += s->dropped.name[i].len;
+            }
+            r->dropped[off] = '\0';
         }
         if (s->given_up_input) {
             /* Hops given up at slow start may bill their input: kept, estimated,
@@ -333,7 +406,7 @@ net_stream_refuse_hdrs(struct net_stream *s, enum gw_code code, const char *mess
     if (!record)
         GW_FREE(s->row);
     net_stream_settle(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
-    net_sink_refusal(&s->sink, s->id, code, message, extra, n_extra);
+    net_sink_refusal(&s->sink, s->client_shape, s->id, code, message, extra, n_extra);
     net_stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
 }
 
@@ -343,7 +416,7 @@ net_stream_refuse(struct net_stream *s, enum gw_code code, const char *message, 
     if (!record)
         GW_FREE(s->row);
     net_stream_settle(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
-    net_sink_refusal(&s->sink, s->id, code, message, NULL, 0);
+    net_sink_refusal(&s->sink, s->client_shape, s->id, code, message, NULL, 0);
     net_stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
 }
 
@@ -360,12 +433,14 @@ path_is(const struct net_conn *c, const char *p)
 
 /* The endpoints: which one a head asks for (method and path). */
 enum endpoint {
-    EP_NONE,    /* no such path: 404 */
-    EP_METHOD,  /* a known path with another method: 405 */
-    EP_CHAT,    /* POST /v1/chat/completions */
-    EP_MODELS,  /* GET /v1/models, /v1/models/{id} */
-    EP_HEALTHZ, /* GET /healthz */
-    EP_READYZ,  /* GET /readyz */
+    EP_NONE,     /* no such path: 404 */
+    EP_METHOD,   /* a known path with another method: 405 */
+    EP_CHAT,     /* POST /v1/chat/completions */
+    EP_MESSAGES, /* POST /v1/messages */
+    EP_COUNT,    /* POST /v1/messages/count_tokens */
+    EP_MODELS,   /* GET /v1/models, /v1/models/{id} */
+    EP_HEALTHZ,  /* GET /healthz */
+    EP_READYZ,   /* GET /readyz */
 };
 
 static enum endpoint
@@ -375,6 +450,10 @@ endpoint_of(const struct net_conn *c)
 
     if (path_is(c, "/v1/chat/completions"))
         return m == HTTP_POST ? EP_CHAT : EP_METHOD;
+    if (path_is(c, "/v1/messages"))
+        return m == HTTP_POST ? EP_MESSAGES : EP_METHOD;
+    if (path_is(c, "/v1/messages/count_tokens"))
+        return m == HTTP_POST ? EP_COUNT : EP_METHOD;
     if (m == HTTP_GET && (path_is(c, "/v1/models") ||
                           (c->rq.url.len > 11 && memcmp(c->rq.url.data, "/v1/models/", 11) == 0)))
         return EP_MODELS;
@@ -397,6 +476,8 @@ net_pipeline_head(struct net_conn *c, const char **why)
     case EP_HEALTHZ:
     case EP_READYZ: return GW_OK; /* the stream takes its own snapshot */
     case EP_CHAT:
+    case EP_MESSAGES:
+    case EP_COUNT:
     case EP_MODELS: break;
     }
     /* The key is checked on the head, so a client without a valid one never has its
@@ -412,12 +493,44 @@ net_pipeline_head(struct net_conn *c, const char **why)
     return GW_OK;
 }
 
+/* Reads the client's body in its shape: a Chat body with the fast scanner (all the
+ * same-shape splice needs), any other shape into the canonical form. Fills the model,
+ * stream, usage wish and input estimate. GW_OK, or a refusal already answered. */
+enum gw_code
+net_stream_read_request(struct net_stream *s)
+{
+    struct gw_buf why = {0};
+    enum gw_code rc;
+
+    if (s->client_shape == DL_SHAPE_CHAT) {
+        rc = dl_openai_req_parse(s->body.data, s->body.len, &s->req, &why);
+        if (rc == GW_OK) {
+            s->model = dl_openai_req_model(s->req);
+            s->stream = dl_openai_req_is_stream(s->req);
+            s->wants_usage = dl_openai_req_wants_usage(s->req);
+            s->est_input = dl_openai_req_input_estimate(s->req);
+        }
+    } else {
+        rc = s->client_ops->request_parse(&s->arena, s->body.data, s->body.len, &s->creq, &why);
+        if (rc == GW_OK) {
+            s->creq_ready = true;
+            s->model = s->creq.model;
+            s->stream = s->creq.stream;
+            s->est_input = dl_request_input_estimate(&s->creq);
+        }
+    }
+    if (rc != GW_OK)
+        net_stream_refuse(s, rc, why.data ? why.data : "invalid request", true);
+    gw_buf_fini(&why);
+    return rc;
+}
+
+/* An API call (Chat Completions, Messages): the key, the body in the client's shape,
+ * the key's scope, the candidates, the calendar limits, then the key gate (admit.c). */
 static void
-chat_completions(struct net_stream *s)
+api_request(struct net_stream *s)
 {
     struct net_conn *c = s->conn;
-    struct gw_buf why = {0};
-    struct gw_str model;
     const char *why_auth;
     enum gw_code rc;
 
@@ -432,19 +545,11 @@ chat_completions(struct net_stream *s)
     memset(&c->rq.body, 0, sizeof(c->rq.body));
     s->body_held = c->body_held; /* its share of net_body_budget goes with it */
     c->body_held = 0;
-    rc = dl_openai_req_parse(s->body.data, s->body.len, &s->req, &why);
-    if (rc != GW_OK) {
-        net_stream_refuse(s, rc, why.data ? why.data : "invalid request", true);
-        gw_buf_fini(&why);
+    if (net_stream_read_request(s) != GW_OK)
         return;
-    }
-    gw_buf_fini(&why);
-    model = dl_openai_req_model(s->req);
-    memcpy(s->row->model, model.ptr, model.len < GW_MODEL_MAX ? model.len : GW_MODEL_MAX);
-    s->stream = dl_openai_req_is_stream(s->req);
+    memcpy(s->row->model, s->model.ptr, s->model.len < GW_MODEL_MAX ? s->model.len : GW_MODEL_MAX);
     s->row->stream = s->stream;
-    s->wants_usage = dl_openai_req_wants_usage(s->req);
-    if (!gw_conf_client_allows(s->client, model.ptr, model.len)) {
+    if (!gw_conf_client_allows(s->client, s->model.ptr, s->model.len)) {
         net_stream_refuse(s, GW_E_MODEL_NOT_ALLOWED, "this key may not use that model", true);
         return;
     }
@@ -454,11 +559,11 @@ chat_completions(struct net_stream *s)
         char sticky[GW_NAME_MAX + 1];
 
         memset(&rq, 0, sizeof(rq));
-        rq.model = model.ptr;
-        rq.model_len = model.len;
+        rq.model = s->model.ptr;
+        rq.model_len = s->model.len;
         rq.now_ms = net_now_ms();
         rq.is_full = net_prov_full;
-        if (s->w->sticky && net_order_varies(s->conf, model))
+        if (s->w->sticky && net_order_varies(s->conf, s->model))
             net_stream_conversation(s);
         if (s->conv && gw_sticky_lookup(s->w->sticky, s->conv, rq.now_ms, s->within_turn, sticky))
             rq.sticky = sticky;
@@ -476,7 +581,7 @@ chat_completions(struct net_stream *s)
         struct gw_period cal;
         uint64_t now = net_now_ms();
 
-        s->est_tokens = dl_openai_req_input_estimate(s->req);
+        s->est_tokens = s->est_input;
         s->est_cost_micros = net_stream_input_cost(s);
         /* DESIGN.md 7: calendar limits refuse before anything waits */
         net_calendar(now, &cal);
@@ -516,9 +621,10 @@ net_pipeline_start(struct net_conn *c)
     s->conn = c;
     net_conn_sink(c, &s->sink);
     c->stream = s;
+    s->client_shape = net_conn_shape(c);
+    s->client_ops = dl_shape_ops(s->client_shape);
     s->t0_us = net_mono_us();
     gw_sse_init(&s->sse, 0);
-    gw_sse_init(&s->sse_chat, 0);
     net_worker_request_id(w, s->id);
     memcpy(s->row->id, s->id, sizeof(s->row->id));
     s->row->ts_ms = net_now_ms();
@@ -530,7 +636,12 @@ net_pipeline_start(struct net_conn *c)
         return;
     }
     switch (endpoint_of(c)) {
-    case EP_CHAT: chat_completions(s); return;
+    case EP_CHAT:
+    case EP_MESSAGES: api_request(s); return;
+    case EP_COUNT:
+        GW_FREE(s->row); /* a count is not an API call of the key's: no row, no limits */
+        net_count_tokens(s);
+        return;
     case EP_MODELS:
         GW_FREE(s->row); /* not an API call: no row */
         net_models_listing(s);

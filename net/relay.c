@@ -41,18 +41,22 @@
 #include "store/store.h"
 
 static void on_speed_tick(evutil_socket_t fd, short what, void *arg);
+static void count_content(struct net_stream *s, size_t bytes);
 
 /* The head of a streamed answer: it leaves with the first bytes of the body. */
 static void
 write_stream_head(struct net_stream *s)
 {
-    struct net_hdr h[3] = {
+    struct net_hdr h[4] = {
         {GW_STR_LIT("content-type"), GW_STR_LIT("text/event-stream")},
         {GW_STR_LIT("cache-control"), GW_STR_LIT("no-cache")},
         {GW_STR_LIT("x-request-id"), {s->id, GW_ROW_ID_LEN}},
     };
+    size_t n = 3;
 
-    net_sink_head(&s->sink, 200, h, 3, NET_SINK_STREAMED);
+    if (net_stream_dropped_header(s, &h[3]))
+        n++;
+    net_sink_head(&s->sink, 200, h, n, NET_SINK_STREAMED);
     s->headers_sent = true;
 }
 
@@ -187,42 +191,80 @@ on_sse_event(void *arg, const struct gw_sse_event *ev)
         s->usage = ch.usage;
         s->usage_seen = true;
     }
-    s->content_bytes += ch.content_bytes;
     if (!(ch.usage_only && !s->wants_usage))
         gw_buf_append_str(&s->out, ev->raw);
     if (ch.has_content && !s->headers_sent)
         on_first_content(s);
-    if (ch.content_bytes && s->speed) {
-        /* A token per 4 bytes of content delta (DESIGN.md 18); the rest carries over. */
-        s->speed_carry += ch.content_bytes;
-        gw_speed_add(s->speed, net_now_ms(), s->speed_carry / 4);
-        s->speed_carry %= 4;
-    }
+    count_content(s, ch.content_bytes);
     return 0;
 }
 
-/* One event of an Anthropic stream: converted to Chat chunk events, which then take the
- * path of an OpenAI upstream's events. The usage comes from the Messages events (cache
- * writes included, which a Chat chunk cannot carry). */
+/* Speed and the 4-bytes-a-token count of <bytes> of content delta (DESIGN.md 18): a
+ * token per 4 bytes, the rest carried over. */
+static void
+count_content(struct net_stream *s, size_t bytes)
+{
+    s->content_bytes += bytes;
+    if (bytes && s->speed) {
+        s->speed_carry += bytes;
+        gw_speed_add(s->speed, net_now_ms(), s->speed_carry / 4);
+        s->speed_carry %= 4;
+    }
+}
+
+/* One canonical event of a hop read through the hub (every hop but Chat to Chat): the
+ * inspectors read it (usage, first content and the hold, speed, errors, the shape it
+ * claims), and a converted hop's event is rendered in the client's shape. */
 static int
-on_anth_event(void *arg, const struct gw_sse_event *ev)
+on_canon_event(void *arg, const struct dl_event *ev)
 {
     struct net_stream *s = arg;
-    enum gw_code rc;
 
-    gw_buf_reset(&s->anth_out);
-    if (ev->data.len == 0)
-        return 0; /* a keep-alive comment */
-    if (dl_anthropic_stream_event(&s->anth, ev->event, ev->data, &s->anth_out) != GW_OK) {
-        s->up_bad = true; /* data that is not the JSON its event needs */
+    s->chunk_seen = true;
+    switch (ev->kind) {
+    case DL_EV_ERROR:
+        /* Before content: fail over; after: the stream is broken (DESIGN.md 11: the
+         * client gets its shape's unavailable frame, whatever the upstream sent). */
+        if (!s->headers_sent)
+            s->stream_error = true;
+        else
+            s->up_failed = true;
+        return 1;
+    case DL_EV_USAGE:
+        s->usage = ev->usage;
+        s->usage_seen = true;
+        break;
+    case DL_EV_FINISH: s->finish_seen = true; break;
+    default: break;
+    }
+    if (s->convert && s->client_ops->event_render(&s->rst, ev, &s->out) != GW_OK) {
+        s->up_bad = true; /* out of memory, or an event the client shape cannot follow */
         return 1;
     }
-    rc = gw_sse_feed(&s->sse_chat, s->anth_out.data, s->anth_out.len, on_sse_event, s);
-    if (s->anth.usage_seen) {
-        s->usage = s->anth.usage;
-        s->usage_seen = true;
+    if (dl_event_is_content(ev) && !s->headers_sent)
+        on_first_content(s);
+    count_content(s, dl_event_content_bytes(ev));
+    return 0;
+}
+
+/* One SSE event of a hop read through the hub: its shape's parser makes the canonical
+ * events; the same shape relays the event's bytes as they came. */
+static int
+on_hub_event(void *arg, const struct gw_sse_event *ev)
+{
+    struct net_stream *s = arg;
+
+    if (s->up_ops->event_parse(&s->pst, ev->event, ev->data, on_canon_event, s) != GW_OK) {
+        s->up_bad = true; /* data that is not what its event needs */
+        return 1;
     }
-    return rc != GW_OK || s->stream_error || s->up_bad;
+    if (s->stream_error || s->up_bad || s->up_failed)
+        return 1;
+    if (!s->convert && gw_buf_append_str(&s->out, ev->raw) != GW_OK) {
+        s->up_bad = true;
+        return 1;
+    }
+    return 0;
 }
 
 /* The hop broke after content reached the client: the stream ends with an error chunk
@@ -237,8 +279,8 @@ stream_broke(struct net_stream *s, enum gw_code code, enum gw_code log_code, con
 
     GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(log_code), "upstream %s: %s", p->name, message);
     net_hop_timers_stop(s);
-    gw_buf_reset(&s->out);
-    dl_openai_error_chunk(code, gw_str_c(message), &s->out);
+    /* The frames already made stay (they are whole); the client shape's frame ends it. */
+    s->client_ops->error_frame(code, gw_str_c(message), &s->out);
     memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
     net_attempt_end(s, GW_OUT_FAILED, s->up_status, code);
     net_hop_count_failure(s, s->up_status, code);
@@ -272,10 +314,18 @@ on_up_body(void *arg, const char *data, size_t len)
     }
     /* Not OK from the parser: an event over its cap (8 MiB, core/sse.c) or out of
      * memory; up_bad: an event that is not the shape it claims. */
-    if (gw_sse_feed(&s->sse, data, len, s->up_anth ? on_anth_event : on_sse_event, s) != GW_OK ||
-        s->stream_error || s->up_bad) {
+    if (gw_sse_feed(&s->sse, data, len,
+                    s->up_shape == DL_SHAPE_CHAT && s->client_shape == DL_SHAPE_CHAT ? on_sse_event
+                                                                                     : on_hub_event,
+                    s) != GW_OK ||
+        s->stream_error || s->up_bad || s->up_failed) {
         net_upx_cancel(s->upx);
         s->upx = NULL;
+        if (s->headers_sent && s->up_failed && !s->up_bad) {
+            stream_broke(s, GW_E_UPSTREAM_STATUS, GW_E_UPSTREAM_STATUS,
+                         "the upstream failed mid-stream");
+            return;
+        }
         if (s->headers_sent) {
             stream_broke(s, GW_E_UPSTREAM_PROTOCOL, GW_E_UPSTREAM_PROTOCOL,
                          "the upstream sent an invalid stream");
@@ -319,8 +369,8 @@ on_speed_tick(evutil_socket_t fd, short what, void *arg)
                msg.data ? msg.data : "too slow");
     }
     gw_buf_reset(&s->out);
-    dl_openai_error_chunk(GW_E_UPSTREAM_TOO_SLOW,
-                          (struct gw_str){msg.data ? msg.data : "too slow", msg.len}, &s->out);
+    s->client_ops->error_frame(GW_E_UPSTREAM_TOO_SLOW,
+                               (struct gw_str){msg.data ? msg.data : "too slow", msg.len}, &s->out);
     gw_buf_fini(&msg);
     memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
     net_attempt_end(s, GW_OUT_TOO_SLOW, s->up_status, GW_E_UPSTREAM_TOO_SLOW);
@@ -349,6 +399,45 @@ count_answer(struct net_stream *s)
                          s->usage.cache_read_tokens + s->usage.cache_write_tokens);
 }
 
+/* A converted hop's whole answer (DESIGN.md 11): the upstream shape's answer parse
+ * makes the events it would have streamed, folded (canon.c), rendered in the client's
+ * shape in place of s->out. False when the answer is not what its shape claims (the
+ * hop failed over). */
+static bool
+convert_answer(struct net_stream *s)
+{
+    struct dl_render_ctx ctx = {
+        s->model, {s->id, GW_ROW_ID_LEN}, net_now_ms() / 1000, false, &s->arena};
+    struct gw_buf out = {0};
+    struct dl_answer a;
+    enum gw_code rc;
+    size_t i;
+
+    dl_answer_init(&a, &s->arena);
+    rc = s->up_ops->answer_parse(s->out.data, s->out.len, dl_answer_fold, &a);
+    if (rc == GW_OK && !a.failed)
+        rc = s->client_ops->answer_render(&a, &ctx, &out);
+    else if (rc == GW_OK)
+        rc = GW_E_UPSTREAM_PROTOCOL;
+    if (rc == GW_OK) {
+        s->usage = a.usage;
+        s->usage_seen = a.usage_seen;
+        s->content_bytes = 0;
+        for (i = 0; i < a.n_blocks; i++)
+            s->content_bytes += a.blocks[i].text.len;
+    }
+    dl_answer_fini(&a);
+    if (rc != GW_OK) {
+        gw_buf_fini(&out);
+        gw_buf_reset(&s->out);
+        net_hop_failed(s, s->up_status, rc == GW_E_NOMEM ? rc : GW_E_UPSTREAM_PROTOCOL);
+        return false;
+    }
+    gw_buf_fini(&s->out);
+    s->out = out;
+    return true;
+}
+
 static void
 finish_ok(struct net_stream *s)
 {
@@ -360,6 +449,26 @@ finish_ok(struct net_stream *s)
             net_hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
             return;
         }
+        if (s->convert) {
+            /* A converted stream must have ended with its FINISH: without one it is
+             * broken, whatever the transport said. Then the client renderer writes
+             * what it held back (a finish waiting for the usage after it). */
+            if (!s->finish_seen) {
+                if (s->headers_sent) {
+                    stream_broke(s, GW_E_UPSTREAM_DROPPED, GW_E_UPSTREAM_DROPPED,
+                                 "the upstream stream ended before its finish");
+                    return;
+                }
+                gw_buf_reset(&s->out);
+                net_hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+                return;
+            }
+            if (s->client_ops->render_end && s->client_ops->render_end(&s->rst, &s->out) != GW_OK) {
+                gw_buf_reset(&s->out);
+                net_hop_failed(s, s->up_status, GW_E_NOMEM);
+                return;
+            }
+        }
         net_attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
         count_answer(s);
         if (!s->headers_sent)
@@ -370,22 +479,20 @@ finish_ok(struct net_stream *s)
         net_stream_finish(s, 200, GW_OK, GW_OUT_OK);
         return;
     }
-    if (s->up_anth) {
-        struct gw_buf chat = {0};
-        struct gw_usage u;
+    if (s->convert) {
+        if (!convert_answer(s))
+            return;
+    } else if (s->client_shape != DL_SHAPE_CHAT) {
+        /* The same shape, not Chat: relayed as it came, its usage read. */
+        struct gw_str body = {s->out.data, s->out.len};
 
-        if (dl_anthropic_answer_to_chat(s->out.data, s->out.len, net_now_ms() / 1000, &chat, &u) !=
-            GW_OK) {
-            gw_buf_fini(&chat);
+        if (s->up_ops->answer_usage(body.ptr, body.len, &s->usage)) {
+            s->usage_seen = true;
+        } else if (!is_json_object(body)) {
             gw_buf_reset(&s->out);
             net_hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
             return;
         }
-        gw_buf_fini(&s->out);
-        s->out = chat;
-        s->usage = u;
-        s->usage_seen = true;
-        s->content_bytes = 0;
     } else {
         struct gw_str body = {s->out.data, s->out.len};
         size_t content = 0;
@@ -438,12 +545,16 @@ on_up_end(void *arg, enum gw_code rc)
          * the upstream answered, so it counts as a success for its health. */
         count_answer(s);
         net_attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
-        if (s->up_anth) {
-            struct gw_buf chat = {0};
+        if (s->convert) {
+            /* In the client's shape, with the upstream's type and message. */
+            struct gw_buf mine = {0};
+            struct gw_str type, message;
 
-            dl_anthropic_error_to_chat(s->errbody.data, s->errbody.len, s->up_status, &chat);
+            s->up_ops->upstream_error_read(s->errbody.data, s->errbody.len, s->up_status, &type,
+                                           &message);
+            s->client_ops->upstream_error_render(s->up_status, type, message, &mine);
             gw_buf_fini(&s->errbody);
-            s->errbody = chat;
+            s->errbody = mine;
         }
         net_stream_settle(s, s->up_status, GW_OK, GW_OUT_OK);
         net_stream_answer(s, s->up_status, "application/json", s->errbody.data, s->errbody.len);

@@ -9,6 +9,7 @@
  *   cost_micros (signed), ttfb_ms (signed), duration_ms, queued_ms, tokens_per_sec,
  *   n_attempts, then per attempt: upstream, model, outcome, status, code, queued_ms,
  *   ttfb_ms (signed).
+ * Version 2 appends: dropped (the fields a conversion dropped, a string).
  * Extending: a new field is appended at the end and the version byte raised; a reader
  * decodes the fields it knows and ignores trailing bytes, so older rows (missing the
  * new field, which then reads as zero) and newer rows both stay readable.
@@ -122,6 +123,7 @@ store_row_encode(const struct gw_row *row, unsigned char *buf, size_t cap)
         enc_uv(&e, a->queued_ms);
         enc_sv(&e, a->ttfb_ms);
     }
+    enc_str(&e, row->dropped, sizeof row->dropped); /* version 2 */
     return e.full ? 0 : e.len;
 }
 
@@ -268,6 +270,8 @@ store_row_decode(const unsigned char *buf, size_t len, struct gw_row *row)
         a->queued_ms = (uint32_t)dec_uv_max(&d, UINT32_MAX);
         a->ttfb_ms = (int32_t)dec_sv(&d, INT32_MIN, INT32_MAX);
     }
+    if (version >= 2)
+        dec_str(&d, row->dropped, sizeof row->dropped);
     /* Fields of later versions would be read here, guarded by version >= N. */
     if (d.bad) {
         memset(row, 0, sizeof *row);

@@ -162,8 +162,10 @@ def test_error_event_after_content_ends_the_stream_with_an_error_chunk(tmp_path,
 
     assert "".join(content_of(e) for e in events) == "hi hi "
     assert "[DONE]" not in events
+    # DESIGN.md 11: whatever the upstream sent, a stream broken after content ends with
+    # the client shape's own error frame, carrying gw's code
     err = json.loads(events[-1])["error"]
-    assert err["type"] == "server_error" and err["message"]
+    assert err["code"] == "gw.upstream.status" and err["message"], err
 
 
 def test_error_event_before_content_fails_over(tmp_path, bench, gwd):
