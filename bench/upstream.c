@@ -915,7 +915,6 @@ static void
 send_stream_content(struct up_conn *c)
 {
     struct up_thread *t = c->t;
-
     struct gw_str text = chunk_text(c);
 
     if (c->anth) {
