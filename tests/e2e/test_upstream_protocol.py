@@ -11,7 +11,8 @@ import threading
 
 import pytest
 
-from gwtest import (UP_KEY_ENV, chat_body, config, content_of, provider, sse_events)
+from gwtest import (ALICE_KEY, UP_KEY_ENV, bearer, chat_body, config, content_of, http_request,
+                    provider, sse_events)
 
 PROTOCOL = "gw.upstream.protocol"
 SSE_CAP = 8 << 20  # core/sse.c: the most one event may take
@@ -195,6 +196,13 @@ def chunk(content):
                                                 "finish_reason": None}]}) + "\n\n").encode()
 
 
+def chat_slow(g, body):
+    """A chat request with room for 8 MiB to pass through gwd slowly: sanitizer builds
+    (make tsan) take several seconds over it, past the usual deadline."""
+    return http_request(g.port, "POST", "/v1/chat/completions", body, bearer(ALICE_KEY),
+                        timeout=120)
+
+
 def oversized_stream(contents):
     """An event stream: the role chunk, a chunk per item of <contents>, then one event
     one byte over the cap (its blank line included)."""
@@ -210,7 +218,7 @@ def test_sse_event_over_the_8_mib_cap_before_content_fails_over(tmp_path, bench,
     b = bench("--chunks", 2)
     g = gwd(config(tmp_path, [provider("a", base_url=a.url), provider("b", b)]))
 
-    r = g.chat(chat_body(stream=True))
+    r = chat_slow(g, chat_body(stream=True))
 
     assert r.status == 200, r
     evs = sse_events(r.body)
@@ -228,7 +236,7 @@ def test_sse_event_over_the_8_mib_cap_after_content_ends_the_stream_with_an_erro
     b = bench()
     g = gwd(config(tmp_path, [provider("a", base_url=a.url), provider("b", b)]))
 
-    r = g.chat(chat_body(stream=True))
+    r = chat_slow(g, chat_body(stream=True))
 
     assert r.status == 200, r
     evs = sse_events(r.body)
