@@ -80,6 +80,13 @@
 /* Block indexes are kept + 1 in 16 bits. */
 #define CHAT_MAX_BLOCKS 65534u
 
+/* <s> as a JSON string; a {NULL, 0} slice (an event field left empty) is "". */
+static enum gw_code
+json_str(struct gw_buf *out, struct gw_str s)
+{
+    return gw_buf_append_json_str(out, s.ptr ? s : GW_STR_LIT(""));
+}
+
 /* ---- decoding and emitting ---- */
 
 /* A decoded string: a slice of the scanned bytes when it holds no escape, else a copy
@@ -732,6 +739,13 @@ content_parts(struct chat_parse *p, struct em *e, const struct dl_json *doc, siz
     return r == 0 ? GW_OK : GW_E_UPSTREAM_PROTOCOL;
 }
 
+/* An entry that says something of a call (an empty object, or not an object, does not). */
+static bool
+tc_any(const struct tc_note *t)
+{
+    return t->index >= 0 || t->has_id || t->has_name || t->has_args;
+}
+
 /* The tool_calls entries of a choice that holds more than NOTE_TOOLS: read again. */
 static enum gw_code
 tools_again(struct chat_parse *p, struct em *e, const struct dl_json *doc, size_t at)
@@ -747,11 +761,10 @@ tools_again(struct chat_parse *p, struct em *e, const struct dl_json *doc, size_
         return GW_E_UPSTREAM_PROTOCOL;
     while ((r = dl_json_arr_next(&j, &first)) > 0) {
         struct tc_note t;
-        bool obj = dl_json_peek(&j) == '{';
 
         if (!note_tool(&j, &t))
             return GW_E_UPSTREAM_PROTOCOL;
-        if (obj && (rc = tool_delta(p, e, &j, &t, pos, false)) != GW_OK)
+        if (tc_any(&t) && (rc = tool_delta(p, e, &j, &t, pos, false)) != GW_OK)
             return rc;
         pos++;
     }
@@ -777,8 +790,7 @@ choice_deltas(struct chat_parse *p, struct em *e, const struct dl_json *j,
     if (rc == GW_OK && c->n_tools > NOTE_TOOLS)
         rc = tools_again(p, e, j, c->tools_at);
     for (k = 0; rc == GW_OK && k < c->n_tools && k < NOTE_TOOLS; k++)
-        if (c->tools[k].index >= 0 || c->tools[k].has_id || c->tools[k].has_name ||
-            c->tools[k].has_args) /* an object */
+        if (tc_any(&c->tools[k]))
             rc = tool_delta(p, e, j, &c->tools[k], k, false);
     if (rc == GW_OK && c->has_fn)
         rc = tool_delta(p, e, j, &c->fn, 0, true);
@@ -1069,7 +1081,7 @@ error_body(int status, struct gw_str type, struct gw_str message, struct gw_buf 
     map_error(type, status, &t, &code);
     rc = gw_buf_append_cstr(out, "{\"error\":{\"message\":");
     if (rc == GW_OK && message.len > 0)
-        rc = gw_buf_append_json_str(out, message);
+        rc = json_str(out, message);
     else if (rc == GW_OK && status > 0)
         rc = gw_buf_printf(out, "\"the upstream answered HTTP %d\"", status);
     else if (rc == GW_OK)
@@ -1170,11 +1182,11 @@ static enum gw_code
 chunk_open(const struct chat_render *r, struct gw_buf *out)
 {
     if (gw_buf_append_cstr(out, "data: {\"id\":") != GW_OK ||
-        gw_buf_append_json_str(out, gw_str_c(r->id)) != GW_OK ||
+        json_str(out, gw_str_c(r->id)) != GW_OK ||
         gw_buf_append_cstr(out, ",\"object\":\"chat.completion.chunk\",\"created\":") != GW_OK ||
         gw_buf_append_u64(out, r->created) != GW_OK ||
         gw_buf_append_cstr(out, ",\"model\":") != GW_OK ||
-        gw_buf_append_json_str(out, gw_str_c(r->model)) != GW_OK ||
+        json_str(out, gw_str_c(r->model)) != GW_OK ||
         gw_buf_append_cstr(out, ",\"choices\":") != GW_OK)
         return GW_E_NOMEM;
     return GW_OK;
@@ -1188,8 +1200,7 @@ chunk_delta(const struct chat_render *r, const char *head, const struct gw_str *
 {
     if (chunk_open(r, out) != GW_OK ||
         gw_buf_append_cstr(out, "[{\"index\":0,\"delta\":") != GW_OK ||
-        gw_buf_append_cstr(out, head) != GW_OK ||
-        (value && gw_buf_append_json_str(out, *value) != GW_OK) ||
+        gw_buf_append_cstr(out, head) != GW_OK || (value && json_str(out, *value) != GW_OK) ||
         gw_buf_append_cstr(out, tail) != GW_OK ||
         gw_buf_append_cstr(out, ",\"finish_reason\":null}]}\n\n") != GW_OK)
         return GW_E_NOMEM;
@@ -1202,10 +1213,9 @@ chunk_tool_open(const struct chat_render *r, const struct dl_event *ev, struct g
     if (chunk_open(r, out) != GW_OK ||
         gw_buf_append_cstr(out, "[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":") != GW_OK ||
         gw_buf_append_u64(out, (uint64_t)r->tool_index) != GW_OK ||
-        gw_buf_append_cstr(out, ",\"id\":") != GW_OK ||
-        gw_buf_append_json_str(out, ev->id) != GW_OK ||
+        gw_buf_append_cstr(out, ",\"id\":") != GW_OK || json_str(out, ev->id) != GW_OK ||
         gw_buf_append_cstr(out, ",\"type\":\"function\",\"function\":{\"name\":") != GW_OK ||
-        gw_buf_append_json_str(out, ev->name) != GW_OK ||
+        json_str(out, ev->name) != GW_OK ||
         gw_buf_append_cstr(out, ",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n") != GW_OK)
         return GW_E_NOMEM;
     return GW_OK;
@@ -1218,7 +1228,7 @@ chunk_tool_args(const struct chat_render *r, int32_t tool, struct gw_str args, s
         gw_buf_append_cstr(out, "[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":") != GW_OK ||
         gw_buf_append_u64(out, (uint64_t)tool) != GW_OK ||
         gw_buf_append_cstr(out, ",\"function\":{\"arguments\":") != GW_OK ||
-        gw_buf_append_json_str(out, args) != GW_OK ||
+        json_str(out, args) != GW_OK ||
         gw_buf_append_cstr(out, "}}]},\"finish_reason\":null}]}\n\n") != GW_OK)
         return GW_E_NOMEM;
     return GW_OK;
@@ -1444,12 +1454,11 @@ answer_tool_calls(const struct dl_answer *a, struct gw_buf *out)
         if (b->block != DL_BLOCK_TOOL_CALL)
             continue;
         if (gw_buf_append_cstr(out, first ? ",\"tool_calls\":[" : ",") != GW_OK ||
-            gw_buf_append_cstr(out, "{\"id\":") != GW_OK ||
-            gw_buf_append_json_str(out, b->id) != GW_OK ||
+            gw_buf_append_cstr(out, "{\"id\":") != GW_OK || json_str(out, b->id) != GW_OK ||
             gw_buf_append_cstr(out, ",\"type\":\"function\",\"function\":{\"name\":") != GW_OK ||
-            gw_buf_append_json_str(out, b->name) != GW_OK ||
+            json_str(out, b->name) != GW_OK ||
             gw_buf_append_cstr(out, ",\"arguments\":") != GW_OK ||
-            gw_buf_append_json_str(out, args.len ? args : GW_STR_LIT("{}")) != GW_OK ||
+            json_str(out, args.len ? args : GW_STR_LIT("{}")) != GW_OK ||
             gw_buf_append_cstr(out, "}}") != GW_OK)
             return GW_E_NOMEM;
         first = false;
@@ -1470,20 +1479,20 @@ answer_body(const struct dl_answer *a, const struct dl_render_ctx *ctx, struct g
     gw_buf_reset(tmp);
     if ((!has_prefix(id, "chatcmpl-") && gw_buf_append_cstr(tmp, "chatcmpl-") != GW_OK) ||
         gw_buf_append_str(tmp, id) != GW_OK ||
-        gw_buf_append_json_str(out, (struct gw_str){tmp->data, tmp->len}) != GW_OK ||
+        json_str(out, (struct gw_str){tmp->data, tmp->len}) != GW_OK ||
         gw_buf_append_cstr(out, ",\"object\":\"chat.completion\",\"created\":") != GW_OK ||
         gw_buf_append_u64(out, a->created ? a->created : ctx->created) != GW_OK ||
         gw_buf_append_cstr(out, ",\"model\":") != GW_OK ||
-        gw_buf_append_json_str(out, a->model.len ? a->model : ctx->model) != GW_OK ||
+        json_str(out, a->model.len ? a->model : ctx->model) != GW_OK ||
         gw_buf_append_cstr(out, ",\"choices\":[{\"index\":0,\"message\":{\"role\":"
                                 "\"assistant\",\"content\":") != GW_OK ||
         answer_text(a, DL_BLOCK_TEXT, &any, tmp) != GW_OK ||
-        (any ? gw_buf_append_json_str(out, (struct gw_str){tmp->data, tmp->len})
+        (any ? json_str(out, (struct gw_str){tmp->data, tmp->len})
              : gw_buf_append_cstr(out, "null")) != GW_OK ||
         answer_text(a, DL_BLOCK_REASONING, &any, tmp) != GW_OK)
         return GW_E_NOMEM;
     if (tmp->len && (gw_buf_append_cstr(out, ",\"reasoning_content\":") != GW_OK ||
-                     gw_buf_append_json_str(out, (struct gw_str){tmp->data, tmp->len}) != GW_OK))
+                     json_str(out, (struct gw_str){tmp->data, tmp->len}) != GW_OK))
         return GW_E_NOMEM;
     if (answer_tool_calls(a, out) != GW_OK ||
         gw_buf_append_cstr(out, "},\"logprobs\":null,\"finish_reason\":") != GW_OK ||

@@ -1491,6 +1491,8 @@ w_raw(struct rn *x, struct gw_str s)
 static void
 w_json(struct rn *x, struct gw_str s)
 {
+    if (!s.ptr)
+        s = GW_STR_LIT(""); /* a field another shape's parse left empty */
     if (!x->nomem && gw_buf_append_json_str(x->b, s) != GW_OK)
         x->nomem = true;
 }
@@ -1503,6 +1505,8 @@ w_esc(struct rn *x, struct gw_str s)
 
     if (x->nomem)
         return;
+    if (!s.ptr)
+        s = GW_STR_LIT("");
     start = x->b->len;
     if (gw_buf_append_json_str(x->b, s) != GW_OK) {
         x->nomem = true;
