@@ -172,13 +172,8 @@ t_on_event(void *arg, const struct dl_event *ev)
     return 0;
 }
 
-static size_t
-t_u64(const json_t *v)
-{
-    return json_is_integer(v) ? (size_t)json_integer_value(v) : (size_t)-1;
-}
-
-/* The frames a Messages client reads, in the order the SDK accumulates them. */
+/* The frames a Messages client reads, in the order the SDK accumulates them (read with
+ * the scanner: jansson on every frame would make the target slow). */
 static void
 t_check_frames(const struct gw_buf *f)
 {
@@ -186,54 +181,63 @@ t_check_frames(const struct gw_buf *f)
     bool started = false, ended = false;
 
     while (i < f->len) {
+        struct dl_anth_field et[] = {DL_ANTH_FIELD("type")};
+        struct dl_anth_field us[] = {DL_ANTH_FIELD("output_tokens")};
+        struct dl_anth_field top[] = {DL_ANTH_FIELD("type"), DL_ANTH_FIELD("index"),
+                                      DL_ANTH_FIELD("message"), DL_ANTH_FIELD("error"),
+                                      DL_ANTH_FIELD("usage")};
         const char *end = memmem(f->data + i, f->len - i, "\n\n", 2);
-        const char *nl, *type;
-        json_t *j;
-        size_t ev_len, index;
+        const char *nl;
+        struct dl_json j;
+        struct gw_str name;
+        int64_t index = -1;
 
         if (ended || !end || f->len - i < 14 || memcmp(f->data + i, "event: ", 7) != 0)
             abort();
         nl = memchr(f->data + i, '\n', (size_t)(end - (f->data + i)));
         if (!nl || memcmp(nl, "\ndata: ", 7) != 0)
             abort();
-        ev_len = (size_t)(nl - (f->data + i + 7));
-        j = t_load(nl + 7, (size_t)(end - (nl + 7)));
-        type = json_string_value(json_object_get(j, "type"));
-        if (!json_is_object(j) || !type || strlen(type) != ev_len ||
-            memcmp(type, f->data + i + 7, ev_len) != 0)
+        name = (struct gw_str){f->data + i + 7, (size_t)(nl - (f->data + i + 7))};
+        top[3].sub = et;
+        top[3].nsub = 1;
+        top[4].sub = us;
+        top[4].nsub = 1;
+        dl_json_init(&j, nl + 7, (size_t)(end - (nl + 7)));
+        if (!dl_anthropic_fields(&j, top, 5) || !dl_json_end(&j) || top[0].kind != DA_STR ||
+            top[0].str.escaped ||
+            !gw_str_eq(name, (struct gw_str){j.s + top[0].str.start, top[0].str.dlen}))
             abort();
-        index = t_u64(json_object_get(j, "index"));
-        if (strcmp(type, "error") == 0) {
-            if (!t_is(json_object_get(json_object_get(j, "error"), "type"), "overloaded_error"))
+        if (top[1].kind == DA_NUM && !dl_anthropic_int(&j, &top[1].num, &index))
+            abort();
+        if (gw_str_eq(name, GW_STR_LIT("error"))) {
+            if (!dl_anthropic_is(&j, &et[0], "overloaded_error"))
                 abort();
             ended = true;
-        } else if (strcmp(type, "message_start") == 0) {
-            if (started || !json_is_object(json_object_get(j, "message")))
+        } else if (gw_str_eq(name, GW_STR_LIT("message_start"))) {
+            if (started || top[2].kind != DA_OBJ)
                 abort();
             started = true;
         } else if (!started) {
             abort();
-        } else if (strcmp(type, "content_block_start") == 0) {
-            if (open != (size_t)-1 || index != next++)
+        } else if (gw_str_eq(name, GW_STR_LIT("content_block_start"))) {
+            if (open != (size_t)-1 || index != (int64_t)next++)
                 abort();
-            open = index;
-        } else if (strcmp(type, "content_block_delta") == 0) {
-            if (index != open)
+            open = (size_t)index;
+        } else if (gw_str_eq(name, GW_STR_LIT("content_block_delta"))) {
+            if (index < 0 || (size_t)index != open)
                 abort();
-        } else if (strcmp(type, "content_block_stop") == 0) {
-            if (index != open)
+        } else if (gw_str_eq(name, GW_STR_LIT("content_block_stop"))) {
+            if (index < 0 || (size_t)index != open)
                 abort();
             open = (size_t)-1;
-        } else if (strcmp(type, "message_delta") == 0) {
-            if (open != (size_t)-1 ||
-                !json_is_integer(json_object_get(json_object_get(j, "usage"), "output_tokens")))
+        } else if (gw_str_eq(name, GW_STR_LIT("message_delta"))) {
+            if (open != (size_t)-1 || us[0].kind != DA_NUM)
                 abort();
-        } else if (strcmp(type, "message_stop") == 0) {
+        } else if (gw_str_eq(name, GW_STR_LIT("message_stop"))) {
             ended = true;
         } else {
             abort();
         }
-        json_decref(j);
         i = (size_t)(end - f->data) + 2;
     }
 }
@@ -241,13 +245,14 @@ t_check_frames(const struct gw_buf *f)
 static void
 t_check_answer_json(const struct gw_buf *out)
 {
-    json_t *j = t_load(out->data, out->len);
+    struct dl_anth_field top[] = {DL_ANTH_FIELD("type"), DL_ANTH_FIELD("content"),
+                                  DL_ANTH_FIELD("stop_reason")};
+    struct dl_json j;
 
-    if (!json_is_object(j) || !t_is(json_object_get(j, "type"), "message") ||
-        !json_is_array(json_object_get(j, "content")) ||
-        !json_is_string(json_object_get(j, "stop_reason")))
+    dl_json_init(&j, out->data, out->len);
+    if (!dl_anthropic_fields(&j, top, 3) || !dl_json_end(&j) ||
+        !dl_anthropic_is(&j, &top[0], "message") || top[1].kind != DA_ARR || top[2].kind != DA_STR)
         abort();
-    json_decref(j);
 }
 
 static void
