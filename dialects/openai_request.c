@@ -334,8 +334,10 @@ want_int(struct rq *q, const struct fld *f, int64_t *out)
     if (g != GOT_YES)
         return g;
     j = cur(q, AT(f));
-    if (!dl_json_number(&j, &num))
-        return scan_failed(q, &j) ? GOT_FAIL : GOT_FAIL;
+    if (!dl_json_number(&j, &num)) {
+        scan_failed(q, &j);
+        return GOT_FAIL;
+    }
     len = num.end - num.start;
     if (!num.real && len < sizeof(buf)) {
         memcpy(buf, q->s + num.start, len);
@@ -842,35 +844,35 @@ push_tool(struct rq *q)
 }
 
 /* name, description, parameters of a function (Chat's "function" or a legacy entry of
- * "functions"); <what> names it in refusals ("tools[2].function"). */
+ * "functions"); refusals name it <pre><k><post> ("tools[2].function"). */
 static bool
-function_def(struct rq *q, size_t at, const char *what, size_t k, bool with_strict)
+function_def(struct rq *q, size_t at, const char *pre, size_t k, const char *post, bool with_strict)
 {
     struct fld f[] = {FLD("name"), FLD("description"), FLD("parameters"), FLD("strict")};
     struct dl_tool t = {0}, *tp;
     enum got g;
 
     if (kind_at(q, at) != '{')
-        return BAD(q, "%s[%zu]: must be an object", what, k);
+        return BAD(q, "%s%zu%s: must be an object", pre, k, post);
     if (!fields(q, at, f, 4))
         return false;
     if (kind(q, &f[0]) != '"')
-        return BAD(q, "%s[%zu].name: required string", what, k);
+        return BAD(q, "%s%zu%s.name: required string", pre, k, post);
     if (!str_at(q, AT(&f[0]), &t.name))
         return false;
     g = want_str(q, &f[1], &t.description);
     if (g == GOT_WRONG)
-        return BAD(q, "%s[%zu].description: must be a string", what, k);
+        return BAD(q, "%s%zu%s.description: must be a string", pre, k, post);
     if (g == GOT_FAIL)
         return false;
     if (!none(q, &f[2])) {
         if (kind(q, &f[2]) != '{')
-            return BAD(q, "%s[%zu].parameters: must be an object", what, k);
+            return BAD(q, "%s%zu%s.parameters: must be an object", pre, k, post);
         if (!raw_at(q, AT(&f[2]), &t.parameters))
             return false;
     }
     if (with_strict && want_bool(q, &f[3], &t.strict) == GOT_WRONG)
-        return BAD(q, "%s[%zu].strict: must be a boolean", what, k);
+        return BAD(q, "%s%zu%s.strict: must be a boolean", pre, k, post);
     tp = push_tool(q);
     if (!tp)
         return false;
@@ -932,7 +934,7 @@ parse_tools(struct rq *q, const struct fld *tf)
         if (str_is(q, AT(&f[0]), "function")) {
             if (!f[1].at)
                 return BAD(q, "tools[%zu].function: required object", k);
-            if (!function_def(q, AT(&f[1]), "tools.function", k, true))
+            if (!function_def(q, AT(&f[1]), "tools[", k, "].function", true))
                 return false;
         } else if (!hosted_tool(q, at, AT(&f[0]))) { /* custom tools, provider tools */
             return false;
@@ -962,7 +964,7 @@ parse_functions(struct rq *q, const struct fld *ff)
 
         if (!dl_json_skip(&j, NULL))
             return scan_failed(q, &j);
-        if (!function_def(q, at, "functions", k++, false))
+        if (!function_def(q, at, "functions[", k++, "]", false))
             return false;
     }
     return rc == 0 || scan_failed(q, &j);

@@ -379,6 +379,11 @@ test_openai_request_parse_refusals_name_the_field_never_the_body(void **state)
         {"{\"model\":\"m\",\"messages\":[],\"tool_choice\":\"SECRET\"}", "tool_choice: must be"},
         {"{\"model\":\"m\",\"messages\":[],\"tools\":[{\"type\":\"function\"}]}",
          "tools[0].function: required object"},
+        {"{\"model\":\"m\",\"messages\":[],\"tools\":[{\"type\":\"function\",\"function\":"
+         "{\"description\":\"SECRET\"}}]}",
+         "tools[0].function.name: required string"},
+        {"{\"model\":\"m\",\"messages\":[],\"functions\":[{}]}",
+         "functions[0].name: required string"},
         {"{\"model\":\"m\",\"messages\":[],\"response_format\":{\"type\":\"SECRET\"}}",
          "response_format.type: must be"},
         {"{\"model\":\"m\",\"messages\":[],\"stream\":\"yes\"}", "stream: must be a boolean"},
