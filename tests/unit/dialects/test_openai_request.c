@@ -568,6 +568,38 @@ test_openai_request_render_max_tokens_tool_choice_and_effort(void **state)
 }
 
 static void
+test_openai_request_render_text_document_becomes_text(void **state)
+{
+    static struct dl_part parts[2] = {
+        {.kind = DL_PART_DOCUMENT,
+         .media_type = GW_STR_LIT("text/plain"),
+         .data = GW_STR_LIT("aMOpCnRoZXJl"),
+         .text = GW_STR_LIT("notes")},
+        {.kind = DL_PART_DOCUMENT,
+         .media_type = GW_STR_LIT("text/plain"),
+         .data = GW_STR_LIT("not base64!")},
+    };
+    static struct dl_message msg = {DL_ROLE_USER, parts, 2, {0}};
+    struct gw_buf out = {0};
+    struct dl_request r = {0};
+
+    (void)state;
+    r.source = DL_SHAPE_MESSAGES;
+    r.messages = &msg;
+    r.n_messages = 1;
+    r.parallel_tool_calls = -1;
+    assert_int_equal(dl_openai_shape.request_render(&r, GW_STR_LIT("m"), 0, NULL, &out, NULL),
+                     GW_OK);
+    /* base64 of "h\u00e9\nthere": a text part with its title; not base64: a file part */
+    t_json_eq(out.data, out.len,
+              "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
+              "{\"type\":\"text\",\"text\":\"notes\\n\\nh\u00e9\\nthere\"},"
+              "{\"type\":\"file\",\"file\":{\"file_data\":\"data:text/plain;base64,not base64!\"}}"
+              "]}]}");
+    gw_buf_fini(&out);
+}
+
+static void
 test_openai_request_render_refuses_what_chat_cannot_say(void **state)
 {
     static struct dl_part url_doc = {.kind = DL_PART_DOCUMENT,
@@ -716,6 +748,7 @@ main(void)
         cmocka_unit_test(test_openai_request_parse_refusals_name_the_field_never_the_body),
         cmocka_unit_test(test_openai_request_render_messages_request_matches_fixture),
         cmocka_unit_test(test_openai_request_render_max_tokens_tool_choice_and_effort),
+        cmocka_unit_test(test_openai_request_render_text_document_becomes_text),
         cmocka_unit_test(test_openai_request_render_refuses_what_chat_cannot_say),
         cmocka_unit_test(
             test_openai_request_render_of_a_chat_request_gives_back_what_canon_keeps_aside),
