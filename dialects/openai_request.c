@@ -33,7 +33,8 @@
  * - tool_choice {"type":"allowed_tools"} -> its mode (auto/required), and r->tools
  *   keeps only the function tools it allows (what the model may call is the same).
  * - max_completion_tokens, else max_tokens -> max_output_tokens; reasoning_effort ->
- *   reasoning_effort and thinking (unless "none"); user, else safety_identifier -> user;
+ *   reasoning_effort and thinking (unless "none"); user, else safety_identifier -> user
+ *   (a safety_identifier beside a user: an extra);
  *   stream_options.include_usage -> stream_usage; json_schema's description -> an extra
  *   named "response_format.json_schema.description".
  * - Every other top-level field with a non-null value -> a dl_extra (name, raw JSON), so
@@ -1382,8 +1383,15 @@ parse_idents(struct rq *q, const struct fld *f)
     r->thinking = g == GOT_YES && !gw_str_eq(r->reasoning_effort, GW_STR_LIT("none"));
     if ((g = want_str(q, &f[T_USER], &r->user)) == GOT_WRONG)
         return BAD(q, "user: must be a string");
-    if (g == GOT_NONE && (g = want_str(q, &f[T_SAFETY_ID], &r->user)) == GOT_WRONG)
-        return BAD(q, "safety_identifier: must be a string");
+    if (g == GOT_NONE) {
+        if (want_str(q, &f[T_SAFETY_ID], &r->user) == GOT_WRONG)
+            return BAD(q, "safety_identifier: must be a string");
+    } else if (!none(q, &f[T_SAFETY_ID])) { /* beside a user: kept as it came */
+        if (kind(q, &f[T_SAFETY_ID]) != '"')
+            return BAD(q, "safety_identifier: must be a string");
+        if (!keep_extra(q, &f[T_SAFETY_ID], "safety_identifier"))
+            return false;
+    }
     if (want_str(q, &f[T_CACHE_KEY], &r->prompt_cache_key) == GOT_WRONG)
         return BAD(q, "prompt_cache_key: must be a string");
     if (!none(q, &f[T_METADATA])) {

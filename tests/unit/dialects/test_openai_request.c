@@ -345,6 +345,27 @@ test_openai_request_parse_duplicate_keys_last_one_counts_but_read_fields_refused
 }
 
 static void
+test_openai_request_parse_safety_identifier_is_the_user_or_an_extra(void **state)
+{
+    struct t_req t;
+
+    (void)state;
+    /* safety_identifier: the user when there is none, else kept as an extra */
+    assert_int_equal(t_parse_str(&t, "{\"model\":\"m\",\"messages\":[],\"safety_identifier\":"
+                                     "\"s\\u0031\"}"),
+                     GW_OK);
+    assert_true(t_eq(t.r.user, "s1"));
+    assert_int_equal(t.r.n_extras, 0);
+    t_fini(&t);
+    assert_int_equal(t_parse_str(&t, "{\"model\":\"m\",\"messages\":[],\"user\":\"u\","
+                                     "\"safety_identifier\":\"s\"}"),
+                     GW_OK);
+    assert_true(t_eq(t.r.user, "u"));
+    assert_true(t_eq(t_extra(&t.r, "safety_identifier")->raw, "\"s\""));
+    t_fini(&t);
+}
+
+static void
 test_openai_request_parse_refusals_name_the_field_never_the_body(void **state)
 {
     static const struct {
@@ -745,6 +766,7 @@ main(void)
         cmocka_unit_test(test_openai_request_parse_allowed_tools_keeps_only_the_allowed),
         cmocka_unit_test(
             test_openai_request_parse_duplicate_keys_last_one_counts_but_read_fields_refused),
+        cmocka_unit_test(test_openai_request_parse_safety_identifier_is_the_user_or_an_extra),
         cmocka_unit_test(test_openai_request_parse_refusals_name_the_field_never_the_body),
         cmocka_unit_test(test_openai_request_render_messages_request_matches_fixture),
         cmocka_unit_test(test_openai_request_render_max_tokens_tool_choice_and_effort),
