@@ -57,8 +57,9 @@
  *   sees).
  * - Images: base64 data, data: URLs with ";base64," and http(s) URLs; anything else, or
  *   an image in an assistant turn, is refused. Tool call arguments must be a JSON
- *   object (blank counts as {}). Reasoning goes back as thinking only with its
- *   signature (or as redacted_thinking); unsigned reasoning is dropped ("reasoning").
+ *   object (blank counts as {}); a tool call or result without an id is refused (the
+ *   API pairs them by id: a legacy "function" message has none). Reasoning goes back as thinking
+ * only with its signature (or as redacted_thinking); unsigned reasoning is dropped ("reasoning").
  * - Refused (GW_E_UNCONVERTIBLE, naming the field): n > 1, logprobs, audio or image
  *   output, hosted tools and DL_PART_OTHER parts of another shape, a JSON object or
  *   JSON schema response format from another shape.
@@ -1310,7 +1311,7 @@ static enum gw_code
 rr_other(struct rr *w, const struct dl_part *p)
 {
     if (w->r->source != DL_SHAPE_MESSAGES || !is_json_object(p->data))
-        return rr_refuse(w, "messages: a %.*s block cannot be sent to an Anthropic model",
+        return rr_refuse(w, "messages: %.*s parts cannot be sent to an Anthropic model",
                          (int)(p->name.len > 64 ? 64 : p->name.len), p->name.ptr);
     return gw_buf_append_str(w->out, p->data);
 }
@@ -1329,6 +1330,9 @@ rr_tool_use(struct rr *w, const struct dl_part *p)
 {
     struct gw_str args = trim(p->arguments);
 
+    if (p->id.len == 0)
+        return rr_refuse(w, "tool_calls: a tool call without an id cannot be sent to an "
+                            "Anthropic model");
     if (args.len && !is_json_object(args))
         return rr_refuse(w, "tool_calls.function.arguments: must be a JSON object for an "
                             "Anthropic model");
@@ -1363,6 +1367,9 @@ rr_tool_result(struct rr *w, const struct dl_part *p)
     size_t k, n = 0, last = 0;
     bool first = true;
 
+    if (p->call_id.len == 0)
+        return rr_refuse(w, "messages: a tool result without the id of its call cannot be sent "
+                            "to an Anthropic model");
     TRY(rr_lit(w, "{\"type\":\"tool_result\",\"tool_use_id\":"));
     TRY(rr_json(w, p->call_id));
     for (k = 0; k < p->n_content; k++)

@@ -4,8 +4,9 @@
  * with images, documents, tool results and hosted tools) into the canonical fields;
  * parse -> render round trips against golden bodies; every refusal and duplicate
  * field; render of canonical requests such as a Chat client's (merges, images, tools,
- * sampling, max_tokens) with the fields it drops named and the ones it refuses; out of
- * memory at every allocation.
+ * sampling, max_tokens) with the fields it drops named and the ones it refuses; a Chat
+ * client's request through the hub (the Chat shape's parse, then this render: what the
+ * old pairwise converter did); out of memory at every allocation.
  * See: dialects/anthropic_request.c, tests/fixtures/messages/
  */
 #include <setjmp.h>
@@ -942,7 +943,7 @@ test_messages_render_refuses_what_messages_cannot_express(void **state)
 
         t_render_refused(&r, "hosted tools");
     }
-    t_render_refused(&ro, "a input_audio block cannot be sent");
+    t_render_refused(&ro, "input_audio parts cannot be sent");
 }
 
 static void
@@ -1062,6 +1063,239 @@ test_messages_render_own_shape_keeps_what_the_client_chose(void **state)
     gw_arena_fini(&a);
 }
 
+/* ---- a Chat client's request through the hub (dl_openai_shape parses it) ----
+ * What the old pairwise converter did for these bodies, now Chat parse -> canonical ->
+ * Messages render; where the hub decides differently the test says why. */
+
+/* Chat <body> through the hub expecting GW_OK and the Messages JSON <want>. */
+static void
+t_chat(const char *body, uint64_t spec, struct dl_dropped *d, const char *want)
+{
+    struct gw_buf why = {0};
+    struct gw_arena a;
+    struct dl_request r;
+
+    gw_arena_init(&a);
+    if (dl_shape_ops(DL_SHAPE_CHAT)->request_parse(&a, body, strlen(body), &r, &why) != GW_OK) {
+        print_error("the Chat shape refused %s: %s\n", body, why.data ? why.data : "");
+        fail();
+    }
+    t_render(&r, spec, d, want);
+    gw_buf_fini(&why);
+    gw_arena_fini(&a);
+}
+
+/* Chat <body> through the hub expecting the Messages render to refuse, naming <what>. */
+static void
+t_chat_refused(const char *body, const char *what)
+{
+    struct gw_buf why = {0};
+    struct gw_arena a;
+    struct dl_request r;
+
+    gw_arena_init(&a);
+    assert_int_equal(dl_shape_ops(DL_SHAPE_CHAT)->request_parse(&a, body, strlen(body), &r, &why),
+                     GW_OK);
+    t_render_refused(&r, what);
+    gw_buf_fini(&why);
+    gw_arena_fini(&a);
+}
+
+#define T_CHAT_USER_X "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+#define T_WANT_USER_X                                                                              \
+    "{\"model\":\"claude-upstream\",\"max_tokens\":4096,\"messages\":[{\"role\":\"user\","         \
+    "\"content\":\"x\"}]"
+
+static void
+test_messages_chat_client_plain_turns_stream_and_max_tokens(void **state)
+{
+    char want[256];
+
+    (void)state;
+    t_chat("{\"model\":\"gpt-x\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":"
+           "\"hi\"},{\"role\":\"assistant\",\"content\":\"hello\"},{\"role\":\"user\",\"content\":"
+           "\"bye\"}]}",
+           0, NULL,
+           "{\"model\":\"claude-upstream\",\"max_tokens\":4096,\"messages\":[{\"role\":\"user\","
+           "\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"hello\"},{\"role\":\"user\","
+           "\"content\":\"bye\"}],\"stream\":true}");
+    /* max_completion_tokens, else max_tokens, else the model's spec, else the fallback */
+    t_chat("{\"model\":\"m\",\"max_completion_tokens\":100,\"max_tokens\":200," T_CHAT_USER_X "}",
+           300, NULL,
+           "{\"model\":\"claude-upstream\",\"max_tokens\":100,\"messages\":[{\"role\":\"user\","
+           "\"content\":\"x\"}]}");
+    t_chat("{\"model\":\"m\",\"max_tokens\":200," T_CHAT_USER_X "}", 300, NULL,
+           "{\"model\":\"claude-upstream\",\"max_tokens\":200,\"messages\":[{\"role\":\"user\","
+           "\"content\":\"x\"}]}");
+    t_chat("{\"model\":\"m\",\"max_completion_tokens\":null," T_CHAT_USER_X "}", 300, NULL,
+           "{\"model\":\"claude-upstream\",\"max_tokens\":300,\"messages\":[{\"role\":\"user\","
+           "\"content\":\"x\"}]}");
+    snprintf(want, sizeof(want),
+             "{\"model\":\"claude-upstream\",\"max_tokens\":%d,\"messages\":"
+             "[{\"role\":\"user\",\"content\":\"x\"}]}",
+             DL_ANTHROPIC_FALLBACK_MAX_TOKENS);
+    t_chat("{\"model\":\"m\"," T_CHAT_USER_X "}", 0, NULL, want);
+}
+
+static void
+test_messages_chat_client_system_merges_images_tools(void **state)
+{
+    struct dl_dropped d = {0};
+
+    (void)state;
+    /* system and developer messages join the top-level system */
+    t_chat(
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+        "{\"role\":\"developer\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":"
+        "\"text\",\"text\":\"b\"}]},{\"role\":\"user\",\"content\":\"q\"}]}",
+        0, NULL,
+        "{\"model\":\"claude-upstream\",\"max_tokens\":4096,\"system\":\"be brief\\n\\na\\n\\nb\","
+        "\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}");
+    /* consecutive messages of one role merge */
+    t_chat(
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\","
+        "\"content\":[{\"type\":\"text\",\"text\":\"b\"}]},{\"role\":\"assistant\",\"content\":"
+        "\"c\"},{\"role\":\"assistant\",\"content\":\"d\"},{\"role\":\"user\",\"content\":\"e\"}]}",
+        0, NULL,
+        "{\"model\":\"claude-upstream\",\"max_tokens\":4096,\"messages\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"c\"},{\"type\":"
+        "\"text\",\"text\":\"d\"}]},{\"role\":\"user\",\"content\":\"e\"}]}");
+    /* images: a base64 data URL and an http URL; detail dropped by name */
+    t_chat("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+           "\"text\":\"look\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
+           "\"data:image/png;base64,QUJD\"}},{\"type\":\"image_url\",\"image_url\":{\"url\":"
+           "\"https://x.test/a.jpg\",\"detail\":\"low\"}},{\"type\":\"text\",\"text\":\"\"}]}]}",
+           0, &d,
+           "{\"model\":\"claude-upstream\",\"max_tokens\":4096,\"messages\":[{\"role\":\"user\","
+           "\"content\":[{\"type\":\"text\",\"text\":\"look\"},{\"type\":\"image\",\"source\":{"
+           "\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"QUJD\"}},{\"type\":"
+           "\"image\",\"source\":{\"type\":\"url\",\"url\":\"https://x.test/a.jpg\"}}]}]}");
+    assert_true(t_dropped_has(&d, "detail"));
+    t_chat_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+                   "\"image_url\",\"image_url\":{\"url\":\"ftp://x/a.png\"}}]}]}",
+                   "image url");
+    /* tools, parallel_tool_calls false as disable_parallel_tool_use, strict dropped */
+    memset(&d, 0, sizeof(d));
+    t_chat("{\"model\":\"m\"," T_CHAT_USER_X ",\"tools\":[{\"type\":\"function\",\"function\":"
+           "{\"name\":\"get\",\"description\":\"gets\",\"parameters\":{\"type\":\"object\","
+           "\"properties\":{\"q\":{\"type\":\"string\"}}},\"strict\":true}},{\"type\":\"function\","
+           "\"function\":{\"name\":\"noargs\"}}],\"parallel_tool_calls\":false}",
+           0, &d,
+           T_WANT_USER_X ",\"tools\":[{\"name\":\"get\",\"description\":\"gets\",\"input_schema\":"
+                         "{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\"}}}},{"
+                         "\"name\":\"noargs\",\"input_schema\":{\"type\":\"object\",\"properties\":"
+                         "{}}}],\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":"
+                         "true}}");
+    assert_true(t_dropped_has(&d, "strict"));
+    t_chat("{\"model\":\"m\"," T_CHAT_USER_X ",\"tools\":[{\"type\":\"function\",\"function\":"
+           "{\"name\":\"f\"}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":"
+           "\"f\"}}}",
+           0, NULL,
+           T_WANT_USER_X
+           ",\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\","
+           "\"properties\":{}}}],\"tool_choice\":{\"type\":\"tool\",\"name\":\"f\"}}");
+}
+
+static void
+test_messages_chat_client_tool_round_trip_keeps_ids(void **state)
+{
+    (void)state;
+    /* parallel results and the user's next words share one user turn, results first */
+    t_chat(
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"},"
+        "{\"role\":\"assistant\",\"content\":\"checking\",\"tool_calls\":[{\"id\":\"call_1\","
+        "\"type\":\"function\",\"function\":{\"name\":\"w\",\"arguments\":"
+        "\"{\\\"city\\\":\\\"Oslo\\\"}\"}},{\"id\":\"call_2\",\"type\":\"function\",\"function\":"
+        "{\"name\":\"t\",\"arguments\":\"\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"call_1\","
+        "\"content\":\"rain\"},{\"role\":\"tool\",\"tool_call_id\":\"call_2\",\"content\":[{"
+        "\"type\":\"text\",\"text\":\"12:00\"}]},{\"role\":\"user\",\"content\":\"thanks\"}]}",
+        0, NULL,
+        "{\"model\":\"claude-upstream\",\"max_tokens\":4096,\"messages\":["
+        "{\"role\":\"user\",\"content\":\"weather?\"},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"checking\"},"
+        "{\"type\":\"tool_use\",\"id\":\"call_1\",\"name\":\"w\",\"input\":{\"city\":\"Oslo\"}},"
+        "{\"type\":\"tool_use\",\"id\":\"call_2\",\"name\":\"t\",\"input\":{}}]},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"call_1\","
+        "\"content\":\"rain\"},{\"type\":\"tool_result\",\"tool_use_id\":\"call_2\","
+        "\"content\":\"12:00\"},{\"type\":\"text\",\"text\":\"thanks\"}]}]}");
+    t_chat_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+                   "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\","
+                   "\"function\":{\"name\":\"f\",\"arguments\":\"[1,2]\"}}]}]}",
+                   "function.arguments");
+    /* a legacy function message answers no call by id: the API cannot pair it */
+    t_chat_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+                   "{\"role\":\"function\",\"name\":\"f\",\"content\":\"x\"}]}",
+                   "without the id of its call");
+}
+
+static void
+test_messages_chat_client_sampling_and_dropped_fields(void **state)
+{
+    static const char *const named[] = {"seed",     "presence_penalty", "frequency_penalty",
+                                        "metadata", "reasoning_effort", "logit_bias",
+                                        "store",    "service_tier"};
+    struct dl_dropped d = {0};
+    size_t i;
+
+    (void)state;
+    memset(&d, 0, sizeof(d));
+    t_chat("{\"model\":\"m\"," T_CHAT_USER_X ",\"temperature\":1.5,\"top_p\":0.5,\"stop\":\"END\","
+           "\"user\":\"u1\"}",
+           0, &d,
+           T_WANT_USER_X ",\"temperature\":1.0,\"stop_sequences\":[\"END\"],\"metadata\":{"
+                         "\"user_id\":\"u1\"}}");
+    assert_true(t_dropped_has(&d, "top_p"));
+    t_chat("{\"model\":\"m\"," T_CHAT_USER_X ",\"top_p\":0.5,\"safety_identifier\":\"s1\"}", 0,
+           NULL, T_WANT_USER_X ",\"top_p\":0.5,\"metadata\":{\"user_id\":\"s1\"}}");
+    /* what the old converter ignored silently is now dropped by name */
+    memset(&d, 0, sizeof(d));
+    t_chat("{\"model\":\"m\"," T_CHAT_USER_X ",\"frequency_penalty\":1,\"presence_penalty\":1,"
+           "\"seed\":7,\"logit_bias\":{\"1\":2},\"stream_options\":{\"include_usage\":true},"
+           "\"store\":true,\"metadata\":{\"a\":\"b\"},\"service_tier\":\"auto\","
+           "\"reasoning_effort\":\"low\",\"n\":1,\"logprobs\":false,\"response_format\":{\"type\":"
+           "\"text\"},\"modalities\":[\"text\"]}",
+           0, &d, T_WANT_USER_X "}");
+    for (i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+        if (!t_dropped_has(&d, named[i])) {
+            print_error("%s not named as dropped\n", named[i]);
+            fail();
+        }
+}
+
+static void
+test_messages_chat_client_refusals(void **state)
+{
+    static const char *const cases[][2] = {
+        {"\"n\":2", "n: "},
+        {"\"logprobs\":true", "logprobs"},
+        {"\"top_logprobs\":3", "logprobs"},
+        {"\"response_format\":{\"type\":\"json_object\"}", "response_format"},
+        {"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\","
+         "\"schema\":{}}}",
+         "response_format"},
+        {"\"audio\":{\"voice\":\"x\",\"format\":\"wav\"},\"modalities\":[\"text\",\"audio\"]",
+         "audio"},
+        {"\"web_search_options\":{}", "hosted tools"},
+    };
+    char body[512];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(body, sizeof(body), "{\"model\":\"m\"," T_CHAT_USER_X ",%s}", cases[i][0]);
+        t_chat_refused(body, cases[i][1]);
+    }
+    t_chat_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\",\"content\":\"hi\"},"
+                   "{\"role\":\"user\",\"content\":\"x\"}]}",
+                   "start with a user message");
+    t_chat_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"s\"}]}",
+                   "at least one user message");
+    t_chat_refused("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+                   "\"input_audio\",\"input_audio\":{\"data\":\"x\",\"format\":\"wav\"}}]}]}",
+                   "input_audio parts cannot be sent");
+}
+
 /* ---- out of memory ---- */
 
 static void
@@ -1128,6 +1362,11 @@ main(void)
         cmocka_unit_test(test_messages_render_documents),
         cmocka_unit_test(test_messages_render_appends_to_out),
         cmocka_unit_test(test_messages_render_own_shape_keeps_what_the_client_chose),
+        cmocka_unit_test(test_messages_chat_client_plain_turns_stream_and_max_tokens),
+        cmocka_unit_test(test_messages_chat_client_system_merges_images_tools),
+        cmocka_unit_test(test_messages_chat_client_tool_round_trip_keeps_ids),
+        cmocka_unit_test(test_messages_chat_client_sampling_and_dropped_fields),
+        cmocka_unit_test(test_messages_chat_client_refusals),
         cmocka_unit_test(test_messages_request_out_of_memory_is_clean),
     };
 
