@@ -2,9 +2,7 @@
  * dialects/anthropic-priv.h - what the files of the Anthropic Messages shape share
  * (dialects/anthropic.c, anthropic_request.c, anthropic_answer.c) and their unit and
  * fuzz tests: the shape's operations one by one, a small field collector over
- * dialects/json_scan.h, the error type table, number writing; and, until the pipeline
- * calls the shape's operations, the reference (jansson) routes of the old Chat ->
- * Messages converter for the tests that hold its fast routes to them byte for byte.
+ * dialects/json_scan.h, the error type table, number writing.
  * Owns:    nothing beyond each call.
  * Threads: any; a stream state belongs to one thread at a time.
  * See:     dialects/anthropic.c, tests/unit/dialects/test_anthropic*.c,
@@ -129,21 +127,5 @@ enum gw_code dl_anthropic_append_i64(struct gw_buf *out, int64_t v);
  * status an error type stands for (0 when unknown). */
 const char *dl_anthropic_error_type(int status);
 int dl_anthropic_error_status(struct gw_str type);
-
-/* ---- the old Chat -> Messages converter's reference routes (until the pipeline calls
- * the shape's operations) ---- */
-
-/* dl_anthropic_from_chat through jansson only: same contract, same output. */
-enum gw_code dl_anthropic_from_chat_jansson(const char *body, size_t len, struct gw_str model,
-                                            uint64_t spec_max_output, struct gw_buf *out, char *why,
-                                            size_t whylen);
-
-/* dl_anthropic_stream_event through jansson only: same contract, same output. */
-enum gw_code dl_anthropic_stream_event_jansson(struct dl_anthropic_stream *st, struct gw_str event,
-                                               struct gw_str data, struct gw_buf *out);
-
-/* dl_anthropic_answer_to_chat through jansson only: same contract, same output. */
-enum gw_code dl_anthropic_answer_to_chat_jansson(const char *body, size_t len, uint64_t created_s,
-                                                 struct gw_buf *out, struct gw_usage *usage);
 
 #endif

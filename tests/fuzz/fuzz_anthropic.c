@@ -1,32 +1,43 @@
 /* SPDX-License-Identifier: MIT
- * tests/fuzz/fuzz_anthropic.c - fuzz target for the Anthropic Messages dialect: the
- * same input goes to the request conversion (as a Chat body), the answer conversion,
- * the error conversion, and the stream conversion (whole, under every event name, and
- * split into lines read as "name<TAB>data" events on one stream state).
- * Checks: a converted request is a JSON object with the model, a positive max_tokens
- * and messages starting with a user turn, and a refusal says why; a converted answer is
- * a chat.completion object whose usage matches the gw_usage; an error body is always
- * {"error":{message,type,param,code}}; stream output is whole "data: ...\n\n" frames,
- * each JSON or [DONE], read by the OpenAI chunk inspector without complaint; nothing
- * follows [DONE] or an error chunk; a refused event writes nothing. Every request,
- * answer and stream event also goes through the jansson route (dialects/anthropic-priv.h): the fast
- * route must give the same code, the same bytes and the same stream state.
+ * tests/fuzz/fuzz_anthropic.c - fuzz target for the Messages shape across the hub, the
+ * Chat shape on the other side (the conversions the pipeline makes; each shape's own
+ * parsers are fuzzed by fuzz_messages and fuzz_chat_canon). The same input is:
+ * - a Chat request: when the Chat shape accepts it, the Messages render is GW_OK (a JSON
+ *   object with the model, a positive max_tokens, a first turn of the user, and a body
+ *   the Messages shape accepts again) or GW_E_UNCONVERTIBLE with a reason and nothing
+ *   written;
+ * - a Messages request: when accepted, the Chat render is GW_OK (a body the Chat shape
+ *   accepts) or GW_E_UNCONVERTIBLE with nothing written;
+ * - lines of a Messages stream ("name<TAB>data" or data alone) rendered for a Chat
+ *   client: every frame "data: <JSON object>\n\n" or the final "data: [DONE]\n\n";
+ * - lines of a Chat stream (each line a chunk's data) rendered for a Messages client:
+ *   every frame "event: <type>\ndata: <JSON object of that type>\n\n", message_start
+ *   first (an error frame may come first), nothing after message_stop or error;
+ * - a Messages answer rendered for a Chat client and a Chat answer for a Messages
+ *   client: JSON objects.
  * Owns:    one input at a time.
  * Threads: single-threaded.
- * See:     dialects/anthropic.c, tests/fuzz/corpus/anthropic/
+ * See:     dialects/anthropic_request.c, dialects/anthropic_answer.c,
+ *          tests/fuzz/corpus/anthropic/
  */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dialects/anthropic-priv.h"
+#include "core/arena.h"
 #include "dialects/anthropic.h"
-#include "dialects/openai.h"
+#include "dialects/canon.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define T_MODEL "claude-fuzz-\xc3\xa9"
+
+static json_t *
+t_load(const char *s, size_t n)
+{
+    return json_loadb(s, n, JSON_ALLOW_NUL, NULL);
+}
 
 static bool
 t_is(const json_t *v, const char *lit)
@@ -34,223 +45,246 @@ t_is(const json_t *v, const char *lit)
     return json_is_string(v) && strcmp(json_string_value(v), lit) == 0;
 }
 
-static void
-t_check_request(const struct gw_buf *out)
+/* Parses <body> with <from>, renders it with <to>; returns the render's code, the body
+ * rendered in <out>. */
+static enum gw_code
+t_convert(const struct dl_shape_ops *from, const struct dl_shape_ops *to, const char *body,
+          size_t size, struct gw_arena *a, struct gw_buf *out, bool *parsed)
 {
-    json_t *j = json_loadb(out->data, out->len, JSON_ALLOW_NUL, NULL);
-    const json_t *msgs = json_object_get(j, "messages");
-    const json_t *first = json_array_get(msgs, 0);
+    struct gw_buf why = {0};
+    struct dl_dropped d = {0};
+    struct dl_request r;
+    enum gw_code rc;
 
-    if (!json_is_object(j) || !t_is(json_object_get(j, "model"), T_MODEL) ||
-        json_integer_value(json_object_get(j, "max_tokens")) <= 0 || json_array_size(msgs) == 0 ||
-        !t_is(json_object_get(first, "role"), "user"))
-        abort();
-    json_decref(j);
-}
-
-static void
-t_check_answer(const struct gw_buf *out, const struct gw_usage *u)
-{
-    json_t *j = json_loadb(out->data, out->len, JSON_ALLOW_NUL, NULL);
-    const json_t *usage = json_object_get(j, "usage");
-    struct gw_usage seen;
-
-    if (!json_is_object(j) || !json_is_array(json_object_get(j, "choices")) ||
-        !t_is(json_object_get(j, "object"), "chat.completion"))
-        abort();
-    if (usage) {
-        /* the OpenAI reader sees the uncached input with cache creation folded in */
-        if (!dl_openai_answer_usage((struct gw_str){out->data, out->len}, &seen, NULL))
-            abort();
-        if (seen.cache_read_tokens != u->cache_read_tokens ||
-            seen.output_tokens != u->output_tokens)
-            abort();
-    } else if (u->input_tokens || u->output_tokens || u->cache_read_tokens ||
-               u->cache_write_tokens) {
-        abort();
+    *parsed = from->request_parse(a, body, size, &r, &why) == GW_OK;
+    if (!*parsed) {
+        gw_buf_fini(&why);
+        return GW_E_BAD_REQUEST;
     }
-    json_decref(j);
+    gw_buf_reset(&why);
+    rc = to->request_render(&r, gw_str_c(T_MODEL), size % 3 ? 0 : 8192, &d, out, &why);
+    if (rc == GW_E_UNCONVERTIBLE && (why.len == 0 || out->len != 0))
+        abort();
+    if (rc != GW_OK && rc != GW_E_UNCONVERTIBLE)
+        abort();
+    gw_buf_fini(&why);
+    return rc;
 }
 
 static void
-t_check_error(const struct gw_buf *out)
+t_requests(const char *body, size_t size)
 {
-    json_t *j = json_loadb(out->data, out->len, JSON_ALLOW_NUL, NULL);
-    const json_t *e = json_object_get(j, "error");
+    const struct dl_shape_ops *chat = dl_shape_ops(DL_SHAPE_CHAT), *msg = &dl_anthropic_shape;
+    struct gw_buf out = {0}, why = {0};
+    struct gw_arena a;
+    struct dl_request again;
+    bool parsed;
 
-    if (!json_is_string(json_object_get(e, "message")) ||
-        !json_is_string(json_object_get(e, "type")) || !json_is_null(json_object_get(e, "param")))
+    gw_arena_init(&a);
+    /* a Chat client's request for a Messages upstream */
+    if (t_convert(chat, msg, body, size, &a, &out, &parsed) == GW_OK) {
+        json_t *j = t_load(out.data, out.len);
+        const json_t *first = json_array_get(json_object_get(j, "messages"), 0);
+
+        if (!json_is_object(j) || !t_is(json_object_get(j, "model"), T_MODEL) ||
+            json_integer_value(json_object_get(j, "max_tokens")) <= 0 ||
+            !t_is(json_object_get(first, "role"), "user"))
+            abort();
+        json_decref(j);
+        if (msg->request_parse(&a, out.data, out.len, &again, &why) != GW_OK)
+            abort();
+    }
+    gw_buf_reset(&out);
+    /* a Messages client's request for a Chat upstream */
+    if (t_convert(msg, chat, body, size, &a, &out, &parsed) == GW_OK &&
+        chat->request_parse(&a, out.data, out.len, &again, &why) != GW_OK)
         abort();
-    json_decref(j);
+    gw_buf_fini(&out);
+    gw_buf_fini(&why);
+    gw_arena_fini(&a);
 }
 
-/* Checks the frames written from <from> on; true when one ended the stream. */
-static bool
-t_check_frames(const struct gw_buf *out, size_t from)
+/* ---- streams ---- */
+
+struct t_pipe {
+    const struct dl_shape_ops *client;
+    struct dl_render_state rs;
+    struct gw_buf out;
+    bool finish, error;
+};
+
+static int
+t_render(void *arg, const struct dl_event *ev)
 {
-    bool ended = false;
-    size_t i = from;
+    struct t_pipe *p = arg;
 
-    while (i < out->len) {
-        const char *end;
-        struct gw_str d;
-        struct dl_openai_chunk c;
+    if (ev->kind == DL_EV_ERROR) /* the pipeline ends the stream with error_frame */
+        p->error = true;
+    if (ev->kind == DL_EV_FINISH)
+        p->finish = true;
+    if (!p->error && p->client->event_render(&p->rs, ev, &p->out) != GW_OK)
+        abort();
+    return p->error;
+}
 
-        if (ended || out->len - i < 8 || memcmp(out->data + i, "data: ", 6) != 0)
-            abort();
-        end = memmem(out->data + i, out->len - i, "\n\n", 2);
-        if (!end)
-            abort();
-        d.ptr = out->data + i + 6;
-        d.len = (size_t)(end - d.ptr);
-        if (dl_openai_chunk_inspect(d, &c) != GW_OK)
-            abort();
-        if (!c.done) {
-            json_t *j = json_loadb(d.ptr, d.len, JSON_ALLOW_NUL, NULL);
+static void
+t_pipe_end(struct t_pipe *p)
+{
+    if (p->finish && !p->error && p->client->render_end &&
+        p->client->render_end(&p->rs, &p->out) != GW_OK)
+        abort();
+}
 
+/* Chat frames: "data: <object>\n\n", or [DONE] last. */
+static void
+t_check_chat_frames(const struct gw_buf *f)
+{
+    size_t i = 0;
+    bool done = false;
+
+    while (i < f->len) {
+        const char *end = memmem(f->data + i, f->len - i, "\n\n", 2);
+        const char *d = f->data + i + 6;
+        json_t *j;
+
+        if (done || !end || f->len - i < 8 || memcmp(f->data + i, "data: ", 6) != 0)
+            abort();
+        if ((size_t)(end - d) == 6 && memcmp(d, "[DONE]", 6) == 0) {
+            done = true;
+        } else {
+            j = t_load(d, (size_t)(end - d));
             if (!json_is_object(j))
                 abort();
             json_decref(j);
         }
-        ended = c.done || c.is_error;
-        i = (size_t)(end - out->data) + 2;
+        i = (size_t)(end - f->data) + 2;
     }
-    return ended;
 }
 
-/* One event on <st>: refusals write nothing, frames are whole, nothing after the end. */
+/* Messages frames: "event: <type>\ndata: <object of that type>\n\n", in order. */
 static void
-t_event(struct dl_anthropic_stream *st, struct gw_str name, struct gw_str d, struct gw_buf *out)
+t_check_messages_frames(const struct gw_buf *f)
 {
-    bool was_over = st->stopped || st->failed;
-    size_t before = out->len;
-    struct dl_anthropic_stream ref;
-    struct gw_buf ref_out = {0};
-    enum gw_code rc, ref_rc;
+    size_t i = 0;
+    bool started = false, ended = false;
 
-    memcpy(&ref, st, sizeof(ref));
-    rc = dl_anthropic_stream_event(st, name, d, out);
-    ref_rc = dl_anthropic_stream_event_jansson(&ref, name, d, &ref_out);
-    if (rc != ref_rc || out->len - before != ref_out.len ||
-        (ref_out.len && memcmp(out->data + before, ref_out.data, ref_out.len) != 0) ||
-        memcmp(st, &ref, sizeof(ref)) != 0)
-        abort(); /* the fast route differs from the jansson route */
-    gw_buf_fini(&ref_out);
-    if (rc != GW_OK && rc != GW_E_UPSTREAM_PROTOCOL)
-        abort();
-    if ((rc != GW_OK || was_over) && out->len != before)
-        abort();
-    if (t_check_frames(out, before) != (!was_over && (st->stopped || st->failed)))
-        abort();
+    while (i < f->len) {
+        const char *end = memmem(f->data + i, f->len - i, "\n\n", 2);
+        const char *nl;
+        const char *type;
+        json_t *j;
+
+        if (ended || !end || memcmp(f->data + i, "event: ", 7) != 0)
+            abort();
+        nl = memchr(f->data + i, '\n', (size_t)(end - (f->data + i)));
+        if (!nl || memcmp(nl, "\ndata: ", 7) != 0)
+            abort();
+        j = t_load(nl + 7, (size_t)(end - (nl + 7)));
+        type = json_string_value(json_object_get(j, "type"));
+        if (!type || strlen(type) != (size_t)(nl - (f->data + i + 7)) ||
+            memcmp(type, f->data + i + 7, strlen(type)) != 0)
+            abort();
+        if (strcmp(type, "error") == 0 || strcmp(type, "message_stop") == 0)
+            ended = true;
+        else if (strcmp(type, "message_start") == 0)
+            started = true;
+        else if (!started)
+            abort();
+        json_decref(j);
+        i = (size_t)(end - f->data) + 2;
+    }
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void
+t_streams(const char *body, size_t size)
 {
-    static const char *const names[] = {
-        "",
-        "message_start",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "message_delta",
-        "message_stop",
-        "error",
-        "ping",
-        "other",
-    };
-    const char *body = (const char *)data;
-    struct dl_anthropic_stream st;
-    struct gw_buf out = {0};
-    struct gw_usage u;
-    char why[200];
-    enum gw_code rc;
+    struct gw_arena a;
+    struct dl_render_ctx ctx = {.model = GW_STR_LIT("m"),
+                                .id = GW_STR_LIT("r1"),
+                                .created = 1700000000,
+                                .stream_usage = true,
+                                .arena = &a};
+    struct t_pipe to_chat = {.client = dl_shape_ops(DL_SHAPE_CHAT)};
+    struct t_pipe to_msg = {.client = &dl_anthropic_shape};
+    struct dl_parse_state from_msg, from_chat;
     size_t i, line;
 
-    /* request, against the jansson route */
-    rc = dl_anthropic_from_chat_jansson(body, size, gw_str_c(T_MODEL), size % 3 ? 0 : 8192, &out,
-                                        why, sizeof(why));
-    {
-        struct gw_buf fast = {0};
-        char fwhy[200];
-
-        if (dl_anthropic_from_chat(body, size, gw_str_c(T_MODEL), size % 3 ? 0 : 8192, &fast, fwhy,
-                                   sizeof(fwhy)) != rc ||
-            fast.len != out.len || (out.len && memcmp(fast.data, out.data, out.len) != 0) ||
-            strcmp(fwhy, why) != 0)
-            abort();
-        gw_buf_fini(&fast);
-        /* a plain model takes the fast route too */
-        gw_buf_reset(&out);
-        rc = dl_anthropic_from_chat_jansson(body, size, GW_STR_LIT("m-1"), size % 3 ? 0 : 8192,
-                                            &out, why, sizeof(why));
-        if (dl_anthropic_from_chat(body, size, GW_STR_LIT("m-1"), size % 3 ? 0 : 8192, &fast, fwhy,
-                                   sizeof(fwhy)) != rc ||
-            fast.len != out.len || (out.len && memcmp(fast.data, out.data, out.len) != 0) ||
-            strcmp(fwhy, why) != 0)
-            abort();
-        gw_buf_fini(&fast);
-        gw_buf_reset(&out);
-    }
-    rc = dl_anthropic_from_chat(body, size, gw_str_c(T_MODEL), size % 3 ? 0 : 8192, &out, why,
-                                sizeof(why));
-    if (rc == GW_OK)
-        t_check_request(&out);
-    else if (rc != GW_E_UNCONVERTIBLE || why[0] == '\0' || out.len != 0)
-        abort();
-    gw_buf_reset(&out);
-
-    /* answer, against the jansson route */
-    rc = dl_anthropic_answer_to_chat_jansson(body, size, 1700000000, &out, &u);
-    {
-        struct gw_buf fast = {0};
-        struct gw_usage fu;
-
-        if (dl_anthropic_answer_to_chat(body, size, 1700000000, &fast, &fu) != rc ||
-            fast.len != out.len || (out.len && memcmp(fast.data, out.data, out.len) != 0) ||
-            memcmp(&fu, &u, sizeof(u)) != 0)
-            abort();
-        gw_buf_fini(&fast);
-    }
-    if (rc == GW_OK)
-        t_check_answer(&out, &u);
-    else if (rc != GW_E_UPSTREAM_PROTOCOL || out.len != 0)
-        abort();
-    gw_buf_reset(&out);
-
-    /* error */
-    dl_anthropic_error_to_chat(body, size, 400 + (int)(size % 200), &out);
-    t_check_error(&out);
-    gw_buf_reset(&out);
-
-    /* stream: the whole input under each name, on a started stream */
-    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        dl_anthropic_stream_init(&st, 1);
-        t_event(
-            &st, GW_STR_LIT("message_start"),
-            GW_STR_LIT("{\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\"}}"),
-            &out);
-        t_event(&st, gw_str_c(names[i]), (struct gw_str){body, size}, &out);
-        gw_buf_reset(&out);
-    }
-    /* stream: each line an event, "name\tdata" or data alone */
-    dl_anthropic_stream_init(&st, 2);
+    gw_arena_init(&a);
+    to_chat.client->render_init(&to_chat.rs, &ctx);
+    to_msg.client->render_init(&to_msg.rs, &ctx);
+    dl_anthropic_shape.parse_init(&from_msg);
+    dl_shape_ops(DL_SHAPE_CHAT)->parse_init(&from_chat);
     for (i = 0; i < size; i = line + 1) {
         const char *nl = memchr(body + i, '\n', size - i);
         const char *tab;
         struct gw_str name = {"", 0}, d;
+        enum gw_code rc;
 
         line = nl ? (size_t)(nl - body) : size;
         d = (struct gw_str){body + i, line - i};
+        /* the line as a Chat chunk's data */
+        if (!to_msg.error) {
+            rc = dl_shape_ops(DL_SHAPE_CHAT)
+                     ->event_parse(&from_chat, (struct gw_str){"", 0}, d, t_render, &to_msg);
+            if (rc != GW_OK && rc != GW_E_UPSTREAM_PROTOCOL)
+                abort();
+        }
+        /* the line as a Messages event */
         tab = memchr(d.ptr, '\t', d.len);
         if (tab) {
             name = (struct gw_str){d.ptr, (size_t)(tab - d.ptr)};
             d = (struct gw_str){tab + 1, d.len - name.len - 1};
         }
-        t_event(&st, name, d, &out);
-        if (st.tool_index < -1)
-            abort();
+        if (!to_chat.error) {
+            rc = dl_anthropic_shape.event_parse(&from_msg, name, d, t_render, &to_chat);
+            if (rc != GW_OK && rc != GW_E_UPSTREAM_PROTOCOL)
+                abort();
+        }
     }
+    t_pipe_end(&to_chat);
+    t_pipe_end(&to_msg);
+    t_check_chat_frames(&to_chat.out);
+    t_check_messages_frames(&to_msg.out);
+    gw_buf_fini(&to_chat.out);
+    gw_buf_fini(&to_msg.out);
+    gw_arena_fini(&a);
+}
+
+/* ---- answers ---- */
+
+static void
+t_answer(const struct dl_shape_ops *up, const struct dl_shape_ops *client, const char *body,
+         size_t size)
+{
+    struct gw_arena a;
+    struct dl_render_ctx ctx = {.model = GW_STR_LIT("m"), .id = GW_STR_LIT("r1"), .arena = &a};
+    struct gw_buf out = {0};
+    struct dl_answer ans;
+    json_t *j;
+
+    gw_arena_init(&a);
+    dl_answer_init(&ans, &a);
+    if (up->answer_parse(body, size, dl_answer_fold, &ans) == GW_OK && !ans.failed) {
+        if (client->answer_render(&ans, &ctx, &out) != GW_OK)
+            abort();
+        j = t_load(out.data, out.len);
+        if (!json_is_object(j))
+            abort();
+        json_decref(j);
+    }
+    dl_answer_fini(&ans);
     gw_buf_fini(&out);
+    gw_arena_fini(&a);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *body = (const char *)data;
+
+    t_requests(body, size);
+    t_streams(body, size);
+    t_answer(&dl_anthropic_shape, dl_shape_ops(DL_SHAPE_CHAT), body, size);
+    t_answer(dl_shape_ops(DL_SHAPE_CHAT), &dl_anthropic_shape, body, size);
     return 0;
 }
