@@ -46,7 +46,8 @@
  * body -> ERROR. A body that is not an object with a "choices" array ->
  * GW_E_UPSTREAM_PROTOCOL with nothing emitted.
  *
- * Render (client side), the chunks dl_anthropic_stream_event wrote (same bytes):
+ * Render (client side), the chunks the former pairwise Messages -> Chat converter wrote
+ * (same bytes; tests/fixtures/chat/stream_render_*.out.sse hold them):
  * START -> the role chunk (delta {"role":"assistant","content":""}); text DELTA ->
  * {"content"}; reasoning DELTA -> {"reasoning_content"} (as DeepSeek-style servers
  * stream it; clients that do not know it ignore it); tool BLOCK_START -> the tool_calls
@@ -59,8 +60,9 @@
  * (canon.h: an upstream's message is logged, never shown), no [DONE]. Nothing after
  * [DONE] or an error. The id is "chatcmpl-" + START's id (cut to 63 bytes; the
  * fallback ctx->id when START has none), model START's else ctx->model, created
- * START's else ctx->created. Answer render: dl_anthropic_answer_to_chat's answer, plus
- * reasoning_content when the answer holds reasoning.
+ * START's else ctx->created. Answer render: that converter's answer, plus
+ * reasoning_content when the answer holds reasoning; a failed answer (a->failed) -> the
+ * error body of its type (the caller answers with a->status).
  * Owns:    nothing beyond one call; the parse and render states are the caller's.
  * Threads: any; a state belongs to one thread at a time.
  * See:     dialects/openai-priv.h, dialects/canon.h, tests/unit/dialects/test_openai_answer.c,

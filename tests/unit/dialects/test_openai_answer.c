@@ -5,8 +5,9 @@
  * the edge chunks (late deltas, ids, usage order, errors, malformed data), the parser
  * as the same-shape inspector (it reads what dl_openai_chunk_inspect reads), canonical
  * events rendered to the exact chunk bytes the former Messages -> Chat converter wrote
- * (tests/fixtures/chat/stream_render_*.out.sse were written by dl_anthropic_stream_event
- * from the same Messages streams), answers folded and rendered, and the error bodies.
+ * (tests/fixtures/chat/stream_render_*.out.sse were written by dl_anthropic_stream_event,
+ * since removed, from the same Messages streams), answers folded and rendered, and the
+ * error bodies.
  * See: dialects/openai_answer.c, dialects/canon.h
  */
 #include <setjmp.h>
