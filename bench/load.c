@@ -7,9 +7,13 @@
  * complete. Open loop (--rate): a per-thread timer releases requests on a
  * fixed schedule to idle connections; requests that find no idle connection
  * wait in a counter (reported as queued_max). Answers are framed by
- * http_parser (content-length, chunked or until close). For streams, a small
- * matcher finds content deltas ("content":"<non-empty>") in the body bytes:
- * the first one gives the time to first content, the next ones the gaps.
+ * http_parser (content-length, chunked or until close). --api picks the shape
+ * of the request: Chat Completions (default) or Anthropic Messages. For
+ * streams, small matchers find the content deltas in the body bytes (Chat:
+ * "content":"<non-empty>"; Messages: each "content_block_delta" event), the
+ * first one giving the time to first content and the next ones the gaps, and
+ * the stream's end event (Chat: [DONE]; Messages: "message_stop"), without
+ * which a 2xx stream counts as unfinished.
  * Owns:    connections, histograms, counters; freed after the threads joined.
  * Threads: main (flags, progress line, summary) and --threads workers; the only
  *          shared mutable state is the request counter (atomic) and progress
@@ -52,16 +56,27 @@ enum ld_err {
     LD_E_TIMEOUT,
     LD_E_RESET,
     LD_E_PARSE,
+    LD_E_UNFINISHED, /* a 2xx stream complete in HTTP terms but without its end event */
     LD_E_COUNT,
 };
 
-static const char *const err_names[LD_E_COUNT] = {"connect", "timeout", "reset", "parse"};
+static const char *const err_names[LD_E_COUNT] = {"connect", "timeout", "reset", "parse",
+                                                  "unfinished"};
+
+/* The request and answer shape (--api). */
+enum ld_api { LD_API_CHAT, LD_API_MESSAGES };
+
+/* The Anthropic API version sent with --api messages. */
+#define LD_ANTHROPIC_VERSION "2023-06-01"
+/* max_tokens of the generated Messages body (the shape requires one). */
+#define LD_MESSAGES_MAX_TOKENS 256
 
 /* Settings, written by main before the workers start, then read-only. */
 static struct {
     struct sockaddr_in addr;
     char url[512];
     struct gw_buf req; /* the whole request: head and body */
+    enum ld_api api;
     bool stream;
     bool json;
     bool quiet;
@@ -102,10 +117,12 @@ struct ld_conn {
     bool has_req; /* a request is claimed and not finished */
     bool msg_done;
     bool got_first; /* a content delta was seen */
+    bool got_end;   /* the stream's end event was seen */
     bool keep_alive;
     unsigned status;
-    unsigned match; /* content-delta matcher state */
-    size_t wofs;    /* bytes of the request written */
+    unsigned match;     /* content-delta matcher state */
+    unsigned match_end; /* end-event matcher state */
+    size_t wofs;        /* bytes of the request written */
     uint64_t t_send;
     uint64_t t_last;
 };
@@ -199,7 +216,9 @@ req_finish(struct ld_conn *c, int kind)
     }
     t->completed++;
     bench_hist_add(t->lat, now - c->t_send);
-    if (c->status >= 200 && c->status < 300) {
+    if (c->status >= 200 && c->status < 300 && g.stream && !c->got_end) {
+        t->kind_err[LD_E_UNFINISHED]++; /* answered, but the stream did not end as it should */
+    } else if (c->status >= 200 && c->status < 300) {
         t->ok++;
         atomic_fetch_add_explicit(&ok_total, 1, memory_order_relaxed);
     } else {
@@ -241,8 +260,10 @@ conn_send(struct ld_conn *c)
     c->wofs = 0;
     c->msg_done = false;
     c->got_first = false;
+    c->got_end = false;
     c->status = 0;
     c->match = 0;
+    c->match_end = 0;
     c->keep_alive = true;
     if (!c->rev_added) {
         event_add(&c->rev, NULL);
@@ -349,12 +370,45 @@ on_headers_complete(http_parser *p)
     return 0;
 }
 
-/* Matches "content" ws* : ws* " X with X not '"'; each match is one
- * content delta. */
-static int
-on_body(http_parser *p, const char *at, size_t n)
+/* One content delta of a stream arrived on <c>: the first gives the time to
+ * first content, the next ones a gap each. <now> is read once per recv. */
+static void
+content_delta(struct ld_conn *c, uint64_t *now)
 {
-    static const char pat[] = "\"content\"";
+    if (*now == 0)
+        *now = bench_now_us();
+    c->t->chunks++;
+    if (!c->got_first) {
+        c->got_first = true;
+        bench_hist_add(c->t->ttft, *now - c->t_send);
+    } else {
+        bench_hist_add(c->t->gap, *now - c->t_last);
+    }
+    c->t_last = *now;
+}
+
+/* Advances <*m>, the state of a matcher of the fixed pattern <pat> (<len>
+ * bytes; its first byte occurs nowhere else in it but as its last), by <ch>.
+ * True when the pattern has just been seen whole. */
+static inline bool
+match_step(const char *pat, unsigned len, unsigned *m, char ch)
+{
+    if (ch == pat[*m]) {
+        if (++*m < len)
+            return false;
+        *m = 0;
+        return true;
+    }
+    *m = ch == pat[0] ? 1 : 0;
+    return false;
+}
+
+/* Chat: matches "content" ws* : ws* " X with X not '"'; each match is one
+ * content delta. The stream ends with data: [DONE]. */
+static int
+on_body_chat(http_parser *p, const char *at, size_t n)
+{
+    static const char pat[] = "\"content\"", done[] = "[DONE]";
     struct ld_conn *c = p->data;
     unsigned m = c->match;
     uint64_t now = 0;
@@ -362,6 +416,8 @@ on_body(http_parser *p, const char *at, size_t n)
     for (size_t i = 0; i < n; i++) {
         char ch = at[i];
 
+        if (!c->got_end && match_step(done, sizeof(done) - 1, &c->match_end, ch))
+            c->got_end = true;
         if (m < 9) {
             if (ch == pat[m])
                 m++;
@@ -381,19 +437,32 @@ on_body(http_parser *p, const char *at, size_t n)
             m = 0;
             if (ch == '"')
                 continue; /* empty content (the role chunk) */
-            if (now == 0)
-                now = bench_now_us();
-            c->t->chunks++;
-            if (!c->got_first) {
-                c->got_first = true;
-                bench_hist_add(c->t->ttft, now - c->t_send);
-            } else {
-                bench_hist_add(c->t->gap, now - c->t_last);
-            }
-            c->t_last = now;
+            content_delta(c, &now);
         }
     }
     c->match = m;
+    return 0;
+}
+
+/* Messages: each "content_block_delta" (the type in an event's data: the
+ * event: line has no quotes, and a quote inside a JSON string is escaped) is
+ * one content delta, text or tool input alike. The stream ends with
+ * "message_stop". */
+static int
+on_body_messages(http_parser *p, const char *at, size_t n)
+{
+    static const char delta[] = "\"content_block_delta\"", stop[] = "\"message_stop\"";
+    struct ld_conn *c = p->data;
+    uint64_t now = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        char ch = at[i];
+
+        if (match_step(delta, sizeof(delta) - 1, &c->match, ch))
+            content_delta(c, &now);
+        if (!c->got_end && match_step(stop, sizeof(stop) - 1, &c->match_end, ch))
+            c->got_end = true;
+    }
     return 0;
 }
 
@@ -413,18 +482,32 @@ static const http_parser_settings settings_plain = {
     .on_message_complete = on_message_complete,
 };
 
-static const http_parser_settings settings_stream = {
+static const http_parser_settings settings_stream_chat = {
     .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
+    .on_body = on_body_chat,
     .on_message_complete = on_message_complete,
 };
+
+static const http_parser_settings settings_stream_messages = {
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body_messages,
+    .on_message_complete = on_message_complete,
+};
+
+static const http_parser_settings *
+parser_settings(void)
+{
+    if (!g.stream)
+        return &settings_plain;
+    return g.api == LD_API_MESSAGES ? &settings_stream_messages : &settings_stream_chat;
+}
 
 static void
 on_read(evutil_socket_t fd, short what, void *arg)
 {
     struct ld_conn *c = arg;
     struct ld_thread *t = c->t;
-    const http_parser_settings *s = g.stream ? &settings_stream : &settings_plain;
+    const http_parser_settings *s = parser_settings();
     ssize_t n;
 
     (void)what;
@@ -569,12 +652,12 @@ thread_main(void *arg)
 static void
 usage(void)
 {
-    fprintf(stderr,
-            "usage: gwbench load [--url URL] [--key KEY] [--header 'Name: value']...\n"
-            "         [--model M] [--stream] [--body FILE] [--connections C] [--threads T]\n"
-            "         [--rate R] [--requests N | --duration SECS] [--timeout-ms MS]\n"
-            "         [--json] [--quiet]\n"
-            "see docs/gwbench.md\n");
+    fprintf(stderr, "usage: gwbench load [--url URL] [--api chat|messages] [--key KEY]\n"
+                    "         [--header 'Name: value']... [--model M] [--stream] [--body FILE]\n"
+                    "         [--connections C] [--threads T]\n"
+                    "         [--rate R] [--requests N | --duration SECS] [--timeout-ms MS]\n"
+                    "         [--json] [--quiet]\n"
+                    "see docs/gwbench.md\n");
 }
 
 static bool
@@ -634,6 +717,13 @@ build_request(const char *url, const char *key, const char *model, const char *b
             fprintf(stderr, "gwbench load: cannot read --body %s\n", body_file);
             return 1;
         }
+    } else if (g.api == LD_API_MESSAGES) {
+        (void)gw_buf_append_str(&body, GW_STR_LIT("{\"model\":"));
+        (void)gw_buf_append_json_str(&body, gw_str_c(model));
+        (void)gw_buf_printf(&body,
+                            ",\"max_tokens\":%d,\"messages\":[{\"role\":\"user\","
+                            "\"content\":\"Say hello.\"}],\"stream\":%s}",
+                            LD_MESSAGES_MAX_TOKENS, g.stream ? "true" : "false");
     } else {
         (void)gw_buf_append_str(&body, GW_STR_LIT("{\"model\":"));
         (void)gw_buf_append_json_str(&body, gw_str_c(model));
@@ -651,8 +741,15 @@ build_request(const char *url, const char *key, const char *model, const char *b
                         body.len);
     if (g.stream)
         (void)gw_buf_append_str(&g.req, GW_STR_LIT("Accept: text/event-stream\r\n"));
-    if (key)
+    if (g.api == LD_API_MESSAGES) {
+        /* the Anthropic SDK's headers: the key in x-api-key, the version always */
+        if (key)
+            (void)gw_buf_printf(&g.req, "x-api-key: %s\r\n", key);
+        (void)gw_buf_append_str(&g.req,
+                                GW_STR_LIT("anthropic-version: " LD_ANTHROPIC_VERSION "\r\n"));
+    } else if (key) {
         (void)gw_buf_printf(&g.req, "Authorization: Bearer %s\r\n", key);
+    }
     if (extra->len)
         (void)gw_buf_append(&g.req, extra->data, extra->len);
     (void)gw_buf_append(&g.req, "\r\n", 2);
@@ -667,7 +764,7 @@ build_request(const char *url, const char *key, const char *model, const char *b
 static int
 parse_flags(int argc, char **argv)
 {
-    const char *url = "http://127.0.0.1:8080/v1/chat/completions", *key = NULL;
+    const char *url = NULL, *key = NULL, *api = "chat";
     const char *model = "mock-model", *body_file = NULL, *v;
     struct gw_buf extra = {0};
     uint64_t x, requests = 10000, duration = 0;
@@ -702,6 +799,7 @@ parse_flags(int argc, char **argv)
         continue;                                                                                  \
     }
         STR("--url", url)
+        STR("--api", api)
         STR("--key", key)
         STR("--model", model)
         STR("--body", body_file)
@@ -764,6 +862,18 @@ parse_flags(int argc, char **argv)
         g.timeout_ms = 30000;
     g.requests = (duration > 0 && !have_requests) ? 0 : requests;
     g.duration_us = duration * 1000000u;
+    if (strcmp(api, "chat") == 0) {
+        g.api = LD_API_CHAT;
+    } else if (strcmp(api, "messages") == 0) {
+        g.api = LD_API_MESSAGES;
+    } else {
+        fprintf(stderr, "gwbench load: --api wants chat or messages, got '%s'\n", api);
+        gw_buf_fini(&extra);
+        return 2;
+    }
+    if (url == NULL)
+        url = g.api == LD_API_MESSAGES ? "http://127.0.0.1:8080/v1/messages"
+                                       : "http://127.0.0.1:8080/v1/chat/completions";
     rc = build_request(url, key, model, body_file, &extra);
     gw_buf_fini(&extra);
     return rc;
@@ -859,8 +969,10 @@ print_summary(const struct ld_sum *s)
         (void)gw_buf_printf(&b, "{\"url\":");
         (void)gw_buf_append_json_str(&b, gw_str_c(g.url));
         (void)gw_buf_printf(&b,
-                            ",\"stream\":%s,\"connections\":%u,\"threads\":%u,\"rate\":%g,"
-                            "\"requests\":%llu,\"completed\":%llu,\"ok\":%llu,\"errors\":{",
+                            ",\"api\":\"%s\",\"stream\":%s,\"connections\":%u,\"threads\":%u,"
+                            "\"rate\":%g,\"requests\":%llu,\"completed\":%llu,\"ok\":%llu,"
+                            "\"errors\":{",
+                            g.api == LD_API_MESSAGES ? "messages" : "chat",
                             g.stream ? "true" : "false", g.conns, g.threads, g.rate,
                             (unsigned long long)req, (unsigned long long)s->completed,
                             (unsigned long long)s->ok);
@@ -887,7 +999,8 @@ print_summary(const struct ld_sum *s)
         (void)gw_buf_printf(&b, ",\"chunks\":%llu,\"queued_max\":%llu}\n",
                             (unsigned long long)s->chunks, (unsigned long long)s->queued_max);
     } else {
-        (void)gw_buf_printf(&b, "gwbench load  %s  (%s, %s, %u connections, %u threads)\n", g.url,
+        (void)gw_buf_printf(&b, "gwbench load  %s  (%s, %s, %s, %u connections, %u threads)\n",
+                            g.url, g.api == LD_API_MESSAGES ? "messages" : "chat",
                             g.stream ? "stream" : "non-stream",
                             g.rate > 0 ? "open loop" : "closed loop", g.conns, g.threads);
         if (g.rate > 0)

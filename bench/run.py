@@ -1,21 +1,25 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 # bench/run.py - what `make bench` runs: direct vs gwd vs nginx on loopback, the
-# converted path ("gwd-conv": the same gwd with an Anthropic upstream) and the
-# admission scenario (gwd against "gwd+adm", the same gwd with key and upstream slots
-# and key limits configured). Starts `gwbench upstream`, the gwds (temporary configs)
-# and Debian's nginx (temporary prefix), runs the scenarios below interleaved with
-# `gwbench load --json`, checks in gwd+adm's control overview that its requests went
-# through admission (exit 1 if not), prints two tables and writes them as markdown to
-# build/bench/results.md. Everything it starts is stopped in a finally block. See
-# docs/gwbench.md.
+# four cells of the hub (a Chat client and an Anthropic Messages client, each to a
+# Chat and to a Messages upstream: "gwd", "gwd-conv", "gwd-msg", "gwd-msg-conv") and
+# the admission scenario (gwd against "gwd+adm", the same gwd with key and upstream
+# slots and key limits configured). Starts `gwbench upstream`, the gwds (temporary
+# configs) and Debian's nginx (temporary prefix), checks with one request each that
+# every gwd takes the path its column names (exit 1 if not), runs the scenarios below
+# interleaved with `gwbench load --json`, checks in gwd+adm's control overview that
+# its requests went through admission (exit 1 if not), prints two tables and writes
+# them as markdown to build/bench/results.md. Everything it starts is stopped in a
+# finally block. See docs/gwbench.md.
 #
 # usage: bench/run.py [--bin DIR] [--rounds N] [--quick] [--out FILE] [--gwd-workers N]
+#                     [--base-bin DIR]
 import argparse
 import hashlib
 import json
 import os
 import re
+import resource
 import secrets
 import shutil
 import socket
@@ -25,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,10 +64,46 @@ class Proc:
 
 
 def cpu_secs(pid):
-    """utime + stime of every thread of <pid>, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    """CPU time of every thread of <pid>, in seconds: the sum of the threads' run time
+    in nanoseconds (/proc/PID/task/TID/schedstat), so that a run of a tenth of a
+    second is measured to better than a clock tick; utime + stime (/proc/PID/stat, in
+    ticks of 10 ms) where schedstat is missing. A thread that ended between two
+    readings takes its time with it: gwd's and nginx's threads live as long as they."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except FileNotFoundError:
+                pass  # a thread that just ended
+        return total / 1e9
+    except (FileNotFoundError, ValueError, IndexError):
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def busy_secs():
+    """CPU seconds the whole machine spent busy since boot (/proc/stat, all CPUs)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / TICK  # all but idle and iowait; guest is in user
+
+
+def own_secs(procs):
+    """CPU seconds spent so far by this script, the children it waited for (the load
+    runs) and the processes in <procs> still running."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    for p in procs:
+        if p.alive():
+            try:
+                total += cpu_secs(p.pid)
+            except OSError:
+                pass
+    return total
 
 
 def rss_kb(pid):
@@ -127,6 +168,19 @@ SLICES = 10
 # levels with where the scheduler puts the threads; pinned, only the code differs.
 PINNED_SLICES = 20
 PINNED_N = 1000
+# The API shapes: the path and the gwbench load --api of each, and the upstream route a
+# gwd's provider dialect sends to.
+API_PATH = {"chat": "/v1/chat/completions", "messages": "/v1/messages"}
+UP_PATH = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+# The gwd columns of the main table: name -> (client API, provider dialect, what it is).
+# gwd+adm is the admission table's; gwd-base (--base-bin) another build's Chat relay.
+CELLS = {
+    "gwd": ("chat", "openai", "Chat client, Chat upstream: splice"),
+    "gwd-conv": ("chat", "anthropic", "Chat client, Messages upstream: converted"),
+    "gwd-msg": ("messages", "anthropic", "Messages client, Messages upstream: splice"),
+    "gwd-msg-conv": ("messages", "openai", "Messages client, Chat upstream: converted"),
+    "gwd-base": ("chat", "openai", "Chat client, Chat upstream, the --base-bin build"),
+}
 
 
 def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=False,
@@ -251,6 +305,51 @@ def check_admission(control, n_ok, base_control):
     return bad
 
 
+def http(port, path, body=None, headers=None):
+    """One request to 127.0.0.1:<port> (no proxy); (status, parsed JSON body or None)."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body,
+                                 headers=headers or {})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(req, timeout=10) as r:
+            status, raw = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, raw = e.code, e.read()
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, None
+
+
+def check_path(name, port, key, up_port, api, dialect):
+    """Problems (a list of strings; empty: fine) with the claim that target <name> takes
+    the path its column names: one non-streamed request in the <api> shape answered
+    200 in that shape, and the upstream's last request on the route of <dialect>."""
+    if api == "messages":
+        body = {"model": "mock-model", "max_tokens": 256, "stream": False,
+                "messages": [{"role": "user", "content": "Say hello."}]}
+        hdr = {"x-api-key": key, "anthropic-version": "2023-06-01"}
+    else:
+        body = {"model": "mock-model", "stream": False,
+                "messages": [{"role": "user", "content": "Say hello."}]}
+        hdr = {"Authorization": f"Bearer {key}"}
+    hdr["Content-Type"] = "application/json"
+    try:
+        status, ans = http(port, API_PATH[api], json.dumps(body).encode(), hdr)
+        _, last = http(up_port, "/_bench/last")
+    except OSError as e:
+        return [f"{name}: the path check request failed: {e}"]
+    bad = []
+    shape = (ans or {}).get("type") if api == "messages" else (ans or {}).get("object")
+    want = "message" if api == "messages" else "chat.completion"
+    if status != 200 or shape != want:
+        bad.append(f"{name}: answered {status} {str(ans)[:120]}, want 200 and a {want}")
+    got = (last or {}).get("path", "").split("?")[0]
+    if got != UP_PATH[dialect]:
+        bad.append(f"{name}: the upstream got {got or 'nothing'}, want {UP_PATH[dialect]}")
+    return bad
+
+
 def start_nginx(tmp, up_port, procs):
     if not os.access(NGINX, os.X_OK):
         return None, None, f"{NGINX} not found: nginx column skipped"
@@ -310,11 +409,12 @@ def pin(pid, cpus):
             pass  # a thread that just ended
 
 
-def load(bindir, port, key, args, proxy=None, sample_rss=False, cpu=None):
-    """Runs gwbench load (on CPU <cpu> when given); returns (summary dict, proxy cpu
-    seconds, [peak VmRSS kB, peak RssAnon kB]) (the peaks only with sample_rss)."""
-    argv = [os.path.join(bindir, "gwbench"), "load", "--json", "--quiet",
-            "--url", f"http://127.0.0.1:{port}/v1/chat/completions", "--key", key] + args
+def load(bindir, port, key, args, proxy=None, sample_rss=False, cpu=None, api="chat"):
+    """Runs gwbench load in the <api> shape (on CPU <cpu> when given); returns
+    (summary dict, proxy cpu seconds, [peak VmRSS kB, peak RssAnon kB]) (the peaks only
+    with sample_rss)."""
+    argv = [os.path.join(bindir, "gwbench"), "load", "--json", "--quiet", "--api", api,
+            "--url", f"http://127.0.0.1:{port}{API_PATH[api]}", "--key", key] + args
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu)] + argv
     peak = [0, 0]
@@ -384,10 +484,14 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "build/bench/results.md"))
     ap.add_argument("--gwd-workers", type=int, default=1,
                     help="gwd workers (default 1, like nginx's one worker process)")
+    ap.add_argument("--base-bin", help="also measure the gwd of this folder (another "
+                    "build, e.g. an older commit's) as a Chat relay: column gwd-base")
     a = ap.parse_args()
     bindir = os.path.abspath(a.bin)
     if not os.access(os.path.join(bindir, "gwbench"), os.X_OK):
         raise SystemExit(f"bench: no gwbench in {bindir}")
+    if a.base_bin and not os.access(os.path.join(a.base_bin, "gwd"), os.X_OK):
+        raise SystemExit(f"bench: no gwd in {a.base_bin}")
     n_serial = 1000 if a.quick else 5000
     n_tput = 10000 if a.quick else 50000
     n_warm = 2000
@@ -398,6 +502,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gwbench-")
     notes = []
     adm_bad = []
+    path_bad = []
+    api = {}  # target name -> the shape gwbench load sends: chat unless a Messages cell
     try:
         up_port = start_upstream(bindir, procs)
         upstream = procs[-1]
@@ -413,21 +519,31 @@ def main():
             notes.append(note)
         if aport:
             targets.append(("gwd+adm", aport, aproc))
-        # the converted path (DESIGN.md 17): Chat requests to an Anthropic upstream
-        cport, cproc, _, note = start_gwd(bindir, tmp, up_port, key, a.gwd_workers, procs,
-                                          name="gwd-conv", dialect="anthropic")
-        if note:
-            notes.append(note)
-        if cport:
-            targets.append(("gwd-conv", cport, cproc))
+        # the other cells of the hub (CELLS), each its own gwd: the converted paths of
+        # DESIGN.md 17 and the Messages splice; and another build's Chat relay, if asked
+        for cell in ["gwd-conv", "gwd-msg", "gwd-msg-conv"] + (["gwd-base"] if a.base_bin
+                                                               else []):
+            cport, cproc, _, note = start_gwd(
+                os.path.abspath(a.base_bin) if cell == "gwd-base" else bindir, tmp, up_port,
+                key, a.gwd_workers, procs, name=cell, dialect=CELLS[cell][1])
+            if note:
+                notes.append(note)
+            if cport:
+                targets.append((cell, cport, cproc))
         nport, nproc, note = start_nginx(tmp, up_port, procs)
         if note:
             notes.append(note)
         if nport:
             targets.append(("nginx", nport, nproc))
         names = [t[0] for t in targets]
+        api = {n: CELLS[n][0] if n in CELLS else "chat" for n in names}
         print(f"bench: upstream :{up_port}; targets: "
               + ", ".join(f"{n} :{p}" for n, p, _ in targets), file=sys.stderr)
+        # each gwd takes the path its column names (one request each, before any load)
+        # (not gwd+adm: its check counts the tokens of the load's requests alone)
+        for name, port, _ in targets:
+            if name in CELLS:
+                path_bad += check_path(name, port, key, up_port, api[name], CELLS[name][1])
 
         res = {n: {} for n in names}
         errs = {n: 0 for n in names}
@@ -437,7 +553,7 @@ def main():
             res[name].setdefault(k, []).append(v)
 
         def run(name, port, proc, argv, sample_rss=False, cpu=None):
-            s, cpu, peak = load(bindir, port, key, argv, proc, sample_rss, cpu)
+            s, cpu, peak = load(bindir, port, key, argv, proc, sample_rss, cpu, api[name])
             errs[name] += s["requests"] - s["ok"]
             oks[name] += s["ok"]
             return s, cpu, peak
@@ -455,13 +571,11 @@ def main():
 
         pair = [t for t in targets if t[0] in ("gwd", "gwd+adm")]
         t_start = time.time()
+        busy0, own0 = busy_secs(), own_secs(procs)
         for r in range(a.rounds):
-            order = list(targets)
-            if r % 2 and len(pair) == 2:
-                # gwd and gwd+adm swap places every other round (ABBA), so that drift
-                # within a round does not favour either
-                i, j = names.index("gwd"), names.index("gwd+adm")
-                order[i], order[j] = order[j], order[i]
+            # the order is reversed every other round (ABBA), so that drift within a
+            # round favours no target over another, gwd and gwd+adm included
+            order = list(targets) if r % 2 == 0 else list(reversed(targets))
             for name, port, proc in order:
                 print(f"bench: round {r + 1}/{a.rounds} {name}", file=sys.stderr)
                 # (1) one request at a time; gwd's and gwd+adm's runs are cut in SLICES
@@ -510,6 +624,8 @@ def main():
             for proc in [upstream] + [t[2] for t in pair]:
                 pin(proc.pid, set(cpus))
         elapsed = time.time() - t_start
+        # other work on the machine during the rounds: what it was busy with, less ours
+        other = max(0.0, (busy_secs() - busy0) - (own_secs(procs) - own0))
         if aport:
             # the gwd+adm figures count only if its requests went through admission
             adm_bad = check_admission(actl, oks["gwd+adm"], gctl)
@@ -535,16 +651,23 @@ def main():
         (f"{streams} streams x {chunks}: ttft p99 (us)", "ttft_p99", "{:.0f}", "diff"),
         (f"{streams} streams x {chunks}: chunk gap p99 (us)", "gap_p99", "{:.0f}", "diff"),
         ("proxy CPU per stream (us)", "cpu_stream", "{:.0f}", "ratio"),
+        (f"proxy CPU per chunk: (stream - request) / {chunks} (us)", "cpu_chunk", "{:.1f}",
+         "ratio"),
         (f"proxy RSS peak, {streams} streams (MB)", "rss_mb", "{:.1f}", "ratio"),
         (f"proxy anon RSS peak, {streams} streams (MB)", "anon_mb", "{:.1f}", "ratio"),
     ]
     direct_p50, direct_p99 = med("direct", "serial_p50"), med("direct", "serial_p99")
     for n in names:
+        cs, cr = med(n, "cpu_stream"), med(n, "cpu_req")
+        # what a relayed chunk costs beyond the request it belongs to
+        res[n]["cpu_chunk"] = [(cs - cr) / chunks] if cs is not None and cr is not None else []
         if n != "direct":
             p50, p99 = med(n, "serial_p50"), med(n, "serial_p99")
             res[n]["added_p50"] = [p50 - direct_p50] if p50 is not None else []
             res[n]["added_p99"] = [p99 - direct_p99] if p99 is not None else []
-    cols = ["direct", "gwd"] + (["gwd-conv"] if "gwd-conv" in names else []) + ["nginx"]
+    cols = ["direct"] + [c for c in CELLS if c in names] + ["nginx"]
+    if "gwd" not in cols:
+        cols.insert(1, "gwd")  # an empty column, so that the comparison has its operand
     table = [["scenario"] + cols + ["gwd vs nginx"]]
     for label, k, fmt, cmp in rows:
         line = [label]
@@ -606,15 +729,21 @@ def main():
     spread = [f"{n} {min(res[n]['serial_p50']):.0f}..{max(res[n]['serial_p50']):.0f}"
               for n in names if res[n].get("serial_p50")]
     notes.append("noise: 1 conn p50 range over the runs (us): " + ", ".join(spread))
+    notes.append(f"noise: other work on the machine took {other:.0f} CPU-seconds during the "
+                 f"rounds ({100.0 * other / max(1e-9, elapsed * os.cpu_count()):.0f}% of "
+                 f"{os.cpu_count()} CPUs for {elapsed:.0f} s)")
     for n in names:
         if errs[n]:
-            notes.append(f"{n}: {errs[n]} requests were not answered 2xx (figures include them)")
+            notes.append(f"{n}: {errs[n]} requests were not answered 2xx in full (figures "
+                         f"include them)")
+    if path_bad:
+        notes.append("PATH CHECK FAILED, a column does not measure what it names: "
+                     + "; ".join(path_bad))
     head = (f"rounds {a.rounds} (median), serial {n_serial} requests, throughput {n_tput} "
             f"requests on 64 connections, {streams} streams of {chunks} chunks every "
-            f"{interval} ms after a 20 ms ttft; {os.cpu_count()} CPUs; {elapsed:.0f} s"
-            + ("; gwd-conv: the same gwd with its provider as `dialect: anthropic` (each "
-               "Chat request converted to Messages, the answer and stream back)"
-               if "gwd-conv" in names else ""))
+            f"{interval} ms after a 20 ms ttft; {os.cpu_count()} CPUs; {elapsed:.0f} s; "
+            + "; ".join(f"{c}: {CELLS[c][2]}" for c in cols if c in CELLS and c in names)
+            + "; direct and nginx are sent the Chat shape (a plain proxy relays any body)")
     adm_head = (f"gwd+adm: the same gwd config plus key and provider max_concurrent "
                 f"{ADM_SLOTS} and key limits "
                 + ", ".join(f"{per} {m} {v:.0f}" + (" USD" if m == "cost" else "")
@@ -644,8 +773,10 @@ def main():
     with open(a.out, "w") as f:
         f.write("\n".join(md) + "\n")
     print(f"bench: wrote {a.out}", file=sys.stderr)
-    if adm_bad:
-        raise SystemExit("bench: admission check failed: " + "; ".join(adm_bad))
+    if adm_bad or path_bad:
+        raise SystemExit("bench: " + "; ".join(
+            (["admission check failed: " + "; ".join(adm_bad)] if adm_bad else [])
+            + (["path check failed: " + "; ".join(path_bad)] if path_bad else [])))
 
 
 if __name__ == "__main__":
