@@ -107,6 +107,14 @@ fuzz-build:
 fuzz: deps fuzz-build
 	@FUZZ_SECS=$${FUZZ_SECS:-60} sh tools/test.sh $(O) libfuzzer
 
+# Each unit test again with its allocations made to fail one at a time (STYLE.md 11), in
+# an ASan build in $(OOM_O); tools/test-oom.py says how. Minutes: not part of `make test`;
+# run it before resolving an issue.
+OOM_O ?= build/asan
+test-oom: deps
+	@$(MAKE) --no-print-directory MODE=asan O=$(OOM_O) unit-bins
+	@/usr/bin/python3 tools/test-oom.py $(OOM_O)
+
 asan:
 	@$(MAKE) --no-print-directory MODE=asan test
 ubsan:
@@ -139,6 +147,8 @@ help:
 	@echo "                libFuzzer runs of every fuzz target (10 s each), end-to-end tests"
 	@echo "make unit       unit tests only;  make e2e  end-to-end tests only"
 	@echo "make asan|ubsan|tsan   make test with sanitizers, into build/<mode>/"
+	@echo "make test-oom   each unit test again with its allocations failing one at a time"
+	@echo "                (ASan build in build/asan/, minutes; not part of make test)"
 	@echo "make fuzz       build the libFuzzer targets with clang (build/fuzz/) and run each"
 	@echo "                FUZZ_SECS seconds (default 60) on a copy of its corpus"
 	@echo "make bench      benchmark table: direct vs gwd vs nginx"
