@@ -27,9 +27,10 @@ void gw_events_init(void);
 /* Queues event <e> with its JSON document <json> (copied). Any thread; never blocks. */
 void gw_event_push(enum gw_event_name e, const char *json);
 /* Takes the next queued event: its name into <*e> and its JSON (free with gw_free), or
- * NULL when none. Control thread only. */
+ * NULL when none. An event whose copy finds no memory is dropped (counted) and the next
+ * one taken. Control thread only. */
 char *gw_event_take(enum gw_event_name *e);
-/* Events dropped because the ring was full. */
+/* Events dropped because the ring was full or memory ran out. */
 uint64_t gw_events_dropped(void);
 
 #endif
