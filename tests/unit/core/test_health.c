@@ -32,6 +32,26 @@ conf_failover(unsigned n, unsigned pause, unsigned max_pause)
     return f;
 }
 
+/* A registry and one of its upstates. Under `make test-oom` either may be NULL: the
+ * test then stops on an assertion rather than a crash. */
+static struct gw_upstates *
+t_upstates_new(void)
+{
+    struct gw_upstates *r = gw_upstates_new();
+
+    assert_non_null(r);
+    return r;
+}
+
+static struct gw_upstate *
+t_upstate(struct gw_upstates *r, const char *name)
+{
+    struct gw_upstate *u = gw_upstates_get(r, name);
+
+    assert_non_null(u);
+    return u;
+}
+
 static struct gw_upfacts
 facts(struct gw_upstate *u, uint64_t now)
 {
@@ -46,7 +66,7 @@ facts(struct gw_upstate *u, uint64_t now)
 static void
 test_health_registry_returns_one_upstate_per_name(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
+    struct gw_upstates *r = t_upstates_new();
     struct gw_upstate *a, *b;
     char name[16];
     int i;
@@ -71,8 +91,8 @@ test_health_registry_returns_one_upstate_per_name(void **state)
 static void
 test_health_fresh_upstate_reports_nothing_known(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upfacts f = facts(gw_upstates_get(r, "a"), T0);
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upfacts f = facts(t_upstate(r, "a"), T0);
 
     (void)state;
     assert_int_equal(f.paused_until_ms, 0);
@@ -91,8 +111,8 @@ test_health_fresh_upstate_reports_nothing_known(void **state)
 static void
 test_health_pauses_after_n_consecutive_failures(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(3, 60, 600);
 
     (void)state;
@@ -123,8 +143,8 @@ static void
 test_health_repeated_pauses_double_up_to_the_cap(void **state)
 {
     static const uint64_t want_secs[] = {60, 120, 240, 480, 600, 600};
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(3, 60, 600);
     uint64_t now = T0;
     size_t i;
@@ -145,8 +165,8 @@ test_health_repeated_pauses_double_up_to_the_cap(void **state)
 static void
 test_health_failures_during_a_pause_do_not_escalate(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(2, 60, 600);
 
     (void)state;
@@ -165,8 +185,8 @@ test_health_failures_during_a_pause_do_not_escalate(void **state)
 static void
 test_health_success_resets_count_and_escalation(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(3, 60, 600);
     uint64_t now = T0;
 
@@ -192,8 +212,8 @@ test_health_success_resets_count_and_escalation(void **state)
 static void
 test_health_success_ends_a_running_pause(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(2, 60, 600);
 
     (void)state;
@@ -209,8 +229,8 @@ test_health_success_ends_a_running_pause(void **state)
 static void
 test_health_retry_after_pauses_whatever_the_count(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(3, 60, 600);
 
     (void)state;
@@ -229,8 +249,8 @@ test_health_retry_after_pauses_whatever_the_count(void **state)
 static void
 test_health_retry_after_shorter_than_the_pause_keeps_the_pause(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(3, 60, 600);
 
     (void)state;
@@ -243,8 +263,8 @@ test_health_retry_after_shorter_than_the_pause_keeps_the_pause(void **state)
 static void
 test_health_retry_after_is_capped_at_an_hour(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(3, 60, 600);
 
     (void)state;
@@ -258,8 +278,8 @@ test_health_retry_after_is_capped_at_an_hour(void **state)
 static void
 test_health_success_rate_needs_five_outcomes(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(100, 60, 600);
     int i;
 
@@ -278,8 +298,8 @@ test_health_success_rate_needs_five_outcomes(void **state)
 static void
 test_health_success_window_ages_out_after_30_minutes(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(100, 60, 600);
     int i;
 
@@ -301,8 +321,8 @@ test_health_success_window_ages_out_after_30_minutes(void **state)
 static void
 test_health_success_window_keeps_the_last_50(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     struct gw_conf f = conf_failover(1000, 60, 600);
     int i;
 
@@ -322,8 +342,8 @@ test_health_success_window_keeps_the_last_50(void **state)
 static void
 test_health_median_needs_three_samples(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
 
     (void)state;
     gw_upstate_sample(u, T0, 300);
@@ -340,8 +360,8 @@ test_health_median_needs_three_samples(void **state)
 static void
 test_health_median_ages_out_old_samples(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     int i;
 
     (void)state;
@@ -360,8 +380,8 @@ test_health_median_ages_out_old_samples(void **state)
 static void
 test_health_samples_keep_the_last_50(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
     int i;
 
     (void)state;
@@ -377,8 +397,8 @@ test_health_samples_keep_the_last_50(void **state)
 static void
 test_health_link_seed_is_not_a_sample(void **state)
 {
-    struct gw_upstates *r = gw_upstates_new();
-    struct gw_upstate *u = gw_upstates_get(r, "a");
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
 
     (void)state;
     gw_upstate_link_seed(u, 42);

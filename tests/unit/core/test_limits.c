@@ -68,6 +68,26 @@ struct t_fix {
     struct gw_keylimits *k;
 };
 
+/* A registry and a key of it. Under `make test-oom` either may be NULL: the test then
+ * stops on an assertion rather than a crash. */
+static struct gw_keylimits_reg *
+t_reg_new(void)
+{
+    struct gw_keylimits_reg *reg = gw_keylimits_reg_new();
+
+    assert_non_null(reg);
+    return reg;
+}
+
+static struct gw_keylimits *
+t_key(struct gw_keylimits_reg *reg, const char *name)
+{
+    struct gw_keylimits *k = gw_keylimits_reg_get(reg, name, NULL);
+
+    assert_non_null(k);
+    return k;
+}
+
 static int
 t_setup(void **state)
 {
@@ -153,8 +173,8 @@ test_limits_every_measure_and_period_stops_the_request_past_the_max(void **state
     (void)state;
     for (int per = GW_LIMIT_MINUTE; per <= GW_LIMIT_MONTH; per++) {
         for (int m = GW_LIMIT_REQUESTS; m <= GW_LIMIT_COST; m++) {
-            struct gw_keylimits_reg *reg = gw_keylimits_reg_new();
-            struct gw_keylimits *k = gw_keylimits_reg_get(reg, "bob", NULL);
+            struct gw_keylimits_reg *reg = t_reg_new();
+            struct gw_keylimits *k = t_key(reg, "bob");
             struct gw_period cal = t_cal(0);
             struct gw_limit_reservation r;
             struct gw_limit_verdict v;
@@ -688,9 +708,9 @@ test_limits_row_counts_only_when_a_hop_was_sent(void **state)
 static void
 test_limits_rebuild_equals_live_settlement(void **state)
 {
-    struct gw_keylimits_reg *reg = gw_keylimits_reg_new();
-    struct gw_keylimits *live = gw_keylimits_reg_get(reg, "live", NULL);
-    struct gw_keylimits *built = gw_keylimits_reg_get(reg, "built", NULL);
+    struct gw_keylimits_reg *reg = t_reg_new();
+    struct gw_keylimits *live = t_key(reg, "live");
+    struct gw_keylimits *built = t_key(reg, "built");
     struct gw_conf_limit l[16];
     struct gw_limit_view va[16], vb[16];
     size_t nl = 0, na, nb;
@@ -1164,17 +1184,18 @@ test_limits_registry_threads_create_one_key_per_name(void **state)
 {
     struct gw_keylimits_reg *reg = gw_keylimits_reg_new();
     pthread_t th[T_THREADS];
-    void *ret;
+    void *ret[T_THREADS];
     bool created = true;
 
     (void)state;
     assert_non_null(reg);
     for (int i = 0; i < T_THREADS; i++)
         assert_int_equal(pthread_create(&th[i], NULL, t_reg_main, reg), 0);
-    for (int i = 0; i < T_THREADS; i++) {
-        assert_int_equal(pthread_join(th[i], &ret), 0);
-        assert_null(ret);
-    }
+    /* every thread joined before any assertion can leave the test */
+    for (int i = 0; i < T_THREADS; i++)
+        assert_int_equal(pthread_join(th[i], &ret[i]), 0);
+    for (int i = 0; i < T_THREADS; i++)
+        assert_null(ret[i]);
     for (int i = 0; i < 200; i++) {
         char name[16];
         struct gw_keylimits *k;
@@ -1191,8 +1212,8 @@ test_limits_registry_threads_create_one_key_per_name(void **state)
 static void
 test_limits_unpriced_models_are_kept_once_and_bounded(void **state)
 {
-    struct gw_keylimits_reg *reg = gw_keylimits_reg_new();
-    struct gw_keylimits *k = gw_keylimits_reg_get(reg, "cap", NULL);
+    struct gw_keylimits_reg *reg = t_reg_new();
+    struct gw_keylimits *k = t_key(reg, "cap");
     char out[GW_KEYLIMITS_MAX_UNPRICED][GW_MODEL_MAX + 1];
     char name[32];
     int i;

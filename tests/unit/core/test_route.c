@@ -61,8 +61,10 @@ load(const char *yaml)
 static struct gw_conf *
 load_attached(struct gw_routes *r, const char *yaml)
 {
-    struct gw_conf *c = load(yaml);
+    struct gw_conf *c;
 
+    assert_non_null(r); /* gw_routes_new() may fail under `make test-oom` */
+    c = load(yaml);
     assert_int_equal(gw_routes_attach(r, c), GW_OK);
     return c;
 }
@@ -867,6 +869,7 @@ test_route_lb_threads_charge_exactly_7_3(void **state)
     struct gw_routes *r = gw_routes_new();
     struct gw_conf *c = load_attached(r, LB("[{name: a, weight: 7}, {name: b, weight: 3}]"));
     pthread_t th[THREADS];
+    void *ret[THREADS];
     struct worker w[THREADS];
     unsigned long n_a = 0, n_b = 0;
     int i;
@@ -877,11 +880,11 @@ test_route_lb_threads_charge_exactly_7_3(void **state)
         w[i].c = c;
         assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
     }
+    /* every thread joined before an assertion can leave the test (its w[] with it) */
+    for (i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_join(th[i], &ret[i]), 0);
     for (i = 0; i < THREADS; i++) {
-        void *ret;
-
-        assert_int_equal(pthread_join(th[i], &ret), 0);
-        assert_non_null(ret);
+        assert_non_null(ret[i]);
         n_a += w[i].n_a;
         n_b += w[i].n_b;
     }

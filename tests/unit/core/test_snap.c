@@ -21,6 +21,7 @@ conf_new(unsigned workers)
 {
     struct gw_conf *c = gw_calloc(1, sizeof(*c));
 
+    assert_non_null(c); /* may fail under `make test-oom` */
     c->server.workers = workers;
     return c;
 }

@@ -45,18 +45,20 @@ test_buf_json_string_escapes_controls_and_quotes(void **state)
     struct gw_buf b = {0};
 
     (void)state;
-    gw_buf_append_json_str(&b, (struct gw_str){"a\"b\\c\n\x01\xc3\xa9", 9});
+    assert_int_equal(gw_buf_append_json_str(&b, (struct gw_str){"a\"b\\c\n\x01\xc3\xa9", 9}),
+                     GW_OK);
     assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\"");
     gw_buf_reset(&b);
     /* plain runs around escapes, a control character, an escape at the very end */
-    gw_buf_append_json_str(&b, (struct gw_str){"plain run\t\x1f tail\r", 17});
+    assert_int_equal(gw_buf_append_json_str(&b, (struct gw_str){"plain run\t\x1f tail\r", 17}),
+                     GW_OK);
     assert_string_equal(b.data, "\"plain run\\t\\u001f tail\\r\"");
     gw_buf_reset(&b);
-    gw_buf_append_json_str(&b, (struct gw_str){"", 0});
+    assert_int_equal(gw_buf_append_json_str(&b, (struct gw_str){"", 0}), GW_OK);
     assert_string_equal(b.data, "\"\"");
     gw_buf_reset(&b);
     /* a zeroed slice (a canonical field never set) is the empty string */
-    gw_buf_append_json_str(&b, (struct gw_str){NULL, 0});
+    assert_int_equal(gw_buf_append_json_str(&b, (struct gw_str){NULL, 0}), GW_OK);
     assert_string_equal(b.data, "\"\"");
     gw_buf_fini(&b);
 }
