@@ -137,8 +137,31 @@ test_row_json_renders_every_field(void **state)
     assert_string_equal(t_str(a1, "outcome"), "ok");
     assert_true(json_is_null(json_object_get(a1, "code")));
     assert_int_equal(t_int(a1, "ttfb_ms"), 120);
-    assert_int_equal(json_object_size(j), 16);
+    /* the fields a conversion dropped (issue 9): empty here, an array all the same */
+    assert_true(json_is_array(json_object_get(j, "dropped")));
+    assert_int_equal(json_array_size(json_object_get(j, "dropped")), 0);
+    assert_int_equal(json_object_size(j), 17);
     assert_int_equal(json_object_size(a0), 7);
+    json_decref(j);
+}
+
+/* Issue 9: the row's ", "-separated dropped fields come back as a list of names. */
+static void
+test_row_json_dropped_fields_are_a_list(void **state)
+{
+    struct gw_row r;
+    json_t *j, *d;
+
+    (void)state;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.dropped, sizeof(r.dropped), "%s", "cache_control, thinking, anthropic-beta");
+    j = net_control_row_json(&r);
+    assert_non_null(j);
+    d = json_object_get(j, "dropped");
+    assert_int_equal(json_array_size(d), 3);
+    assert_string_equal(json_string_value(json_array_get(d, 0)), "cache_control");
+    assert_string_equal(json_string_value(json_array_get(d, 1)), "thinking");
+    assert_string_equal(json_string_value(json_array_get(d, 2)), "anthropic-beta");
     json_decref(j);
 }
 
@@ -1052,6 +1075,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_json_renders_every_field),
+        cmocka_unit_test(test_row_json_dropped_fields_are_a_list),
         cmocka_unit_test(test_row_json_renders_refused_row_with_nulls),
         cmocka_unit_test(test_row_json_pads_milliseconds_and_handles_leap_day),
         cmocka_unit_test(test_row_json_replaces_invalid_utf8_and_caps_attempts),

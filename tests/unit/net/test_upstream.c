@@ -122,6 +122,7 @@ t_sconn_free(struct t_sconn *sc)
 static void
 t_srv_write(struct t_sconn *sc, const char *data)
 {
+    assert_non_null(sc); /* none when the accept's allocation failed (make test-oom) */
     bufferevent_write(sc->bev, data, strlen(data));
 }
 
