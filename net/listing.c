@@ -130,7 +130,7 @@ net_models_listing(struct net_stream *s)
     }
     for (i = 0; i < s->conf->n_providers; i++)
         max += s->conf->providers[i].n_models;
-    v = gw_calloc(max ? max : 1, sizeof(*v));
+    v = gw_arena_calloc(&s->arena, max ? max : 1, sizeof(*v));
     if (!v) {
         net_stream_refuse(s, GW_E_NOMEM, "out of memory", false);
         return;
@@ -146,7 +146,6 @@ net_models_listing(struct net_stream *s)
                 id = v[i].id;
         gw_free(want);
         if (!id) {
-            gw_free(v);
             net_stream_refuse(s, GW_E_MODEL_NOT_FOUND, "no such model for this key", false);
             return;
         }
@@ -158,7 +157,6 @@ net_models_listing(struct net_stream *s)
     } else if (render(v, n, false, &body) != GW_OK) {
         gw_buf_fini(&body);
     }
-    gw_free(v);
     if (!body.data) {
         net_stream_refuse(s, GW_E_NOMEM, "out of memory", false);
         return;

@@ -223,7 +223,6 @@ net_stream_free(struct net_stream *s)
         event_free(s->wait_timer);
     if (s->limit_timer)
         event_free(s->limit_timer);
-    gw_free(s->speed);
     dl_openai_req_free(s->req);
     gw_buf_fini(&s->body);
     net_body_release(&s->body_held);

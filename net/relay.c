@@ -138,7 +138,7 @@ on_first_content(struct net_stream *s)
         struct timeval second = {1, 0};
 
         if (!s->speed)
-            s->speed = gw_malloc(sizeof(*s->speed));
+            s->speed = gw_arena_alloc(&s->arena, sizeof(*s->speed)); /* lives as long as s */
         if (!s->speed_timer)
             s->speed_timer = event_new(s->w->base, -1, EV_PERSIST, on_speed_tick, s);
         if (s->speed && s->speed_timer) {
