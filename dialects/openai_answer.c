@@ -13,7 +13,7 @@
  * data unless it holds escapes, then it is decoded on the stack (on the heap past
  * 256 bytes, freed before returning). What a chunk gives:
  * - START once, at the first chunk that is not an error (id, model, created).
- * - reasoning_content, or "reasoning" as some compatible servers spell it -> a
+ * - reasoning_content, else "reasoning" as some compatible servers spell it -> a
  *   REASONING block; content, and refusal -> a TEXT block; tool_calls[i] -> one
  *   TOOL_CALL block per Chat tool index (BLOCK_START with its id and name, then DELTAs
  *   of argument fragments); a legacy function_call -> a TOOL_CALL block of its own.
@@ -25,7 +25,9 @@
  *   already stopped (only an upstream that interleaves parallel calls, which OpenAI does
  *   not) are emitted as a DELTA with that call's block index, after its BLOCK_STOP:
  *   consumers must accept it (the answer fold does) rather than lose the arguments.
- * - A tool call without an id gets "call_<tool index>" ("call_fn" for function_call).
+ * - A tool call without an id gets "call_<tool index>" ("call_fn" for function_call). An
+ *   entry without an "index" (some compatible servers send none): an id other than the
+ *   last call's starts the next call, anything else goes on with the last call.
  * - finish_reason -> BLOCK_STOP of the open block, USAGE when the same chunk carries
  *   usage, then FINISH (stop -> STOP, length -> LENGTH, tool_calls/function_call ->
  *   TOOL_CALLS, content_filter -> CONTENT_FILTER, "error" -> ERROR, anything else STOP).
@@ -40,7 +42,8 @@
  * - Choices other than index 0 emit nothing (n > 1 is never converted; on the
  *   same-shape relay their content is not counted).
  * - Data that is neither [DONE] nor one JSON object -> GW_E_UPSTREAM_PROTOCOL; so does
- *   a tool index >= CHAT_TOOL_SLOTS or more than 65534 blocks.
+ *   a tool "index" >= CHAT_TOOL_SLOTS (no event), and, after the events of the chunk
+ *   before it, a call without an index past the table or more than 65534 blocks.
  * Answer parse: the same notes over the whole body, and the same emission, then
  * BLOCK_STOP, USAGE and FINISH (NONE when finish_reason is null). An {"error": ...}
  * body -> ERROR. A body that is not an object with a "choices" array ->
@@ -164,9 +167,10 @@ struct tc_note {
 
 struct choice_note {
     int64_t index; /* the choice's "index", -1 when not given */
-    bool has_content, has_reasoning, has_refusal, has_finish, has_fn;
+    bool has_content, has_reasoning, has_reasoning2, has_refusal, has_finish, has_fn;
     size_t content_parts; /* offset + 1 of a content array (answers of some servers) */
-    struct dl_json_str content, reasoning, refusal, finish;
+    /* reasoning: reasoning_content; reasoning2: "reasoning", read when the first is not */
+    struct dl_json_str content, reasoning, reasoning2, refusal, finish;
     size_t n_tools;  /* entries of tool_calls */
     size_t tools_at; /* offset of tool_calls, read again when n_tools > NOTE_TOOLS */
     struct tc_note tools[NOTE_TOOLS];
@@ -253,17 +257,21 @@ tc_reset(struct tc_note *t)
     t->has_id = t->has_name = t->has_args = false;
 }
 
-/* One tool_calls entry; <t> NULL: validated and skipped (past NOTE_TOOLS). */
+/* One tool_calls entry; <t> NULL: read and forgotten (past NOTE_TOOLS). An "index"
+ * past the parser's table refuses the chunk (false with no scan error: the chunk is
+ * refused before any of its events). */
 static bool
 note_tool(struct dl_json *j, struct tc_note *t)
 {
     struct dl_json_str k;
+    struct tc_note spare;
     bool first = true;
     int rc;
 
-    if (t)
-        tc_reset(t);
-    if (!t || dl_json_peek(j) != '{')
+    if (!t)
+        t = &spare;
+    tc_reset(t);
+    if (dl_json_peek(j) != '{')
         return dl_json_skip(j, NULL);
     if (!dl_json_obj_enter(j))
         return false;
@@ -281,7 +289,7 @@ note_tool(struct dl_json *j, struct tc_note *t)
         if (!ok)
             return false;
     }
-    return rc == 0;
+    return rc == 0 && t->index < CHAT_TOOL_SLOTS;
 }
 
 static bool
@@ -309,9 +317,13 @@ static bool
 note_delta(struct dl_json *j, struct choice_note *c)
 {
     struct dl_json_str k;
-    bool first = true, has;
+    bool first = true;
     int rc;
 
+    /* a second delta (a duplicate key) replaces the first, as jansson reads it */
+    c->has_content = c->has_reasoning = c->has_reasoning2 = c->has_refusal = c->has_fn = false;
+    c->content_parts = 0;
+    c->n_tools = 0;
     if (dl_json_peek(j) != '{')
         return dl_json_skip(j, NULL);
     if (!dl_json_obj_enter(j))
@@ -322,14 +334,10 @@ note_delta(struct dl_json *j, struct choice_note *c)
         if (KEY_IS(j, &k, "content")) {
             c->content_parts = dl_json_peek(j) == '[' ? j->i + 1 : 0;
             ok = read_str(j, &c->content, &c->has_content);
-        } else if (KEY_IS(j, &k, "reasoning_content") || KEY_IS(j, &k, "reasoning")) {
-            struct dl_json_str s;
-
-            ok = read_str(j, &s, &has);
-            if (has) { /* of both spellings, the last one given */
-                c->reasoning = s;
-                c->has_reasoning = true;
-            }
+        } else if (KEY_IS(j, &k, "reasoning_content")) {
+            ok = read_str(j, &c->reasoning, &c->has_reasoning);
+        } else if (KEY_IS(j, &k, "reasoning")) {
+            ok = read_str(j, &c->reasoning2, &c->has_reasoning2);
         } else if (KEY_IS(j, &k, "refusal")) {
             ok = read_str(j, &c->refusal, &c->has_refusal);
         } else if (KEY_IS(j, &k, "tool_calls")) {
@@ -355,7 +363,8 @@ note_choice(struct dl_json *j, struct choice_note *c)
     int rc;
 
     c->index = -1;
-    c->has_content = c->has_reasoning = c->has_refusal = c->has_finish = c->has_fn = false;
+    c->has_content = c->has_reasoning = c->has_reasoning2 = c->has_refusal = c->has_fn = false;
+    c->has_finish = false;
     c->content_parts = 0;
     c->n_tools = 0;
     if (dl_json_peek(j) != '{')
@@ -579,6 +588,9 @@ struct chat_parse {
     uint32_t open_index;
     uint32_t n_blocks;                    /* blocks started */
     uint16_t fn_block;                    /* the legacy function_call's block + 1, 0: none */
+    uint8_t n_tools;                      /* tool indexes used: the highest + 1 */
+    uint8_t last_tool;                    /* the index of the last tool delta + 1, 0: none */
+    uint32_t last_id_hash;                /* of the id of the last call started */
     uint16_t tool_block[CHAT_TOOL_SLOTS]; /* block + 1 of Chat tool index i, 0: none */
 };
 
@@ -657,6 +669,31 @@ text_delta(struct chat_parse *p, struct em *e, enum dl_block kind, const struct 
     return GW_OK;
 }
 
+/* FNV-1a of a string token's raw bytes: tells one call's id from another's. */
+static uint32_t
+id_hash(const struct dl_json *j, const struct dl_json_str *s)
+{
+    uint32_t h = 2166136261u;
+    size_t i;
+
+    for (i = s->start; i < s->end; i++)
+        h = (h ^ (unsigned char)j->s[i]) * 16777619u;
+    return h;
+}
+
+/* The Chat tool index of an entry: its "index"; without one (some compatible servers
+ * send none), an id other than the last call's starts the next call, else the entry
+ * goes on with the last call (or, before any, takes its position in the array). */
+static int64_t
+tool_index(const struct chat_parse *p, const struct dl_json *j, const struct tc_note *t, size_t pos)
+{
+    if (t->index >= 0)
+        return t->index;
+    if (t->has_id && t->id.dlen && !(p->last_tool && id_hash(j, &t->id) == p->last_id_hash))
+        return p->n_tools;
+    return p->last_tool ? p->last_tool - 1 : (int64_t)pos;
+}
+
 /* A tool_calls entry (or the legacy function_call when <legacy>) at array position
  * <pos>: the call's block started at its first sight, then its argument fragment. */
 static enum gw_code
@@ -664,7 +701,7 @@ tool_delta(struct chat_parse *p, struct em *e, const struct dl_json *j, const st
            size_t pos, bool legacy)
 {
     struct dl_event ev = ev_of(DL_EV_DELTA);
-    int64_t idx = t->index >= 0 ? t->index : (int64_t)pos;
+    int64_t idx = legacy ? 0 : tool_index(p, j, t, pos);
     uint16_t *slot;
     struct dec d;
     enum gw_code rc = GW_OK;
@@ -701,7 +738,14 @@ tool_delta(struct chat_parse *p, struct em *e, const struct dl_json *j, const st
         if (rc != GW_OK)
             return rc;
         *slot = (uint16_t)(p->open_index + 1);
+        if (!legacy) {
+            if (idx + 1 > p->n_tools)
+                p->n_tools = (uint8_t)(idx + 1);
+            p->last_id_hash = t->has_id ? id_hash(j, &t->id) : 0;
+        }
     }
+    if (!legacy)
+        p->last_tool = (uint8_t)(idx + 1);
     if (!t->has_args || t->args.dlen == 0)
         return GW_OK;
     d.heap = NULL;
@@ -800,17 +844,18 @@ choice_deltas(struct chat_parse *p, struct em *e, const struct dl_json *j,
     enum gw_code rc = GW_OK;
     size_t k;
 
-    if (c->has_reasoning)
-        rc = text_delta(p, e, DL_BLOCK_REASONING, j, &c->reasoning);
+    if (c->has_reasoning || c->has_reasoning2)
+        rc = text_delta(p, e, DL_BLOCK_REASONING, j,
+                        c->has_reasoning ? &c->reasoning : &c->reasoning2);
     if (rc == GW_OK && c->has_content)
         rc = text_delta(p, e, DL_BLOCK_TEXT, j, &c->content);
     if (rc == GW_OK && c->content_parts)
         rc = content_parts(p, e, j, c->content_parts - 1);
     if (rc == GW_OK && c->has_refusal)
         rc = text_delta(p, e, DL_BLOCK_TEXT, j, &c->refusal);
-    if (rc == GW_OK && c->n_tools > NOTE_TOOLS)
+    if (rc == GW_OK && c->n_tools > NOTE_TOOLS) /* more than the notes hold: all read again */
         rc = tools_again(p, e, j, c->tools_at);
-    for (k = 0; rc == GW_OK && k < c->n_tools && k < NOTE_TOOLS; k++)
+    for (k = 0; rc == GW_OK && c->n_tools <= NOTE_TOOLS && k < c->n_tools; k++)
         if (tc_any(&c->tools[k]))
             rc = tool_delta(p, e, j, &c->tools[k], k, false);
     if (rc == GW_OK && c->has_fn)

@@ -129,6 +129,7 @@ struct t_check {
     enum dl_block kinds[4096];
     bool stopped[4096];
     size_t n_events;
+    size_t delta_bytes; /* of every DELTA's text */
     /* where the events go besides */
     struct dl_render_state rs;
     struct gw_buf rendered;
@@ -166,6 +167,7 @@ t_on_event(void *arg, const struct dl_event *ev)
         /* into the open block, or arguments of a call already stopped (documented) */
         T_CHECK((c->open && ev->index == c->open_index) ||
                 (c->stopped[ev->index] && ev->block == DL_BLOCK_TOOL_CALL));
+        c->delta_bytes += ev->text.len;
         break;
     case DL_EV_BLOCK_STOP:
         T_CHECK(c->open && ev->index == c->open_index);
@@ -228,10 +230,81 @@ t_check_init(struct t_check *c, struct gw_arena *a)
     dl_answer_init(&c->ans, a);
 }
 
-/* True when a choice of the chunk <d> names a tool call past the parser's table (an
- * "index" of 96 or more, or a 97th entry without one). */
+static size_t
+t_str_len(const json_t *v)
+{
+    return json_is_string(v) ? json_string_length(v) : 0;
+}
+
+/* The bytes of content a chunk's first choice carries, as jansson reads it: reasoning,
+ * content (a string or text parts), refusal, tool call arguments, function_call
+ * arguments. False when the chunk is ambiguous for this reading (both "delta" and
+ * "message": the parser takes the later one, jansson cannot say which). */
 static bool
-t_tool_past(struct gw_str d)
+t_chunk_bytes(struct gw_str d, size_t *out)
+{
+    json_t *j = json_loadb(d.ptr, d.len, JSON_ALLOW_NUL, NULL);
+    json_t *ch = NULL, *cv, *delta, *v, *e;
+    size_t x, n = 0;
+    bool ok = true;
+
+    json_array_foreach(json_object_get(j, "choices"), x, cv)
+    {
+        json_t *i = json_object_get(cv, "index");
+        bool idx0 = json_is_integer(i) && json_integer_value(i) == 0;
+        bool none = !(json_is_integer(i) && json_integer_value(i) >= 0);
+
+        if (idx0 || (none && x == 0)) {
+            ch = cv;
+            break;
+        }
+    }
+    delta = json_object_get(ch, "delta") ? json_object_get(ch, "delta")
+                                         : json_object_get(ch, "message");
+    if (json_is_object(delta)) {
+        v = json_object_get(delta, "reasoning_content");
+        n += json_is_string(v) ? t_str_len(v) : t_str_len(json_object_get(delta, "reasoning"));
+        n += t_str_len(json_object_get(delta, "refusal"));
+        v = json_object_get(delta, "content");
+        n += t_str_len(v);
+        json_array_foreach(v, x, e)
+        {
+            const char *type = json_string_value(json_object_get(e, "type"));
+
+            if (type && strcmp(type, "text") == 0 &&
+                json_string_length(json_object_get(e, "type")) == 4)
+                n += t_str_len(json_object_get(e, "text"));
+        }
+        json_array_foreach(json_object_get(delta, "tool_calls"), x, e)
+        {
+            json_t *fn = json_object_get(e, "function"), *i = json_object_get(e, "index");
+
+            if (!json_is_object(fn))
+                fn = NULL;
+            if ((json_is_integer(i) && json_integer_value(i) >= 0) ||
+                json_is_string(json_object_get(e, "id")) ||
+                json_is_string(json_object_get(fn, "name")) ||
+                json_is_string(json_object_get(fn, "arguments")))
+                n += t_str_len(json_object_get(fn, "arguments"));
+        }
+        v = json_object_get(delta, "function_call");
+        if (json_is_object(v))
+            n += t_str_len(json_object_get(v, "arguments"));
+        /* the parser checks for an object choice: a non-object delta holds nothing */
+    }
+    /* a duplicate "delta"/"message" key: the parser reads both spellings as one */
+    if (json_object_get(ch, "delta") && json_object_get(ch, "message"))
+        ok = false;
+    json_decref(j);
+    *out = n;
+    return ok;
+}
+
+/* True when a choice of the chunk <d> names a tool call past the parser's table (an
+ * "index" of 96 or more), or, with <noindex>, holds a tool call without an index (which
+ * may land past the table: the parser finds it while emitting). */
+static bool
+t_tool_past_or(struct gw_str d, bool noindex)
 {
     json_t *j = json_loadb(d.ptr, d.len, JSON_ALLOW_NUL, NULL);
     json_t *cv, *e;
@@ -249,12 +322,18 @@ t_tool_past(struct gw_str d)
             json_t *i = json_object_get(e, "index");
 
             if ((json_is_integer(i) && json_integer_value(i) >= 96) ||
-                (!(json_is_integer(i) && json_integer_value(i) >= 0) && x >= 96))
+                (noindex && !(json_is_integer(i) && json_integer_value(i) >= 0)))
                 past = true;
         }
     }
     json_decref(j);
     return past;
+}
+
+static bool
+t_tool_past(struct gw_str d)
+{
+    return t_tool_past_or(d, false);
 }
 
 struct t_stream {
@@ -275,7 +354,8 @@ t_on_sse(void *arg, const struct gw_sse_event *ev)
     struct gw_str d = ev->data;
     size_t i = 0, k;
     bool empty_or_done, nul = memchr(d.ptr, 0, d.len) != NULL;
-    size_t before = t->c->n_events;
+    size_t before = t->c->n_events, bytes = t->c->delta_bytes, want;
+    bool quiet = t->c->finished || t->c->failed;
     enum gw_code rc;
 
     while (i < d.len && t_is_ws(d.ptr[i]))
@@ -286,8 +366,11 @@ t_on_sse(void *arg, const struct gw_sse_event *ev)
     empty_or_done = i == d.len || (k - i == 6 && memcmp(d.ptr + i, "[DONE]", 6) == 0);
     rc = dl_openai_shape.event_parse(&t->ps, ev->event, d, t_on_event, t->c);
     T_CHECK(rc == GW_OK || rc == GW_E_UPSTREAM_PROTOCOL || rc == GW_E_NOMEM);
-    if (rc == GW_E_UPSTREAM_PROTOCOL)
-        T_CHECK(t->c->n_events == before); /* a refused chunk emits nothing */
+    if (rc == GW_E_UPSTREAM_PROTOCOL && t->c->n_events != before)
+        /* a refused chunk emits nothing, but for the refusals found while emitting (a
+         * call without an index past the table, too many blocks): JSON objects */
+        T_CHECK(!nul && !empty_or_done && t_is_object(d.ptr, d.len) && !t_tool_past(d) &&
+                t_tool_past_or(d, true));
     if (!nul && rc != GW_E_NOMEM) {
         bool object = !empty_or_done && t_is_object(d.ptr, d.len);
 
@@ -295,7 +378,14 @@ t_on_sse(void *arg, const struct gw_sse_event *ev)
         if (rc == GW_OK)
             T_CHECK(empty_or_done || object);
         else if (object)
-            T_CHECK(t_tool_past(d));
+            T_CHECK(t_tool_past_or(d, t->c->n_blocks > 0));
+        /* every byte of content the chunk carries is in its deltas, once */
+        if (rc == GW_OK && object && !quiet && !t->c->failed && t_chunk_bytes(d, &want) &&
+            t->c->delta_bytes - bytes != want) {
+            fprintf(stderr, "chunk content %zu bytes, deltas %zu\n", want,
+                    t->c->delta_bytes - bytes);
+            abort();
+        }
     }
     return rc != GW_OK;
 }

@@ -280,30 +280,51 @@ test_openai_answer_stream_late_tool_arguments_keep_their_block(void **state)
 }
 
 static void
-test_openai_answer_stream_ids_generated_and_positions_for_missing_index(void **state)
+test_openai_answer_stream_calls_without_index_follow_their_ids(void **state)
 {
     (void)state;
-    /* no id: call_<index>; no index: the position in the array; several in one chunk,
-     * more than the notes hold (read again) */
+    /* no "index": an id starts the next call, the same id or none goes on with the last;
+     * five entries in one chunk (more than the notes hold: read again) */
     t_chunks(
         (const char *const[]){
-            CH("{\"tool_calls\":[{\"function\":{\"name\":\"a\"}},{\"function\":{\"name\":"
-               "\"b\"}},{\"function\":{\"name\":\"c\"}},{\"function\":{\"name\":\"d\"}},"
-               "{\"function\":{\"name\":\"e\",\"arguments\":\"{}\"}}]}"),
-            CH("{\"function_call\":{\"name\":\"old\",\"arguments\":\"{}\"}}"), NULL},
-        START_LINE "BLOCK_START 0 tool_call id=\"call_0\" name=\"a\"\n"
+            CH("{\"tool_calls\":[{\"id\":\"x\",\"function\":{\"name\":\"a\",\"arguments\":"
+               "\"{\"}}]}"),
+            CH("{\"tool_calls\":[{\"function\":{\"arguments\":\"}\"}}]}"),
+            CH("{\"tool_calls\":[{\"id\":\"x\",\"function\":{\"arguments\":\" \"}}]}"),
+            CH("{\"tool_calls\":[{\"id\":\"p\",\"function\":{\"name\":\"b\"}},"
+               "{\"id\":\"q\",\"function\":{\"name\":\"c\"}},{\"id\":\"r\",\"function\":"
+               "{\"name\":\"d\"}},{\"id\":\"s\",\"function\":{\"name\":\"e\"}},"
+               "{\"id\":\"t\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}"),
+            NULL},
+        START_LINE "BLOCK_START 0 tool_call id=\"x\" name=\"a\"\n"
+                   "DELTA 0 tool_call \"{\"\n"
+                   "DELTA 0 tool_call \"}\"\n"
+                   "DELTA 0 tool_call \" \"\n"
                    "BLOCK_STOP 0\n"
-                   "BLOCK_START 1 tool_call id=\"call_1\" name=\"b\"\n"
+                   "BLOCK_START 1 tool_call id=\"p\" name=\"b\"\n"
                    "BLOCK_STOP 1\n"
-                   "BLOCK_START 2 tool_call id=\"call_2\" name=\"c\"\n"
+                   "BLOCK_START 2 tool_call id=\"q\" name=\"c\"\n"
                    "BLOCK_STOP 2\n"
-                   "BLOCK_START 3 tool_call id=\"call_3\" name=\"d\"\n"
+                   "BLOCK_START 3 tool_call id=\"r\" name=\"d\"\n"
                    "BLOCK_STOP 3\n"
-                   "BLOCK_START 4 tool_call id=\"call_4\" name=\"e\"\n"
-                   "DELTA 4 tool_call \"{}\"\n"
+                   "BLOCK_START 4 tool_call id=\"s\" name=\"e\"\n"
                    "BLOCK_STOP 4\n"
-                   "BLOCK_START 5 tool_call id=\"call_fn\" name=\"old\"\n"
+                   "BLOCK_START 5 tool_call id=\"t\" name=\"f\"\n"
                    "DELTA 5 tool_call \"{}\"\n");
+}
+
+static void
+test_openai_answer_stream_ids_generated_for_calls_without_one(void **state)
+{
+    (void)state;
+    t_chunks(
+        (const char *const[]){CH("{\"tool_calls\":[{\"index\":3,\"function\":{\"name\":\"a\"}}]}"),
+                              CH("{\"function_call\":{\"name\":\"old\",\"arguments\":\"{}\"}}"),
+                              NULL},
+        START_LINE "BLOCK_START 0 tool_call id=\"call_3\" name=\"a\"\n"
+                   "BLOCK_STOP 0\n"
+                   "BLOCK_START 1 tool_call id=\"call_fn\" name=\"old\"\n"
+                   "DELTA 1 tool_call \"{}\"\n");
 }
 
 static void
@@ -392,8 +413,7 @@ test_openai_answer_stream_malformed_data_is_upstream_protocol_with_no_event(void
             print_error("case %zu not refused\n", i);
             fail();
         }
-        if (i < 5)
-            assert_int_equal(dump.len, 0);
+        assert_int_equal(dump.len, 0);
         gw_buf_fini(&dump);
     }
 }
@@ -1089,7 +1109,8 @@ main(void)
         cmocka_unit_test(test_openai_answer_stream_error_chunk_gives_error_and_nothing_after),
         cmocka_unit_test(test_openai_answer_stream_blocks_stay_in_sequence),
         cmocka_unit_test(test_openai_answer_stream_late_tool_arguments_keep_their_block),
-        cmocka_unit_test(test_openai_answer_stream_ids_generated_and_positions_for_missing_index),
+        cmocka_unit_test(test_openai_answer_stream_calls_without_index_follow_their_ids),
+        cmocka_unit_test(test_openai_answer_stream_ids_generated_for_calls_without_one),
         cmocka_unit_test(test_openai_answer_stream_usage_and_finish_order),
         cmocka_unit_test(test_openai_answer_stream_finish_reasons),
         cmocka_unit_test(test_openai_answer_stream_other_choices_and_empty_data_give_nothing),
