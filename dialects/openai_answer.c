@@ -282,8 +282,8 @@ note_tool(struct dl_json *j, struct tc_note *t)
             ok = read_index(j, &t->index);
         else if (KEY_IS(j, &k, "id"))
             ok = read_str(j, &t->id, &t->has_id);
-        else if (KEY_IS(j, &k, "function"))
-            ok = note_function(j, t);
+        else if (KEY_IS(j, &k, "function")) /* a second one replaces the first */
+            ok = (t->has_name = t->has_args = false, note_function(j, t));
         else
             ok = dl_json_skip(j, NULL);
         if (!ok)

@@ -382,8 +382,8 @@ t_on_sse(void *arg, const struct gw_sse_event *ev)
         /* every byte of content the chunk carries is in its deltas, once */
         if (rc == GW_OK && object && !quiet && !t->c->failed && t_chunk_bytes(d, &want) &&
             t->c->delta_bytes - bytes != want) {
-            fprintf(stderr, "chunk content %zu bytes, deltas %zu\n", want,
-                    t->c->delta_bytes - bytes);
+            fprintf(stderr, "chunk content %zu bytes, deltas %zu: %.*s\n", want,
+                    t->c->delta_bytes - bytes, (int)d.len, d.ptr);
             abort();
         }
     }
