@@ -1024,6 +1024,28 @@ test_openai_answer_upstream_error_read_finds_type_and_message(void **state)
     }
 }
 
+/* A recorded OpenAI error answer read (type and message; its code is not carried), then
+ * rendered back from them. */
+static void
+test_openai_answer_upstream_error_fixture_read_and_rendered(void **state)
+{
+    struct gw_buf body = {0}, out = {0};
+    struct gw_str type, msg;
+
+    (void)state;
+    t_fixture("error_context_length.json", &body);
+    dl_openai_shape.upstream_error_read(body.data, body.len, 400, &type, &msg);
+    assert_true(gw_str_eq(type, GW_STR_LIT("invalid_request_error")));
+    assert_true(msg.len > 0 && memcmp(msg.ptr, "This model's maximum context length", 35) == 0);
+    assert_int_equal(dl_openai_shape.upstream_error_render(400, type, msg, &out), GW_OK);
+    t_json_eq(out.data, out.len,
+              "{\"error\":{\"message\":\"This model's maximum context length is 128000 tokens. "
+              "However, your messages resulted in 130412 tokens. Please reduce the length of the "
+              "messages.\",\"type\":\"invalid_request_error\",\"param\":null,\"code\":null}}");
+    gw_buf_fini(&body);
+    gw_buf_fini(&out);
+}
+
 static void
 test_openai_answer_upstream_error_render_maps_foreign_types(void **state)
 {
@@ -1130,6 +1152,7 @@ main(void)
         cmocka_unit_test(test_openai_answer_render_matches_the_former_converter),
         cmocka_unit_test(test_openai_answer_render_reasoning_null_content_and_failure),
         cmocka_unit_test(test_openai_answer_upstream_error_read_finds_type_and_message),
+        cmocka_unit_test(test_openai_answer_upstream_error_fixture_read_and_rendered),
         cmocka_unit_test(test_openai_answer_upstream_error_render_maps_foreign_types),
         cmocka_unit_test(
             test_openai_answer_error_render_and_frame_are_the_shapes_error_body_and_chunk),
