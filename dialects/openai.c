@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
- * dialects/openai.c - OpenAI Chat Completions: request parse and render, streamed
- * chunk and answer inspection (content bytes, usage), error bodies and error chunks.
+ * dialects/openai.c - OpenAI Chat Completions: request parse and render, answer
+ * inspection (content bytes, usage), error bodies and error chunks; streamed chunks are
+ * read by the shape's event parser (openai_answer.c).
  * Pure converter: no I/O, no clock.
- * The hot paths (request parse, chunk and answer inspection) make one validating pass
+ * The hot paths (request parse, answer inspection) make one validating pass
  * over the bytes with dialects/json_scan.h and keep only what they need: no tree, no
  * allocation but the dl_openai_req itself. They accept and refuse exactly what
  * jansson's json_loadb does and read the same values, duplicate keys included (the last
@@ -230,12 +231,6 @@ static bool
 answer_message_bytes(struct dl_json *j, size_t *out)
 {
     return message_bytes(j, true, out);
-}
-
-static bool
-choice_delta_bytes(struct dl_json *j, size_t *out)
-{
-    return member_bytes(j, "delta", 5, answer_message_bytes, out);
 }
 
 static bool
@@ -840,51 +835,6 @@ scan_response(struct dl_json *j, scan_fn choice, struct resp_scan *rs)
             return false;
     }
     return rc == 0 && dl_json_end(j);
-}
-
-static inline bool
-is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-enum gw_code
-dl_openai_chunk_inspect(struct gw_str data, struct dl_openai_chunk *out)
-{
-    struct resp_scan rs;
-    struct dl_json j;
-    size_t i = 0;
-
-    memset(out, 0, sizeof(*out));
-    while (i < data.len && is_ws(data.ptr[i]))
-        i++;
-    if (data.len - i >= 6 && memcmp(data.ptr + i, "[DONE]", 6) == 0) {
-        size_t k = i + 6;
-
-        while (k < data.len && is_ws(data.ptr[k]))
-            k++;
-        if (k == data.len) {
-            out->done = true;
-            return GW_OK;
-        }
-    }
-    /* Only objects are chunks: anything else (valid or not) carries nothing. */
-    if (i >= data.len || data.ptr[i] != '{')
-        return GW_OK;
-    dl_json_init(&j, data.ptr, data.len);
-    j.i = i;
-    if (!scan_response(&j, choice_delta_bytes, &rs))
-        return j.err == DL_JSON_E_NOMEM ? GW_E_NOMEM : GW_OK;
-    out->is_error = rs.is_error;
-    out->content_bytes = rs.bytes;
-    out->has_content = rs.bytes > 0;
-    if (rs.has_usage) {
-        out->has_usage = true;
-        out->usage = rs.usage;
-        /* The include_usage chunk has "choices": []; some servers leave it out. */
-        out->usage_only = rs.choices == K_ABSENT || (rs.choices == K_ARRAY && rs.nchoices == 0);
-    }
-    return GW_OK;
 }
 
 bool

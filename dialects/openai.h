@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * dialects/openai.h - OpenAI Chat Completions: read a client request, render the
- * body sent upstream, inspect streamed chunks and answers for content and usage,
+ * body sent upstream, inspect answers for content and usage (streamed chunks: the
+ * shape's event parser, dl_openai_shape),
  * and build error bodies and error chunks in the OpenAI shape.
  * Pure converter: no I/O, no clock. Callers never see json_t. The hot paths make one
  * validating pass over the bytes (dialects/json_scan.h); jansson serves the rare cases.
@@ -58,21 +59,6 @@ uint64_t dl_openai_req_input_estimate(const struct dl_openai_req *r);
  * if they are not a JSON object). */
 enum gw_code dl_openai_req_render(const struct dl_openai_req *r, const char *body, size_t len,
                                   struct gw_str model, struct gw_buf *out);
-
-/* What one streamed chunk (the data of one SSE event) carries. */
-struct dl_openai_chunk {
-    bool done;            /* data is "[DONE]" */
-    bool is_error;        /* an {"error": ...} object */
-    bool has_content;     /* a non-empty text, reasoning, refusal or tool-call delta */
-    size_t content_bytes; /* bytes of those deltas (the 4-bytes-a-token estimate) */
-    bool has_usage;       /* a "usage" object (not null) */
-    bool usage_only;      /* usage present and "choices" empty: the include_usage chunk */
-    struct gw_usage usage;
-};
-
-/* Inspects one chunk's data. Unparseable data is not an error here: all fields false,
- * GW_OK (the relay forwards it as it came). GW_E_NOMEM only. */
-enum gw_code dl_openai_chunk_inspect(struct gw_str data, struct dl_openai_chunk *out);
 
 /* Reads a non-streamed answer body: usage when present (returns true), and the bytes
  * of its content for an estimate when not. */

@@ -106,6 +106,8 @@ struct net_stream {
     bool chunk_seen;   /* a data event of the hop parsed as a chunk (a JSON object) */
     bool up_failed;    /* the upstream sent an error event after content */
     bool finish_seen;  /* the hop's stream carried its FINISH (a converted hop) */
+    unsigned ev_n;     /* canonical events of the SSE event being read ... */
+    enum dl_event_kind ev_last; /* ... and the kind of the last one */
     /* the hop's upstream shape; convert: it is not the client's, so its events go
      * through the hub (its parser -> canonical events -> the client shape's renderer) */
     enum dl_shape up_shape;

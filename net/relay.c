@@ -162,43 +162,6 @@ is_json_object(struct gw_str v)
     return dl_json_peek(&j) == '{' && dl_json_skip(&j, NULL) && dl_json_end(&j);
 }
 
-/* One event of a Chat stream (an OpenAI upstream's, or a converted Anthropic one's).
- * Data that is neither [DONE] nor a JSON object is a protocol error (s->up_bad): the
- * stream stops here and on_up_body fails the hop over or ends the client's stream.
- * Events without data (comments, keep-alives, stray lines) pass as they came. */
-static int
-on_sse_event(void *arg, const struct gw_sse_event *ev)
-{
-    struct net_stream *s = arg;
-    struct dl_openai_chunk ch;
-
-    if (dl_openai_chunk_inspect(ev->data, &ch) != GW_OK)
-        memset(&ch, 0, sizeof(ch));
-    if (ev->data.len && !ch.done) {
-        /* Each true field means the inspection parsed the whole object; only a chunk
-         * that carried nothing it reads is scanned again. */
-        if (!ch.is_error && !ch.has_content && !ch.has_usage && !is_json_object(ev->data)) {
-            s->up_bad = true;
-            return 1;
-        }
-        s->chunk_seen = true;
-    }
-    if (ch.is_error && !s->headers_sent) {
-        s->stream_error = true; /* fail over: nothing has reached the client */
-        return 1;
-    }
-    if (ch.has_usage) {
-        s->usage = ch.usage;
-        s->usage_seen = true;
-    }
-    if (!(ch.usage_only && !s->wants_usage))
-        gw_buf_append_str(&s->out, ev->raw);
-    if (ch.has_content && !s->headers_sent)
-        on_first_content(s);
-    count_content(s, ch.content_bytes);
-    return 0;
-}
-
 /* Speed and the 4-bytes-a-token count of <bytes> of content delta (DESIGN.md 18): a
  * token per 4 bytes, the rest carried over. */
 static void
@@ -212,7 +175,7 @@ count_content(struct net_stream *s, size_t bytes)
     }
 }
 
-/* One canonical event of a hop read through the hub (every hop but Chat to Chat): the
+/* One canonical event of a hop, from its upstream shape's event parser: the
  * inspectors read it (usage, first content and the hold, speed, errors, the shape it
  * claims), and a converted hop's event is rendered in the client's shape. */
 static int
@@ -221,6 +184,8 @@ on_canon_event(void *arg, const struct dl_event *ev)
     struct net_stream *s = arg;
 
     s->chunk_seen = true;
+    s->ev_n++;
+    s->ev_last = ev->kind;
     switch (ev->kind) {
     case DL_EV_ERROR:
         /* Before content: fail over; after: the stream is broken (DESIGN.md 11: the
@@ -254,12 +219,18 @@ on_hub_event(void *arg, const struct gw_sse_event *ev)
 {
     struct net_stream *s = arg;
 
+    s->ev_n = 0;
     if (s->up_ops->event_parse(&s->pst, ev->event, ev->data, on_canon_event, s) != GW_OK) {
         s->up_bad = true; /* data that is not what its event needs */
         return 1;
     }
     if (s->stream_error || s->up_bad || s->up_failed)
         return 1;
+    /* Chat's usage chunk (nothing but USAGE) was asked for by the gateway: it reaches a
+     * Chat client only when the client asked for it too (stream_options.include_usage). */
+    if (!s->convert && s->client_shape == DL_SHAPE_CHAT && !s->wants_usage && s->ev_n == 1 &&
+        s->ev_last == DL_EV_USAGE)
+        return 0;
     if (!s->convert && gw_buf_append_str(&s->out, ev->raw) != GW_OK) {
         s->up_bad = true;
         return 1;
@@ -314,11 +285,8 @@ on_up_body(void *arg, const char *data, size_t len)
     }
     /* Not OK from the parser: an event over its cap (8 MiB, core/sse.c) or out of
      * memory; up_bad: an event that is not the shape it claims. */
-    if (gw_sse_feed(&s->sse, data, len,
-                    s->up_shape == DL_SHAPE_CHAT && s->client_shape == DL_SHAPE_CHAT ? on_sse_event
-                                                                                     : on_hub_event,
-                    s) != GW_OK ||
-        s->stream_error || s->up_bad || s->up_failed) {
+    if (gw_sse_feed(&s->sse, data, len, on_hub_event, s) != GW_OK || s->stream_error || s->up_bad ||
+        s->up_failed) {
         net_upx_cancel(s->upx);
         s->upx = NULL;
         if (s->headers_sent && s->up_failed && !s->up_bad) {

@@ -326,138 +326,6 @@ test_openai_render_twice_with_other_models(void **state)
 
 /* ---- chunks ---- */
 
-static struct dl_openai_chunk
-t_chunk(const char *data)
-{
-    struct dl_openai_chunk c;
-
-    assert_int_equal(dl_openai_chunk_inspect(gw_str_c(data), &c), GW_OK);
-    return c;
-}
-
-static void
-test_openai_chunk_content_delta(void **state)
-{
-    struct dl_openai_chunk c;
-
-    (void)state;
-    c = t_chunk("{\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}");
-    assert_true(c.has_content);
-    assert_int_equal(c.content_bytes, 5);
-    assert_false(c.has_usage);
-    assert_false(c.done);
-    assert_false(c.is_error);
-    /* a role-only first chunk and an empty content carry nothing */
-    c = t_chunk("{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}");
-    assert_false(c.has_content);
-    assert_int_equal(c.content_bytes, 0);
-    c = t_chunk("{\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}");
-    assert_false(c.has_content);
-}
-
-static void
-test_openai_chunk_reasoning_and_refusal(void **state)
-{
-    struct dl_openai_chunk c;
-
-    (void)state;
-    c = t_chunk("{\"choices\":[{\"delta\":{\"reasoning_content\":\"abc\"}}]}");
-    assert_true(c.has_content);
-    assert_int_equal(c.content_bytes, 3);
-    c = t_chunk("{\"choices\":[{\"delta\":{\"reasoning\":\"ab\"}}]}");
-    assert_int_equal(c.content_bytes, 2);
-    c = t_chunk("{\"choices\":[{\"delta\":{\"refusal\":\"no\"}}]}");
-    assert_true(c.has_content);
-    assert_int_equal(c.content_bytes, 2);
-}
-
-static void
-test_openai_chunk_tool_call_arguments(void **state)
-{
-    struct dl_openai_chunk c;
-
-    (void)state;
-    c = t_chunk("{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\","
-                "\"type\":\"function\",\"function\":{\"name\":\"get\",\"arguments\":\"\"}}]}}]}");
-    assert_true(c.has_content);
-    assert_int_equal(c.content_bytes, 3);
-    c = t_chunk("{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,"
-                "\"function\":{\"arguments\":\"{\\\"q\\\":\"}}]}}]}");
-    assert_true(c.has_content);
-    assert_int_equal(c.content_bytes, 5);
-}
-
-static void
-test_openai_chunk_usage_only(void **state)
-{
-    struct dl_openai_chunk c;
-
-    (void)state;
-    c = t_chunk("{\"id\":\"x\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
-                "\"completion_tokens\":20,\"total_tokens\":30}}");
-    assert_true(c.has_usage);
-    assert_true(c.usage_only);
-    assert_false(c.has_content);
-    assert_int_equal(c.usage.input_tokens, 10);
-    assert_int_equal(c.usage.output_tokens, 20);
-    assert_int_equal(c.usage.cache_read_tokens, 0);
-    assert_int_equal(c.usage.cache_write_tokens, 0);
-    assert_false(c.usage.estimated);
-    /* usage null on ordinary chunks is no usage */
-    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":null}");
-    assert_false(c.has_usage);
-    assert_false(c.usage_only);
-    /* usage riding on a content chunk (some servers): not usage-only */
-    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":1}}");
-    assert_true(c.has_usage);
-    assert_false(c.usage_only);
-    assert_true(c.has_content);
-}
-
-static void
-test_openai_chunk_usage_with_cached_tokens(void **state)
-{
-    struct dl_openai_chunk c;
-
-    (void)state;
-    c = t_chunk("{\"choices\":[],\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":5,"
-                "\"prompt_tokens_details\":{\"cached_tokens\":768},"
-                "\"completion_tokens_details\":{\"reasoning_tokens\":2}}}");
-    assert_true(c.has_usage);
-    assert_int_equal(c.usage.input_tokens, 232);
-    assert_int_equal(c.usage.cache_read_tokens, 768);
-    assert_int_equal(c.usage.output_tokens, 5);
-    /* a cache count over the prompt does not wrap */
-    c = t_chunk("{\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
-                "\"prompt_tokens_details\":{\"cached_tokens\":9}}}");
-    assert_int_equal(c.usage.input_tokens, 0);
-    assert_int_equal(c.usage.cache_read_tokens, 9);
-}
-
-static void
-test_openai_chunk_done_error_and_garbage(void **state)
-{
-    struct dl_openai_chunk c;
-
-    (void)state;
-    c = t_chunk("[DONE]");
-    assert_true(c.done);
-    assert_false(c.has_content);
-    c = t_chunk("[DONE]x");
-    assert_false(c.done);
-    c = t_chunk("{\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}");
-    assert_true(c.is_error);
-    assert_false(c.done);
-    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":\"a\"");
-    assert_false(c.done || c.is_error || c.has_content || c.has_usage || c.usage_only);
-    c = t_chunk("");
-    assert_false(c.done || c.is_error || c.has_content || c.has_usage || c.usage_only);
-    c = t_chunk("[1,2]");
-    assert_false(c.done || c.is_error || c.has_content || c.has_usage || c.usage_only);
-    c = t_chunk("{\"choices\":7,\"usage\":[1],\"error\":null}");
-    assert_false(c.done || c.is_error || c.has_content || c.has_usage || c.usage_only);
-}
-
 /* ---- answers ---- */
 
 static void
@@ -887,43 +755,6 @@ test_openai_render_from_a_copy_of_the_body(void **state)
 }
 
 static void
-test_openai_chunk_counts_decoded_bytes_and_real_counts(void **state)
-{
-    struct dl_openai_chunk c;
-
-    (void)state;
-    /* "\u00e9" is 2 bytes, "\n" 1, "\ud83d\ude00" 4 */
-    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":\"\\u00e9\\n\\ud83d\\ude00\"}}]}");
-    assert_int_equal(c.content_bytes, 7);
-    /* counts written as reals or negative, and an escaped key */
-    c = t_chunk("{\"choices\":[],\"usage\":{\"prompt\\u005ftokens\":1.5e3,"
-                "\"completion_tokens\":-4,\"prompt_tokens_details\":{\"cached_tokens\":2.9}}}");
-    assert_true(c.has_usage);
-    assert_int_equal(c.usage.input_tokens, 1498);
-    assert_int_equal(c.usage.cache_read_tokens, 2);
-    assert_int_equal(c.usage.output_tokens, 0);
-    /* content parts and several choices add up; "choices": null is not usage-only */
-    c = t_chunk("{\"choices\":[{\"delta\":{\"content\":[{\"text\":\"ab\"},{\"text\":7},\"x\"]}},"
-                "{\"delta\":{\"refusal\":\"cd\"}},5],\"usage\":{}}");
-    assert_int_equal(c.content_bytes, 4);
-    assert_false(c.usage_only);
-    c = t_chunk("{\"choices\":null,\"usage\":{}}");
-    assert_false(c.usage_only);
-    c = t_chunk("{\"usage\":{\"prompt_tokens\":3}}");
-    assert_true(c.usage_only);
-    /* broken JSON after the useful part: nothing */
-    c = t_chunk(
-        "{\"choices\":[{\"delta\":{\"content\":\"abc\"}}],\"usage\":{\"prompt_tokens\":3}},");
-    assert_false(c.has_content || c.has_usage);
-    {
-        static const char nul[] = "{\"choices\":[{\"delta\":{\"content\":\"abc\"}}]}\0";
-
-        assert_int_equal(dl_openai_chunk_inspect((struct gw_str){nul, T_LEN(nul)}, &c), GW_OK);
-        assert_false(c.has_content);
-    }
-}
-
-static void
 test_openai_answer_refuses_invalid_and_reads_arrays_as_empty(void **state)
 {
     struct gw_usage u;
@@ -1061,12 +892,6 @@ main(void)
         cmocka_unit_test(test_openai_render_keeps_unicode),
         cmocka_unit_test(test_openai_render_escaped_keys_fall_back_to_dump),
         cmocka_unit_test(test_openai_render_twice_with_other_models),
-        cmocka_unit_test(test_openai_chunk_content_delta),
-        cmocka_unit_test(test_openai_chunk_reasoning_and_refusal),
-        cmocka_unit_test(test_openai_chunk_tool_call_arguments),
-        cmocka_unit_test(test_openai_chunk_usage_only),
-        cmocka_unit_test(test_openai_chunk_usage_with_cached_tokens),
-        cmocka_unit_test(test_openai_chunk_done_error_and_garbage),
         cmocka_unit_test(test_openai_answer_usage_reads_usage_and_content),
         cmocka_unit_test(test_openai_answer_without_usage_gives_content_bytes),
         cmocka_unit_test(test_openai_parse_nesting_limit_is_jansson_2048),
@@ -1084,7 +909,6 @@ main(void)
         cmocka_unit_test(test_issue_8_invalid_json_wins_over_duplicate),
         cmocka_unit_test(test_openai_parse_estimate_counts_tools_as_jansson_dumps_them),
         cmocka_unit_test(test_openai_render_from_a_copy_of_the_body),
-        cmocka_unit_test(test_openai_chunk_counts_decoded_bytes_and_real_counts),
         cmocka_unit_test(test_openai_answer_refuses_invalid_and_reads_arrays_as_empty),
         cmocka_unit_test(test_openai_error_body_shape_per_code),
         cmocka_unit_test(test_openai_error_body_uses_openai_codes_clients_act_on),

@@ -2,8 +2,7 @@
  * tests/unit/dialects/test_openai_answer.c - Chat Completions answers and the canonical
  * events (dialects/openai_answer.c, through dl_openai_shape): a recorded Chat stream
  * and answer under tests/fixtures/chat/ parsed to the exact canonical event sequence,
- * the edge chunks (late deltas, ids, usage order, errors, malformed data), the parser
- * as the same-shape inspector (it reads what dl_openai_chunk_inspect reads), canonical
+ * the edge chunks (late deltas, ids, usage order, errors, malformed data), canonical
  * events rendered to the exact chunk bytes the former Messages -> Chat converter wrote
  * (tests/fixtures/chat/stream_render_*.out.sse were written by dl_anthropic_stream_event,
  * since removed, from the same Messages streams), answers folded and rendered, and the
@@ -470,74 +469,6 @@ test_openai_answer_stream_receiver_can_stop_the_parse(void **state)
                                                  t_stop_after_two, &n),
                      GW_OK);
     assert_int_equal(n, 2); /* START, BLOCK_START; the DELTA not emitted */
-}
-
-/* What the events of a chunk say, summed as the relay's inspection wants it. */
-struct t_inspect {
-    bool content, error, usage;
-    size_t bytes;
-    struct gw_usage u;
-};
-
-static int
-t_on_inspect(void *arg, const struct dl_event *ev)
-{
-    struct t_inspect *t = arg;
-
-    t->content |= dl_event_is_content(ev);
-    t->bytes += dl_event_content_bytes(ev);
-    t->error |= ev->kind == DL_EV_ERROR;
-    if (ev->kind == DL_EV_USAGE) {
-        t->usage = true;
-        t->u = ev->usage;
-    }
-    return 0;
-}
-
-static void
-test_openai_answer_event_parse_reads_what_the_chunk_inspector_reads(void **state)
-{
-    /* <name> bytes: the inspector counts a tool call's name with its arguments; the
-     * events count the arguments (the name comes with the call's start) */
-    static const struct {
-        const char *chunk;
-        size_t name;
-    } chunks[] = {
-        {CH("{\"role\":\"assistant\",\"content\":\"\"}"), 0},
-        {CH("{\"content\":\"Hello \\\"you\\\"\"}"), 0},
-        {CH("{\"reasoning_content\":\"hmm\",\"content\":\"a\"}"), 0},
-        {CH("{\"tool_calls\":[{\"index\":0,\"id\":\"i\",\"function\":{\"name\":\"f\","
-            "\"arguments\":\"{\\\"a\\\":1}\"}}]}"),
-         1},
-        {CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"xy\"}}]}"), 0},
-        {CH("{\"refusal\":\"no way\"}"), 0},
-        {CHF("{}", "stop"), 0},
-        {"{\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":5,"
-         "\"prompt_tokens_details\":{\"cached_tokens\":2}}}",
-         0},
-        {"{\"error\":{\"message\":\"x\",\"type\":\"server_error\"}}", 0},
-    };
-    struct dl_parse_state st;
-    size_t i;
-
-    (void)state;
-    for (i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
-        struct dl_openai_chunk ck;
-        struct t_inspect t = {0};
-
-        /* a fresh state per chunk: the inspector keeps none */
-        dl_openai_shape.parse_init(&st);
-        assert_int_equal(dl_openai_chunk_inspect(gw_str_c(chunks[i].chunk), &ck), GW_OK);
-        assert_int_equal(dl_openai_shape.event_parse(&st, GW_STR_LIT(""), gw_str_c(chunks[i].chunk),
-                                                     t_on_inspect, &t),
-                         GW_OK);
-        assert_int_equal(t.bytes + chunks[i].name, ck.content_bytes);
-        assert_int_equal(t.content, ck.has_content);
-        assert_int_equal(t.error, ck.is_error);
-        assert_int_equal(t.usage, ck.has_usage);
-        if (t.usage)
-            assert_memory_equal(&t.u, &ck.usage, sizeof(t.u));
-    }
 }
 
 /* ---- answer parse ---- */
@@ -1140,7 +1071,6 @@ main(void)
             test_openai_answer_stream_malformed_data_is_upstream_protocol_with_no_event),
         cmocka_unit_test(test_openai_answer_stream_long_escaped_text_is_decoded),
         cmocka_unit_test(test_openai_answer_stream_receiver_can_stop_the_parse),
-        cmocka_unit_test(test_openai_answer_event_parse_reads_what_the_chunk_inspector_reads),
         cmocka_unit_test(test_openai_answer_parse_fixture_gives_the_exact_events),
         cmocka_unit_test(test_openai_answer_parse_content_parts_error_body_and_refusals),
         cmocka_unit_test(test_openai_answer_usage_reads_the_answer),
