@@ -25,16 +25,8 @@ model_object(const struct dl_model_entry *e, struct gw_buf *out)
     /* Listings carry no dates of their own: the epoch, in the RFC 3339 form the SDK reads. */
     if (rc == GW_OK)
         rc = gw_buf_append_cstr(out, ",\"created_at\":\"1970-01-01T00:00:00Z\"");
-    if (rc == GW_OK && e->context_window) {
-        rc = gw_buf_append_cstr(out, ",\"context_window\":");
-        if (rc == GW_OK)
-            rc = gw_buf_append_u64(out, e->context_window);
-    }
-    if (rc == GW_OK && e->max_output_tokens) {
-        rc = gw_buf_append_cstr(out, ",\"max_output_tokens\":");
-        if (rc == GW_OK)
-            rc = gw_buf_append_u64(out, e->max_output_tokens);
-    }
+    if (rc == GW_OK)
+        rc = dl_model_limits_append(e, out);
     if (rc == GW_OK)
         rc = gw_buf_append(out, "}", 1);
     return rc;

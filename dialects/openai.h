@@ -99,6 +99,9 @@ struct dl_model_entry {
     uint64_t max_output_tokens;
 };
 
+/* Appends ,"context_window":N,"max_output_tokens":N for the figures <e> knows: both
+ * shapes' listings carry them (DESIGN.md 18). GW_OK or GW_E_NOMEM. */
+enum gw_code dl_model_limits_append(const struct dl_model_entry *e, struct gw_buf *out);
 /* Appends the OpenAI listing {"object":"list","data":[...]} of <n> entries, or with
  * <single> the one model object of v[0]. GW_OK or GW_E_NOMEM. */
 enum gw_code dl_openai_models_render(const struct dl_model_entry *v, size_t n, bool single,

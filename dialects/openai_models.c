@@ -8,6 +8,24 @@
  */
 #include "dialects/openai.h"
 
+enum gw_code
+dl_model_limits_append(const struct dl_model_entry *e, struct gw_buf *out)
+{
+    enum gw_code rc = GW_OK;
+
+    if (e->context_window) {
+        rc = gw_buf_append_cstr(out, ",\"context_window\":");
+        if (rc == GW_OK)
+            rc = gw_buf_append_u64(out, e->context_window);
+    }
+    if (rc == GW_OK && e->max_output_tokens) {
+        rc = gw_buf_append_cstr(out, ",\"max_output_tokens\":");
+        if (rc == GW_OK)
+            rc = gw_buf_append_u64(out, e->max_output_tokens);
+    }
+    return rc;
+}
+
 static enum gw_code
 model_object(const struct dl_model_entry *e, struct gw_buf *out)
 {
@@ -19,16 +37,8 @@ model_object(const struct dl_model_entry *e, struct gw_buf *out)
         rc = gw_buf_append_cstr(out, ",\"object\":\"model\",\"created\":0,\"owned_by\":");
     if (rc == GW_OK)
         rc = gw_buf_append_json_str(out, gw_str_c(e->owned_by));
-    if (rc == GW_OK && e->context_window) {
-        rc = gw_buf_append_cstr(out, ",\"context_window\":");
-        if (rc == GW_OK)
-            rc = gw_buf_append_u64(out, e->context_window);
-    }
-    if (rc == GW_OK && e->max_output_tokens) {
-        rc = gw_buf_append_cstr(out, ",\"max_output_tokens\":");
-        if (rc == GW_OK)
-            rc = gw_buf_append_u64(out, e->max_output_tokens);
-    }
+    if (rc == GW_OK)
+        rc = dl_model_limits_append(e, out);
     if (rc == GW_OK)
         rc = gw_buf_append(out, "}", 1);
     return rc;

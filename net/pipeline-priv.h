@@ -100,7 +100,7 @@ struct net_stream {
     unsigned n_busy;
     struct net_upx *upx;
     int up_status;
-    bool up_ok, up_sse, stream, wants_usage, headers_sent, chunked, paused;
+    bool up_ok, up_sse, stream, wants_usage, headers_sent, paused;
     bool stream_error; /* the upstream sent an error event before content */
     bool up_bad;       /* the hop's answer is not the shape it claims (gw.upstream.protocol) */
     bool chunk_seen;   /* a data event of the hop parsed as a chunk (a JSON object) */
