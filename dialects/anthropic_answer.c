@@ -938,7 +938,8 @@ write_redacted_start(struct er *s, struct gw_str data, struct gw_buf *out)
 {
     if (write_block_start_open(s, out) != GW_OK ||
         gw_buf_append_cstr(out, "{\"type\":\"redacted_thinking\",\"data\":") != GW_OK ||
-        gw_buf_append_json_str(out, data) != GW_OK || gw_buf_append_cstr(out, "}}\n\n") != GW_OK)
+        dl_sig_append_json(out, DL_SHAPE_MESSAGES, s->ctx.upstream, data) != GW_OK ||
+        gw_buf_append_cstr(out, "}}\n\n") != GW_OK)
         return GW_E_NOMEM;
     s->redacted_pending = false;
     return GW_OK;
@@ -1021,6 +1022,21 @@ write_delta(struct er *s, const char *type, const char *key, struct gw_str v, st
     return GW_OK;
 }
 
+/* A signature made by an upstream of another shape goes tagged (dl_sig_append_json). */
+static enum gw_code
+write_signature_delta(struct er *s, struct gw_str sig, struct gw_buf *out)
+{
+    if (frame_open(out, "content_block_delta") != GW_OK ||
+        gw_buf_append_cstr(out, ",\"index\":") != GW_OK ||
+        gw_buf_append_u64(out, s->open_out) != GW_OK ||
+        gw_buf_append_cstr(out, ",\"delta\":{\"type\":\"signature_delta\",\"signature\":") !=
+            GW_OK ||
+        dl_sig_append_json(out, DL_SHAPE_MESSAGES, s->ctx.upstream, sig) != GW_OK ||
+        gw_buf_append_cstr(out, "}}\n\n") != GW_OK)
+        return GW_E_NOMEM;
+    return GW_OK;
+}
+
 static enum gw_code
 on_delta(struct er *s, const struct dl_event *ev, struct gw_buf *out)
 {
@@ -1043,8 +1059,7 @@ on_delta(struct er *s, const struct dl_event *ev, struct gw_buf *out)
     case DL_BLOCK_REASONING:
         if (ev->text.len && write_delta(s, "thinking_delta", "thinking", ev->text, out) != GW_OK)
             return GW_E_NOMEM;
-        if (ev->signature.len &&
-            write_delta(s, "signature_delta", "signature", ev->signature, out) != GW_OK)
+        if (ev->signature.len && write_signature_delta(s, ev->signature, out) != GW_OK)
             return GW_E_NOMEM;
         return GW_OK;
     }
@@ -1192,7 +1207,8 @@ dl_anthropic_render_end(struct dl_render_state *st, struct gw_buf *out)
 /* ---- client side: the answer ---- */
 
 static enum gw_code
-answer_block_json(struct gw_buf *out, const struct dl_answer_block *b, size_t index)
+answer_block_json(struct gw_buf *out, const struct dl_answer_block *b, size_t index,
+                  enum dl_shape upstream)
 {
     struct gw_str text = {b->text.len ? b->text.data : "", b->text.len};
     struct gw_str sig = {b->signature.len ? b->signature.data : "", b->signature.len};
@@ -1227,14 +1243,14 @@ answer_block_json(struct gw_buf *out, const struct dl_answer_block *b, size_t in
     case DL_BLOCK_REASONING:
         if (b->redacted) {
             if (gw_buf_append_cstr(out, "{\"type\":\"redacted_thinking\",\"data\":") != GW_OK ||
-                gw_buf_append_json_str(out, sig) != GW_OK)
+                dl_sig_append_json(out, DL_SHAPE_MESSAGES, upstream, sig) != GW_OK)
                 return GW_E_NOMEM;
             break;
         }
         if (gw_buf_append_cstr(out, "{\"type\":\"thinking\",\"thinking\":") != GW_OK ||
             gw_buf_append_json_str(out, text) != GW_OK ||
             gw_buf_append_cstr(out, ",\"signature\":") != GW_OK ||
-            gw_buf_append_json_str(out, sig) != GW_OK)
+            dl_sig_append_json(out, DL_SHAPE_MESSAGES, upstream, sig) != GW_OK)
             return GW_E_NOMEM;
         break;
     }
@@ -1267,7 +1283,7 @@ dl_anthropic_answer_render(const struct dl_answer *a, const struct dl_render_ctx
         if (!answer_block_says(&a->blocks[k]))
             continue;
         if ((!first && gw_buf_append_cstr(out, ",") != GW_OK) ||
-            answer_block_json(out, &a->blocks[k], k) != GW_OK)
+            answer_block_json(out, &a->blocks[k], k, ctx->upstream) != GW_OK)
             goto nomem;
         first = false;
     }

@@ -412,11 +412,14 @@ rp_block(struct rp *p, struct dl_json *j, const char *path, bool in_result, stru
         if (rc == GW_OK && f[BF_SIGNATURE].kind == DA_STR &&
             !rp_str(p, j, &f[BF_SIGNATURE].str, &part->signature))
             rc = GW_E_NOMEM;
+        part->sig_shape = dl_sig_origin(&part->signature, DL_SHAPE_MESSAGES);
         return rc;
     } else if (!in_result && dl_anthropic_is(j, &f[BF_TYPE], "redacted_thinking")) {
         part->kind = DL_PART_REASONING;
         part->redacted = true;
-        return rp_need_str(p, j, &f[BF_DATA], path, &part->signature);
+        rc = rp_need_str(p, j, &f[BF_DATA], path, &part->signature);
+        part->sig_shape = dl_sig_origin(&part->signature, DL_SHAPE_MESSAGES);
+        return rc;
     } else {
         other = true;
     }
@@ -1427,7 +1430,8 @@ rr_reasoning(struct rr *w, const struct dl_part *p)
 }
 
 /* Whether part <p> of a message of <role> makes a block. Reasoning goes back only with
- * its signature, in an assistant turn; a Messages client's goes as it came. */
+ * a signature a Messages upstream made, in an assistant turn; a Messages client's goes
+ * as it came. */
 static bool
 part_renders(const struct rr *w, const struct dl_part *p, enum dl_role role)
 {
@@ -1435,7 +1439,8 @@ part_renders(const struct rr *w, const struct dl_part *p, enum dl_role role)
     case DL_PART_TEXT: return p->text.len > 0;
     case DL_PART_REASONING:
         return w->r->source == DL_SHAPE_MESSAGES ||
-               (role == DL_ROLE_ASSISTANT && (p->redacted || p->signature.len > 0));
+               (role == DL_ROLE_ASSISTANT && p->sig_shape == DL_SHAPE_MESSAGES &&
+                (p->redacted || p->signature.len > 0));
     case DL_PART_IMAGE:
     case DL_PART_DOCUMENT:
     case DL_PART_TOOL_CALL:

@@ -158,7 +158,8 @@ dl_answer_fold(void *arg, const struct dl_event *ev)
         if (ev->block == DL_BLOCK_TOOL_CALL) {
             b->id = gw_arena_str(a->arena, ev->id);
             b->name = gw_arena_str(a->arena, ev->name);
-            if ((ev->id.len && !b->id.ptr) || (ev->name.len && !b->name.ptr))
+            if ((ev->id.len && !b->id.ptr) || (ev->name.len && !b->name.ptr) ||
+                gw_buf_append_str(&b->signature, ev->signature) != GW_OK)
                 return fold_nomem(a);
         }
         break;
@@ -220,6 +221,58 @@ dl_splice_model(const char *body, size_t len, struct gw_str model, struct gw_buf
         gw_buf_append(out, body + vend, len - vend) != GW_OK)
         return GW_E_NOMEM;
     return GW_OK;
+}
+
+/* ---- signatures across shapes ---- */
+
+static const char *const shape_names[DL_SHAPE__COUNT] = {"chat", "responses", "messages", "gemini",
+                                                         "bedrock"};
+
+const char *
+dl_shape_name(enum dl_shape shape)
+{
+    return (unsigned)shape < DL_SHAPE__COUNT ? shape_names[shape] : "unknown";
+}
+
+enum gw_code
+dl_sig_append_json(struct gw_buf *out, enum dl_shape client, enum dl_shape origin,
+                   struct gw_str sig)
+{
+    size_t at;
+
+    if (origin == client || sig.len == 0 || (unsigned)origin >= DL_SHAPE__COUNT)
+        return gw_buf_append_json_str(out, sig);
+    if (gw_buf_append(out, "\"gw1.", 5) != GW_OK ||
+        gw_buf_append_cstr(out, shape_names[origin]) != GW_OK ||
+        gw_buf_append(out, ".", 1) != GW_OK)
+        return GW_E_NOMEM;
+    at = out->len;
+    if (gw_buf_append_json_str(out, sig) != GW_OK)
+        return GW_E_NOMEM;
+    /* the string's own opening quote goes: the tag already opened it */
+    memmove(out->data + at, out->data + at + 1, out->len - at - 1);
+    out->data[--out->len] = '\0'; /* gw_buf keeps its text terminated */
+    return GW_OK;
+}
+
+enum dl_shape
+dl_sig_origin(struct gw_str *sig, enum dl_shape own)
+{
+    unsigned i;
+
+    if (sig->len < 5 || memcmp(sig->ptr, "gw1.", 4) != 0)
+        return own;
+    for (i = 0; i < DL_SHAPE__COUNT; i++) {
+        size_t n = strlen(shape_names[i]);
+
+        if (sig->len > 5 + n && memcmp(sig->ptr + 4, shape_names[i], n) == 0 &&
+            sig->ptr[4 + n] == '.') {
+            sig->ptr += 5 + n;
+            sig->len -= 5 + n;
+            return (enum dl_shape)i;
+        }
+    }
+    return own;
 }
 
 /* ---- the shapes' table ---- */

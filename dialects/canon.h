@@ -80,14 +80,21 @@ struct dl_part {
     struct gw_str media_type; /* IMAGE, DOCUMENT with data */
     struct gw_str data;       /* base64 bytes; OTHER: the block's raw JSON */
     struct gw_str detail;     /* IMAGE: Chat's "detail" (low/high/auto), when given */
-    struct gw_str id;         /* TOOL_CALL: the call's id, as given (kept across shapes) */
-    struct gw_str name;       /* TOOL_CALL: the function's name; OTHER: the block's type */
+    struct gw_str id;         /* TOOL_CALL: the call's id, as given (kept across shapes; a
+                               * shape without ids gets stable generated ones) */
+    struct gw_str name;       /* TOOL_CALL: the function's name; TOOL_RESULT: the called
+                               * function's name when the shape gives it (Gemini needs it);
+                               * OTHER: the block's type */
     struct gw_str arguments;  /* TOOL_CALL: JSON text of the arguments object */
     struct gw_str call_id;    /* TOOL_RESULT: the id of the call it answers */
     struct dl_part *content;  /* TOOL_RESULT: its parts (TEXT, IMAGE) */
     size_t n_content;
     bool is_error;           /* TOOL_RESULT */
-    struct gw_str signature; /* REASONING: Messages signature / Responses encrypted content */
+    struct gw_str signature; /* REASONING: Messages signature / Responses encrypted content /
+                              * Gemini thoughtSignature; TOOL_CALL: Gemini thoughtSignature */
+    enum dl_shape sig_shape; /* the shape whose upstream made <signature>: opaque to every
+                              * other provider, so a renderer sends it only to its own
+                              * shape and drops it (by name) for any other */
     bool redacted;           /* REASONING: redacted_thinking (data in signature) */
     bool cache;              /* a cache hint on this part (Messages cache_control) */
     struct gw_str cache_ttl; /* ... its ttl when given ("5m", "1h") */
@@ -179,7 +186,10 @@ struct dl_request {
     struct gw_str prompt_cache_key;
     struct gw_str user;     /* Chat user / Messages metadata.user_id */
     struct gw_str metadata; /* raw JSON object, "" when none */
-    unsigned needs;         /* DL_NEED_F_* */
+    /* Responses state (DESIGN.md 11) */
+    struct gw_str previous_response_id; /* "" when none */
+    int store;                          /* -1 unset (the shape's default: kept), 0, 1 */
+    unsigned needs;                     /* DL_NEED_F_* */
     struct dl_extra *extras;
     size_t n_extras;
 };
@@ -237,7 +247,9 @@ struct dl_event {
     uint64_t created;        /* START: seconds since the epoch (0: unknown) */
     struct gw_str name;      /* BLOCK_START of a tool call: the function's name */
     struct gw_str text;      /* DELTA: text, argument JSON fragment or reasoning text */
-    struct gw_str signature; /* DELTA of reasoning: the signature (Messages) */
+    struct gw_str signature; /* DELTA of reasoning: the signature (Messages), encrypted
+                              * content (Responses), thoughtSignature (Gemini); BLOCK_START
+                              * of a tool call: Gemini's thoughtSignature on the call */
     bool redacted;           /* BLOCK_START of reasoning: redacted (data in signature) */
     struct gw_usage usage;   /* USAGE */
     enum dl_finish finish;   /* FINISH */
@@ -314,10 +326,13 @@ struct dl_render_state {
 /* What a render for a client needs besides the events: the model name the client asked
  * for (answers carry it), the answer's id and created time when the upstream gave none. */
 struct dl_render_ctx {
-    struct gw_str model; /* the model the client asked for */
-    struct gw_str id;    /* fallback id, e.g. from the request id */
-    uint64_t created;    /* seconds since the epoch */
-    bool stream_usage;   /* Chat: send the usage chunk (include_usage) */
+    struct gw_str model;    /* the model the client asked for */
+    struct gw_str id;       /* fallback id, e.g. from the request id */
+    uint64_t created;       /* seconds since the epoch */
+    bool stream_usage;      /* Chat: send the usage chunk (include_usage) */
+    enum dl_shape upstream; /* the shape the events came from (signatures, below) */
+    bool json_array;        /* Gemini: a stream asked without ?alt=sse is one JSON array
+                             * ("[" obj "," obj ... "]"), not SSE */
     struct gw_arena *arena;
 };
 
@@ -380,6 +395,22 @@ enum gw_code dl_splice_model(const char *body, size_t len, struct gw_str model, 
 struct dl_model_entry;
 enum gw_code dl_anthropic_models_render(const struct dl_model_entry *v, size_t n, bool single,
                                         struct gw_buf *out);
+
+/* Signatures across shapes. A reasoning signature (Messages signature, Responses
+ * encrypted content, Gemini thoughtSignature) is opaque to every provider but the one
+ * that made it. When a client of another shape gets one, the renderer writes it tagged
+ * with its origin, "gw1.<shape name>." + signature, so that when the client sends it
+ * back the parser knows where it came from (dl_part.sig_shape) and only a renderer of
+ * that shape sends it on. */
+/* Appends <sig> as a JSON string for a client of <client> shape, tagged when <origin>
+ * differs. */
+enum gw_code dl_sig_append_json(struct gw_buf *out, enum dl_shape client, enum dl_shape origin,
+                                struct gw_str sig);
+/* The shape that made <*sig> as a client of <own> shape sent it back: the tag's, with
+ * <*sig> narrowed to what follows the tag, else <own>. */
+enum dl_shape dl_sig_origin(struct gw_str *sig, enum dl_shape own);
+/* "chat", "responses", "messages", "gemini", "bedrock". */
+const char *dl_shape_name(enum dl_shape shape);
 
 /* The operations of <shape>, or NULL when this build has none. */
 const struct dl_shape_ops *dl_shape_ops(enum dl_shape shape);

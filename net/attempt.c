@@ -309,8 +309,12 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     if (s->up_ops)
         s->up_ops->parse_init(&s->pst);
     if (s->convert) {
-        struct dl_render_ctx ctx = {
-            s->model, {s->id, GW_ROW_ID_LEN}, net_now_ms() / 1000, s->wants_usage, &s->arena};
+        struct dl_render_ctx ctx = {.model = s->model,
+                                    .id = {s->id, GW_ROW_ID_LEN},
+                                    .created = net_now_ms() / 1000,
+                                    .stream_usage = s->wants_usage,
+                                    .upstream = up,
+                                    .arena = &s->arena};
 
         s->client_ops->render_init(&s->rst, &ctx);
     }

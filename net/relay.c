@@ -374,8 +374,11 @@ count_answer(struct net_stream *s)
 static bool
 convert_answer(struct net_stream *s)
 {
-    struct dl_render_ctx ctx = {
-        s->model, {s->id, GW_ROW_ID_LEN}, net_now_ms() / 1000, false, &s->arena};
+    struct dl_render_ctx ctx = {.model = s->model,
+                                .id = {s->id, GW_ROW_ID_LEN},
+                                .created = net_now_ms() / 1000,
+                                .upstream = s->up_shape,
+                                .arena = &s->arena};
     struct gw_buf out = {0};
     struct dl_answer a;
     enum gw_code rc;

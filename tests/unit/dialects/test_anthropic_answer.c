@@ -507,7 +507,7 @@ test_messages_answer_usage_without_a_parse(void **state)
 #define T_CTX(a)                                                                                   \
     {                                                                                              \
         .model = GW_STR_LIT("claude-client"), .id = GW_STR_LIT("req42"), .created = 1700000000,    \
-        .arena = (a)                                                                               \
+        .upstream = DL_SHAPE_MESSAGES, .arena = (a)                                                \
     }
 
 /* Renders <n> events then, with <end>, the end of the stream, into <out>. */

@@ -971,9 +971,20 @@ static void
 test_messages_render_reasoning_needs_its_signature(void **state)
 {
     struct dl_part parts[] = {
-        {.kind = DL_PART_REASONING, .text = GW_STR_LIT("hmm"), .signature = GW_STR_LIT("sig")},
-        {.kind = DL_PART_REASONING, .redacted = true, .signature = GW_STR_LIT("opaque")},
+        {.kind = DL_PART_REASONING,
+         .text = GW_STR_LIT("hmm"),
+         .signature = GW_STR_LIT("sig"),
+         .sig_shape = DL_SHAPE_MESSAGES},
+        {.kind = DL_PART_REASONING,
+         .redacted = true,
+         .signature = GW_STR_LIT("opaque"),
+         .sig_shape = DL_SHAPE_MESSAGES},
         {.kind = DL_PART_REASONING, .text = GW_STR_LIT("unsigned")},
+        /* made by a Responses upstream: opaque to Anthropic */
+        {.kind = DL_PART_REASONING,
+         .text = GW_STR_LIT("theirs"),
+         .signature = GW_STR_LIT("enc"),
+         .sig_shape = DL_SHAPE_RESPONSES},
         T_TEXT("ok"),
     };
     struct dl_message m[] = {T_MSG(DL_ROLE_USER, t_hi), T_MSG(DL_ROLE_ASSISTANT, parts)};

@@ -2,7 +2,8 @@
  * tests/unit/dialects/test_canon.c - what the hub does itself (dialects/canon.c): the
  * same-shape model splice keeps every other byte, the dropped list keeps one copy of a
  * name and says when it overflows, the input estimate counts every part kind, content
- * events are what the hold waits for, and events fold into an answer.
+ * events are what the hold waits for, events fold into an answer, and a signature made
+ * by another shape's upstream goes to a client tagged and comes back knowing its origin.
  * See: dialects/canon.c
  */
 #include <setjmp.h>
@@ -164,6 +165,38 @@ test_canon_events_fold_into_an_answer(void **state)
     gw_arena_fini(&arena);
 }
 
+static void
+test_canon_signature_of_another_shape_is_tagged_and_read_back(void **state)
+{
+    struct gw_buf out = {0};
+    struct gw_str sig;
+
+    (void)state;
+    /* the same shape: as it came */
+    assert_int_equal(
+        dl_sig_append_json(&out, DL_SHAPE_MESSAGES, DL_SHAPE_MESSAGES, GW_STR_LIT("abc")), GW_OK);
+    assert_string_equal(out.data, "\"abc\"");
+    gw_buf_reset(&out);
+    /* another shape: tagged, escapes kept */
+    assert_int_equal(
+        dl_sig_append_json(&out, DL_SHAPE_MESSAGES, DL_SHAPE_RESPONSES, GW_STR_LIT("a\"b")), GW_OK);
+    assert_string_equal(out.data, "\"gw1.responses.a\\\"b\"");
+    gw_buf_fini(&out);
+
+    sig = GW_STR_LIT("gw1.gemini.XYZ");
+    assert_int_equal(dl_sig_origin(&sig, DL_SHAPE_MESSAGES), DL_SHAPE_GEMINI);
+    assert_int_equal(sig.len, 3);
+    assert_memory_equal(sig.ptr, "XYZ", 3);
+    sig = GW_STR_LIT("plain");
+    assert_int_equal(dl_sig_origin(&sig, DL_SHAPE_RESPONSES), DL_SHAPE_RESPONSES);
+    assert_int_equal(sig.len, 5);
+    sig = GW_STR_LIT("gw1.nosuch.X"); /* not a tag of ours: the client's own */
+    assert_int_equal(dl_sig_origin(&sig, DL_SHAPE_CHAT), DL_SHAPE_CHAT);
+    assert_int_equal(sig.len, 12);
+    sig = GW_STR_LIT("gw1.chat."); /* a tag with nothing after it */
+    assert_int_equal(dl_sig_origin(&sig, DL_SHAPE_GEMINI), DL_SHAPE_GEMINI);
+}
+
 int
 main(void)
 {
@@ -174,6 +207,7 @@ main(void)
         cmocka_unit_test(test_canon_input_estimate_counts_every_part),
         cmocka_unit_test(test_canon_content_is_a_delta_with_text_or_a_tool_call_start),
         cmocka_unit_test(test_canon_events_fold_into_an_answer),
+        cmocka_unit_test(test_canon_signature_of_another_shape_is_tagged_and_read_back),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
