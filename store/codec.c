@@ -10,6 +10,7 @@
  *   n_attempts, then per attempt: upstream, model, outcome, status, code, queued_ms,
  *   ttfb_ms (signed).
  * Version 2 appends: dropped (the fields a conversion dropped, a string).
+ * Version 3 appends: usage.reasoning_tokens.
  * Extending: a new field is appended at the end and the version byte raised; a reader
  * decodes the fields it knows and ignores trailing bytes, so older rows (missing the
  * new field, which then reads as zero) and newer rows both stay readable.
@@ -134,6 +135,7 @@ store_row_encode(const struct gw_row *row, unsigned char *buf, size_t cap)
         enc_sv(&e, a->ttfb_ms);
     }
     enc_str(&e, row->dropped, sizeof row->dropped); /* version 2 */
+    enc_uv(&e, row->usage.reasoning_tokens);         /* version 3 */
     return e.full ? 0 : e.len;
 }
 
@@ -282,6 +284,8 @@ store_row_decode(const unsigned char *buf, size_t len, struct gw_row *row)
     }
     if (version >= 2)
         dec_str(&d, row->dropped, sizeof row->dropped);
+    if (version >= 3)
+        row->usage.reasoning_tokens = dec_uv(&d);
     /* Fields of later versions would be read here, guarded by version >= N. */
     if (d.bad) {
         memset(row, 0, sizeof *row);
