@@ -50,6 +50,12 @@ enum gw_code dl_responses_output_items(const struct dl_answer *a, const struct d
 enum gw_code dl_responses_render_failed(struct dl_render_state *st, enum gw_code code,
                                         struct gw_str message, struct gw_buf *out);
 
+/* The answer render state <st> has rendered so far: one block per output item, in
+ * output_index order, so that dl_responses_output_items of it gives the items the client
+ * saw (ids included); NULL before the first event. It lives in the render context's
+ * arena. The state's thread. */
+const struct dl_answer *dl_responses_render_answer(const struct dl_render_state *st);
+
 /* The conversation store's expansion (DESIGN.md 11): appends to <out> the client's request
  * <body> with its top-level "previous_response_id" member removed and the value of
  * "input" replaced by the items of <items> (a JSON array of the earlier turns' input and

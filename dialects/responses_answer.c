@@ -1873,3 +1873,9 @@ dl_responses_render_failed(struct dl_render_state *st, enum gw_code code, struct
         dl_responses_restore(out, start);
     return rc;
 }
+
+const struct dl_answer *
+dl_responses_render_answer(const struct dl_render_state *st)
+{
+    return ((const struct er *)st)->ans;
+}

@@ -75,8 +75,9 @@
  *   arguments as a JSON string, "{}" when empty), TOOL_RESULT -> function_call_output
  *   (output: the texts joined with "\n\n", or input_* parts when it holds media),
  *   REASONING -> a reasoning item only when a Responses upstream made its signature
- *   (sig_shape RESPONSES): id (the one parsed, else "rs_gw_<message>_<part>"), summary,
- *   encrypted_content; any other reasoning is dropped, named "reasoning". Empty texts
+ *   (sig_shape RESPONSES): its id when one was parsed (none else: with store off the
+ *   API looks an id up and finds none; the encrypted content is what it reads),
+ *   summary, encrypted_content; any other reasoning is dropped, named "reasoning". Empty texts
  *   make nothing. A text document of another shape (text/... data, as a Messages
  *   plain-text document arrives) -> input_text with its title on a first line; other
  *   data -> input_file
@@ -1810,23 +1811,18 @@ reasoning_renders(const struct rr *w, const struct dl_part *p)
 }
 
 static enum gw_code
-rr_reasoning(struct rr *w, struct items *it, const struct dl_part *p, size_t i, size_t k)
+rr_reasoning(struct rr *w, struct items *it, const struct dl_part *p)
 {
-    char gen[64];
-
     if (!reasoning_renders(w, p)) {
         rr_drop(w, "reasoning");
         return GW_OK;
     }
     TRY(item_start(w, it));
-    TRY(rr_lit(w, "{\"type\":\"reasoning\",\"id\":"));
-    if (p->id.len) {
-        TRY(rr_json(w, p->id));
-    } else {
-        /* the API wants an id; the encrypted content is what it reads */
-        snprintf(gen, sizeof(gen), "\"rs_gw_%zu_%zu\"", i, k);
-        TRY(rr_lit(w, gen));
-    }
+    TRY(rr_lit(w, "{\"type\":\"reasoning\""));
+    /* without the item's own id (another shape's client kept only the encrypted
+     * content) none: with store off the API would look an id up and not find it */
+    if (p->id.len)
+        TRY(rr_member(w, "id", p->id));
     TRY(rr_lit(w, ",\"summary\":["));
     if (p->text.len) {
         TRY(rr_lit(w, "{\"type\":\"summary_text\",\"text\":"));
@@ -1874,7 +1870,7 @@ rr_message(struct rr *w, struct items *it, size_t i)
             TRY(rr_call(w, it, p));
             break;
         case DL_PART_TOOL_RESULT: TRY(rr_result(w, it, p)); break;
-        case DL_PART_REASONING: TRY(rr_reasoning(w, it, p, i, k)); break;
+        case DL_PART_REASONING: TRY(rr_reasoning(w, it, p)); break;
         case DL_PART_OTHER: TRY(rr_other(w, it, p)); break;
         }
     }

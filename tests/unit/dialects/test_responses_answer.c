@@ -729,6 +729,13 @@ t_golden(enum dl_shape from, const char *dir, const char *name, const char *gold
     assert_int_equal(dl_responses_shape.answer_render(&b.fold, &ctx, &answer), GW_OK);
     same = json_loadb(answer.data, answer.len, 0, NULL);
     assert_true(json_equal(final, same));
+    json_decref(same);
+    /* and the conversation store's items of what was rendered are its output */
+    gw_buf_reset(&answer);
+    assert_int_equal(dl_responses_output_items(dl_responses_render_answer(&b.rs), &ctx, &answer),
+                     GW_OK);
+    same = json_loadb(answer.data, answer.len, 0, NULL);
+    assert_true(json_equal(json_object_get(final, "output"), same));
     json_decref(final);
     json_decref(same);
     dl_answer_fini(&b.fold);
@@ -1088,6 +1095,7 @@ test_responses_render_needs_an_arena(void **state)
 
     (void)state;
     dl_responses_shape.render_init(&rs, &ctx);
+    assert_null(dl_responses_render_answer(&rs));
     assert_int_equal(dl_responses_shape.event_render(&rs, &ev, &out), GW_E_NOMEM);
     assert_int_equal(out.len, 0);
 }

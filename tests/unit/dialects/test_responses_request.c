@@ -969,12 +969,13 @@ test_responses_render_messages_client_request(void **state)
     gw_arena_init(&a);
     t_parse_as(DL_SHAPE_MESSAGES, &a, msg, strlen(msg), &r);
     /* max_tokens 8 raised to the API's minimum; the budget's effort; the Responses-made
-     * reasoning (tagged) goes back with an id of ours, the others are dropped */
+     * reasoning (tagged) goes back, without an id (the client had none), the others are
+     * dropped */
     t_render_is(&r, DL_SHAPE_RESPONSES, 0,
                 "{\"model\":\"up-model\",\"instructions\":\"S\",\"input\":["
                 "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\","
                 "\"text\":\"notes\\n\\nline one\"}]},"
-                "{\"type\":\"reasoning\",\"id\":\"rs_gw_1_1\",\"summary\":[{\"type\":"
+                "{\"type\":\"reasoning\",\"summary\":[{\"type\":"
                 "\"summary_text\",\"text\":\"via gw\"}],\"encrypted_content\":\"gAAAAenc\"},"
                 "{\"type\":\"function_call\",\"call_id\":\"toolu_1\",\"name\":\"f\",\"arguments\":"
                 "\"{}\"},"
