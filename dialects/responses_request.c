@@ -77,12 +77,11 @@
  *   REASONING -> a reasoning item only when a Responses upstream made its signature
  *   (sig_shape RESPONSES): its id when one was parsed (none else: with store off the
  *   API looks an id up and finds none; the encrypted content is what it reads),
- *   summary, encrypted_content; any other reasoning is dropped, named "reasoning". Empty texts
- *   make nothing. A text document of another shape (text/... data, as a Messages
- *   plain-text document arrives) -> input_text with its title on a first line; other
- *   data -> input_file
- *   with a data: URL (filename: its title, else "document" + ".pdf" for PDFs); a URL
- *   -> input_file by file_url.
+ *   summary, encrypted_content; any other reasoning is dropped, named "reasoning".
+ *   Empty texts make nothing. A text document of another shape (text/... data, as a
+ *   Messages plain-text document arrives) -> input_text with its title on a first line;
+ *   other data -> input_file with a data: URL (filename: its title, else "document" +
+ *   ".pdf" for PDFs); a URL -> input_file by file_url.
  * - Refused (GW_E_UNCONVERTIBLE, naming the field): a tool call or result without an
  *   id, an image or document in an assistant message, an image with neither URL nor
  *   data, n > 1, logprobs, audio or image output, and hosted tools and OTHER parts of a

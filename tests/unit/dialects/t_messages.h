@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT
  * tests/unit/dialects/t_messages.h - helpers of the Messages shape's unit tests
  * (test_anthropic_request.c, test_anthropic_answer.c; the Responses shape's too, with
- * its own T_FIXTURES): fixtures of tests/fixtures/messages/ read from the repository root (where
- * tools/test.sh runs the tests), JSON compared structurally (numbers by value), SSE text split into
- * events, canonical events written as one line each so a sequence compares as text. Owns:    what
- * each helper returns (freed by the caller, as said). Threads: single-threaded tests.
+ * its own T_FIXTURES): fixtures of tests/fixtures/messages/ read from the repository
+ * root (where tools/test.sh runs the tests), JSON compared structurally (numbers by
+ * value), SSE text split into events, canonical events written as one line each so a
+ * sequence compares as text.
+ * Owns:    what each helper returns (freed by the caller, as said).
+ * Threads: single-threaded tests.
  */
 #ifndef GW_TESTS_UNIT_DIALECTS_T_MESSAGES_H
 #define GW_TESTS_UNIT_DIALECTS_T_MESSAGES_H
