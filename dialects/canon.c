@@ -12,9 +12,11 @@
 
 #include "dialects/json_scan.h"
 
-/* Each shape's file defines its row (dialects/openai.c, dialects/anthropic.c). */
+/* Each shape's file defines its row (dialects/openai.c, dialects/anthropic.c,
+ * dialects/gemini.c). */
 extern const struct dl_shape_ops dl_openai_shape;
 extern const struct dl_shape_ops dl_anthropic_shape;
+extern const struct dl_shape_ops dl_gemini_shape;
 
 #define DL_IMAGE_ESTIMATE_BYTES 1000u
 
@@ -283,8 +285,8 @@ dl_shape_ops(enum dl_shape shape)
     switch (shape) {
     case DL_SHAPE_CHAT: return &dl_openai_shape;
     case DL_SHAPE_MESSAGES: return &dl_anthropic_shape;
+    case DL_SHAPE_GEMINI: return &dl_gemini_shape;
     case DL_SHAPE_RESPONSES:
-    case DL_SHAPE_GEMINI:
     case DL_SHAPE_BEDROCK:
     case DL_SHAPE__COUNT: break;
     }

@@ -18,7 +18,9 @@
 #include "core/str.h"
 #include "dialects/canon.h"
 
+#ifndef T_FIXTURES /* another shape's tests may point it at their own folder */
 #define T_FIXTURES "tests/fixtures/messages/"
+#endif
 
 /* The bytes of fixture <name> (NUL-terminated, free with free()); fails the test when
  * it cannot be read. */
