@@ -12,7 +12,8 @@
  *   with it. One table maps statuses to names: 400 INVALID_ARGUMENT, 401
  *   UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND, 408 and 504
  *   DEADLINE_EXCEEDED, 409 ABORTED, 429 RESOURCE_EXHAUSTED, 499 CANCELLED, 500 INTERNAL,
- *   501 UNIMPLEMENTED, 502 and 503 UNAVAILABLE; any other 4xx INVALID_ARGUMENT (413,
+ *   501 UNIMPLEMENTED, 502, 503 and 529 (an overloaded Anthropic upstream)
+ *   UNAVAILABLE; any other 4xx INVALID_ARGUMENT (413,
  *   431: the request as sent cannot be served), anything else INTERNAL.
  * - A stream broken after content ends with that body as one more SSE data event, code
  *   503, status UNAVAILABLE (DESIGN.md 11), whatever broke; in the JSON-array stream it
@@ -284,7 +285,7 @@ static const struct {
     {404, "NOT_FOUND"},          {408, "DEADLINE_EXCEEDED"}, {409, "ABORTED"},
     {429, "RESOURCE_EXHAUSTED"}, {499, "CANCELLED"},         {500, "INTERNAL"},
     {501, "UNIMPLEMENTED"},      {502, "UNAVAILABLE"},       {503, "UNAVAILABLE"},
-    {504, "DEADLINE_EXCEEDED"},
+    {504, "DEADLINE_EXCEEDED"},  {529, "UNAVAILABLE"}, /* Anthropic's overloaded */
 };
 
 /* Every google.rpc code name an upstream may send, with the HTTP status Google maps it

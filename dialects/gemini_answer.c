@@ -60,7 +60,7 @@ struct txt {
     char stack[512];
 };
 
-/* The string field <f> decoded into <x> ("" when it is not a string). */
+/* The string field <f> decoded into <x> ("" when it is NULL or not a string). */
 static bool
 txt_field(struct txt *x, const struct dl_json *j, const struct dl_gm_field *f)
 {
@@ -68,7 +68,7 @@ txt_field(struct txt *x, const struct dl_json *j, const struct dl_gm_field *f)
 
     x->heap = NULL;
     x->s = (struct gw_str){"", 0};
-    if (f->kind != GK_STR)
+    if (!f || f->kind != GK_STR)
         return true;
     if (!f->str.escaped) {
         x->s = (struct gw_str){j->s + f->str.start, f->str.dlen};

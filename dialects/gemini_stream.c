@@ -108,14 +108,8 @@ dl_gemini_array_feed(struct dl_gemini_array *a, const char *p, size_t n, dl_gemi
             const char *obj = p + start;
             size_t len;
 
-            if (!scan_element(a, p, n, &i)) {
-                /* the element goes on in the next read */
-                if (a->partial.len + (n - start) > a->max)
-                    return failed(a);
-                if (gw_buf_append(&a->partial, p + start, n - start) != GW_OK)
-                    return GW_E_NOMEM;
-                return GW_OK;
-            }
+            if (!scan_element(a, p, n, &i))
+                break; /* the element goes on in the next read */
             len = i - start;
             if (a->partial.len) {
                 if (a->partial.len + len > a->max)
@@ -167,6 +161,13 @@ dl_gemini_array_feed(struct dl_gemini_array *a, const char *p, size_t n, dl_gemi
             break;
         default: return failed(a);
         }
+    }
+    if (a->state == AS_ELEMENT) {
+        /* what this read holds of an element that ends in a later one */
+        if (a->partial.len + (n - start) > a->max)
+            return failed(a);
+        if (gw_buf_append(&a->partial, p + start, n - start) != GW_OK)
+            return GW_E_NOMEM;
     }
     return GW_OK;
 }
