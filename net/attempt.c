@@ -516,6 +516,7 @@ net_hop_next(struct net_stream *s)
              * passes this candidate over (s->unconvertible says why). */
             code = render_body(s, s->cur);
             if (code == GW_E_UNCONVERTIBLE) {
+                net_attempt_add(s, c, GW_OUT_SKIPPED_UNCONVERTIBLE)->code = GW_E_UNCONVERTIBLE;
                 s->cur++;
                 continue;
             }
