@@ -1445,8 +1445,12 @@ struct er {
     uint32_t n_out;                /* output items added */
     uint32_t open_canon;           /* the canonical block of the open text or reasoning item */
     uint32_t open_out;             /* its output index, when <item> */
-    uint32_t tool_canon[ER_TOOLS]; /* calls added and not done: canonical index */
-    uint32_t tool_out[ER_TOOLS];   /* ... and output index */
+    uint32_t tool_canon[ER_TOOLS]; /* calls started and not done, in order: canonical index */
+    uint32_t tool_out[ER_TOOLS];   /* ... and output index; the first is live (its item
+                                    * added, its deltas written), the others wait their
+                                    * turn (folded only), so calls come one after another
+                                    * as the API writes them */
+    bool tool_stopped[ER_TOOLS];   /* ... its upstream block stopped */
     uint8_t n_tools;
     uint8_t open_kind; /* enum dl_block */
     bool open;         /* a text or reasoning block is open */
@@ -1562,31 +1566,59 @@ item_done(struct er *s, struct gw_buf *out, uint32_t n)
     return frame_close(out);
 }
 
-/* The .done frames of the calls still open, in order. */
+/* The .done frames of call <k> (its output item <n>). */
 static enum gw_code
-tools_done(struct er *s, struct gw_buf *out)
+call_done(struct er *s, struct gw_buf *out, uint32_t n)
 {
-    uint8_t k;
+    const struct dl_answer_block *b = &s->ans->blocks[n];
 
-    for (k = 0; k < s->n_tools; k++) {
-        const struct dl_answer_block *b = &s->ans->blocks[s->tool_out[k]];
-
-        if (dl_request_freeform(s->ctx.req, b->name)) {
-            /* a free-form call: its text whole in output_item.done (its arguments came
-             * as {"input": ...} fragments, not the text's) */
-            W(item_done(s, out, s->tool_out[k]));
-            continue;
-        }
+    if (!dl_request_freeform(s->ctx.req, b->name)) {
+        /* (a free-form call has its text whole in output_item.done: its arguments
+         * came as {"input": ...} fragments, not the text's) */
         W(frame_open(s, out, "response.function_call_arguments.done"));
-        W(scoped(s, out, DL_BLOCK_TOOL_CALL, s->tool_out[k]));
+        W(scoped(s, out, DL_BLOCK_TOOL_CALL, n));
         W(gw_buf_append_cstr(out, ",\"name\":"));
         W(gw_buf_append_json_str(out, b->name.ptr ? b->name : GW_STR_LIT("")));
         W(gw_buf_append_cstr(out, ",\"arguments\":"));
         W(arguments_json(out, b));
         W(frame_close(out));
-        W(item_done(s, out, s->tool_out[k]));
     }
-    s->n_tools = 0;
+    return item_done(s, out, n);
+}
+
+static enum gw_code item_added_frame(struct er *s, struct gw_buf *out, uint32_t n);
+static enum gw_code args_delta_frame(struct er *s, struct gw_buf *out, uint32_t n,
+                                     struct gw_str delta);
+
+/* Closes the live call; the next one's turn comes: its item is added and what its
+ * arguments hold so far written as one delta (and closed too when its block stopped). */
+static enum gw_code
+close_live_call(struct er *s, struct gw_buf *out)
+{
+    uint32_t n = s->tool_out[0];
+    const struct dl_answer_block *b;
+
+    W(call_done(s, out, n));
+    s->n_tools--;
+    memmove(s->tool_canon, s->tool_canon + 1, s->n_tools * sizeof(s->tool_canon[0]));
+    memmove(s->tool_out, s->tool_out + 1, s->n_tools * sizeof(s->tool_out[0]));
+    memmove(s->tool_stopped, s->tool_stopped + 1, s->n_tools * sizeof(s->tool_stopped[0]));
+    if (s->n_tools == 0)
+        return GW_OK;
+    n = s->tool_out[0];
+    b = &s->ans->blocks[n];
+    W(item_added_frame(s, out, n));
+    if (b->text.len && !dl_request_freeform(s->ctx.req, b->name))
+        W(args_delta_frame(s, out, n, buf_str(&b->text)));
+    return s->tool_stopped[0] ? close_live_call(s, out) : GW_OK;
+}
+
+/* The .done frames of the calls still open, in order. */
+static enum gw_code
+tools_done(struct er *s, struct gw_buf *out)
+{
+    while (s->n_tools)
+        W(close_live_call(s, out));
     return GW_OK;
 }
 
@@ -1655,6 +1687,20 @@ item_added(struct er *s, struct gw_buf *out, enum dl_block kind, struct gw_str i
         return GW_E_NOMEM;
     }
     gw_buf_fini(&gen);
+    /* a call while another is live waits its turn (close_live_call) */
+    if (kind == DL_BLOCK_TOOL_CALL && s->n_tools > 0)
+        return GW_OK;
+    return item_added_frame(s, out, n);
+}
+
+/* response.output_item.added of item <n> (folded already), and for a message its
+ * content_part.added. */
+static enum gw_code
+item_added_frame(struct er *s, struct gw_buf *out, uint32_t n)
+{
+    enum dl_block kind = s->ans->blocks[n].block;
+    struct gw_str name = s->ans->blocks[n].name;
+
     W(frame_open(s, out, "response.output_item.added"));
     W(gw_buf_append_cstr(out, ",\"output_index\":"));
     W(gw_buf_append_u64(out, n));
@@ -1697,6 +1743,7 @@ on_tool_start(struct er *s, const struct dl_event *ev, struct gw_buf *out)
     if (s->n_tools == ER_TOOLS)
         W(tools_done(s, out));
     W(item_added(s, out, DL_BLOCK_TOOL_CALL, ev->id, ev->name));
+    s->tool_stopped[s->n_tools] = false;
     s->tool_canon[s->n_tools] = ev->index;
     s->tool_out[s->n_tools++] = s->n_out - 1;
     return GW_OK;
@@ -1715,13 +1762,37 @@ on_tool_delta(struct er *s, const struct dl_event *ev, struct gw_buf *out)
     d.index = s->tool_out[k];
     d.signature = (struct gw_str){"", 0};
     W(fold(s, &d));
-    if (dl_request_freeform(s->ctx.req, s->ans->blocks[s->tool_out[k]].name))
-        return GW_OK; /* written whole when done */
+    if (k > 0 || dl_request_freeform(s->ctx.req, s->ans->blocks[s->tool_out[k]].name))
+        return GW_OK; /* written when its turn comes / whole when done */
+    return args_delta_frame(s, out, s->tool_out[k], ev->text);
+}
+
+static enum gw_code
+args_delta_frame(struct er *s, struct gw_buf *out, uint32_t n, struct gw_str delta)
+{
     W(frame_open(s, out, "response.function_call_arguments.delta"));
-    W(scoped(s, out, DL_BLOCK_TOOL_CALL, s->tool_out[k]));
+    W(scoped(s, out, DL_BLOCK_TOOL_CALL, n));
     W(gw_buf_append_cstr(out, ",\"delta\":"));
-    W(gw_buf_append_json_str(out, ev->text));
+    W(gw_buf_append_json_str(out, delta));
     return frame_close(out);
+}
+
+/* A call's block stopped. Its arguments are whole then, except from a Chat upstream:
+ * some Chat servers interleave parallel calls' arguments after the next call starts,
+ * so a Chat upstream's calls stay open until text or the finish. */
+static enum gw_code
+on_tool_stop(struct er *s, const struct dl_event *ev, struct gw_buf *out)
+{
+    uint8_t k;
+
+    if (s->ctx.upstream == DL_SHAPE_CHAT)
+        return GW_OK;
+    for (k = 0; k < s->n_tools && s->tool_canon[k] != ev->index; k++)
+        ;
+    if (k == s->n_tools)
+        return GW_OK;
+    s->tool_stopped[k] = true;
+    return k == 0 ? close_live_call(s, out) : GW_OK;
 }
 
 /* A text or reasoning delta: the block's item is added at its first content. */
@@ -1824,7 +1895,9 @@ render_one(struct er *s, const struct dl_event *ev, struct gw_buf *out)
             return on_tool_delta(s, ev, out);
         return on_content_delta(s, ev, out);
     case DL_EV_BLOCK_STOP:
-        return s->open && s->open_canon == ev->index ? close_item(s, out) : GW_OK;
+        if (s->open && s->open_canon == ev->index)
+            return close_item(s, out);
+        return on_tool_stop(s, ev, out);
     case DL_EV_FINISH: s->finish_held = true; return fold(s, ev);
     case DL_EV_START:
     case DL_EV_USAGE:

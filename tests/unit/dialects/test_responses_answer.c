@@ -721,6 +721,12 @@ t_golden(enum dl_shape from, const char *dir, const char *name, const char *gold
     gw_arena_init(&a);
     t_through(from, dir, name, &a, &b);
     if (b.frames.len != len || memcmp(b.frames.data, want, len) != 0) {
+        if (getenv("T_WRITE_GOLDEN")) { /* what was rendered, to review and move into
+                                         * tests/fixtures/responses/ */
+            FILE *f = fopen(golden, "wb");
+            fwrite(b.frames.data, 1, b.frames.len, f);
+            fclose(f);
+        }
         print_error("got:\n%s\nwant:\n%s\n", b.frames.data, want);
         fail();
     }
