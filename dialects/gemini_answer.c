@@ -335,6 +335,7 @@ usage_read(const struct dl_json *doc, size_t at, struct gw_usage *u)
     u->cache_read_tokens = v[2];
     u->input_tokens = v[0] + v[4] > v[2] ? v[0] + v[4] - v[2] : 0;
     u->output_tokens = v[1] + v[3];
+    u->reasoning_tokens = v[3];
     return true;
 }
 

@@ -141,17 +141,22 @@ static enum gw_code
 usage_json(struct gw_buf *out, const struct gw_usage *u)
 {
     uint64_t prompt = u->input_tokens + u->cache_read_tokens + u->cache_write_tokens;
+    /* Gemini counts thoughts apart from the candidates' tokens */
+    uint64_t thoughts = u->reasoning_tokens < u->output_tokens ? u->reasoning_tokens : 0;
 
     if (gw_buf_append_cstr(out, ",\"usageMetadata\":{\"promptTokenCount\":") != GW_OK ||
         gw_buf_append_u64(out, prompt) != GW_OK ||
         gw_buf_append_cstr(out, ",\"candidatesTokenCount\":") != GW_OK ||
-        gw_buf_append_u64(out, u->output_tokens) != GW_OK ||
+        gw_buf_append_u64(out, u->output_tokens - thoughts) != GW_OK ||
         gw_buf_append_cstr(out, ",\"totalTokenCount\":") != GW_OK ||
         gw_buf_append_u64(out, prompt + u->output_tokens) != GW_OK)
         return GW_E_NOMEM;
     if (u->cache_read_tokens &&
         (gw_buf_append_cstr(out, ",\"cachedContentTokenCount\":") != GW_OK ||
          gw_buf_append_u64(out, u->cache_read_tokens) != GW_OK))
+        return GW_E_NOMEM;
+    if (thoughts && (gw_buf_append_cstr(out, ",\"thoughtsTokenCount\":") != GW_OK ||
+                     gw_buf_append_u64(out, thoughts) != GW_OK))
         return GW_E_NOMEM;
     return gw_buf_append_cstr(out, "}");
 }

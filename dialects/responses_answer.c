@@ -81,7 +81,7 @@
  *   as above), parallel_tool_calls true, temperature null, tool_choice "auto", tools [],
  *   top_p null, usage {input_tokens (cached and cache writes included),
  *   input_tokens_details {cached_tokens}, output_tokens, output_tokens_details
- *   {reasoning_tokens: 0, gw_usage has none}, total_tokens} (null when no usage came).
+ *   {reasoning_tokens}, total_tokens} (null when no usage came).
  * Owns:    nothing beyond each call; the states are the caller's; a render state's
  *          answer is freed with ctx->arena (gw_arena_on_free).
  * Threads: any; a state belongs to one thread at a time.
@@ -191,20 +191,23 @@ scan_failed(const struct dl_json *j)
 #define USAGE_FIELDS                                                                               \
     {                                                                                              \
         DL_ANTH_FIELD("input_tokens"), DL_ANTH_FIELD("output_tokens"),                             \
-            DL_ANTH_FIELD("input_tokens_details")                                                  \
+            DL_ANTH_FIELD("input_tokens_details"), DL_ANTH_FIELD("output_tokens_details")          \
     }
 
-/* The usage object whose members <u> (and <cached>) were collected. */
+/* The usage object whose members <u> (and <cached>, <reasoning> of its details) were
+ * collected. */
 static bool
 usage_read(struct dl_json *j, const struct dl_anth_field *u, const struct dl_anth_field *cached,
-           struct gw_usage *out)
+           const struct dl_anth_field *reasoning, struct gw_usage *out)
 {
-    uint64_t in = 0, outt = 0, hit = 0;
+    uint64_t in = 0, outt = 0, hit = 0, thought = 0;
 
     if ((u[0].kind == DA_NUM && !dl_json_num_count(j, &u[0].num, &in)) ||
         (u[1].kind == DA_NUM && !dl_json_num_count(j, &u[1].num, &outt)) ||
         (u[2].kind == DA_OBJ && cached->kind == DA_NUM &&
-         !dl_json_num_count(j, &cached->num, &hit)))
+         !dl_json_num_count(j, &cached->num, &hit)) ||
+        (u[3].kind == DA_OBJ && reasoning->kind == DA_NUM &&
+         !dl_json_num_count(j, &reasoning->num, &thought)))
         return false;
     memset(out, 0, sizeof(*out));
     if (hit > in)
@@ -212,6 +215,7 @@ usage_read(struct dl_json *j, const struct dl_anth_field *u, const struct dl_ant
     out->input_tokens = in - hit;
     out->cache_read_tokens = hit;
     out->output_tokens = outt;
+    out->reasoning_tokens = thought < outt ? thought : outt;
     return true;
 }
 
@@ -968,6 +972,7 @@ static enum gw_code
 on_final(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
 {
     struct dl_anth_field cached[] = {DL_ANTH_FIELD("cached_tokens")};
+    struct dl_anth_field reasoning[] = {DL_ANTH_FIELD("reasoning_tokens")};
     struct dl_anth_field u[] = USAGE_FIELDS;
     struct dl_anth_field reason[] = {DL_ANTH_FIELD("reason")};
     struct dl_anth_field err[] = ERROR_FIELDS;
@@ -981,8 +986,10 @@ on_final(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
 
     u[2].sub = cached;
     u[2].nsub = 1;
+    u[3].sub = reasoning;
+    u[3].nsub = 1;
     r[3].sub = u;
-    r[3].nsub = 3;
+    r[3].nsub = 4;
     r[5].sub = reason;
     r[5].nsub = 1;
     r[6].sub = err;
@@ -996,7 +1003,7 @@ on_final(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
     from_output = s->next == 0 && r[4].kind == DA_ARR;
     if (from_output && !check_output(j, r[4].at))
         return GW_E_UPSTREAM_PROTOCOL;
-    if (r[3].kind == DA_OBJ && !usage_read(j, u, cached, &ev.usage))
+    if (r[3].kind == DA_OBJ && !usage_read(j, u, cached, reasoning, &ev.usage))
         return GW_E_NOMEM;
     s->done = true;
     if (!s->started) {
@@ -1116,6 +1123,7 @@ enum gw_code
 dl_responses_answer_parse(const char *body, size_t len, dl_event_fn fn, void *arg)
 {
     struct dl_anth_field cached[] = {DL_ANTH_FIELD("cached_tokens")};
+    struct dl_anth_field reasoning[] = {DL_ANTH_FIELD("reasoning_tokens")};
     struct dl_anth_field u[] = USAGE_FIELDS;
     struct dl_anth_field reason[] = {DL_ANTH_FIELD("reason")};
     struct dl_anth_field err[] = ERROR_FIELDS;
@@ -1134,8 +1142,10 @@ dl_responses_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
 
     u[2].sub = cached;
     u[2].nsub = 1;
+    u[3].sub = reasoning;
+    u[3].nsub = 1;
     top[3].sub = u;
-    top[3].nsub = 3;
+    top[3].nsub = 4;
     top[5].sub = reason;
     top[5].nsub = 1;
     top[6].sub = err;
@@ -1151,7 +1161,7 @@ dl_responses_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
     /* every item is checked before the first event: a malformed answer emits nothing */
     if (!check_output(&j, top[4].at))
         return GW_E_UPSTREAM_PROTOCOL;
-    if (top[3].kind == DA_OBJ && !usage_read(&j, u, cached, &usage))
+    if (top[3].kind == DA_OBJ && !usage_read(&j, u, cached, reasoning, &usage))
         return GW_E_NOMEM;
     if (top[7].kind == DA_NUM && !dl_json_num_count(&j, &top[7].num, &ev.created))
         return GW_E_NOMEM;
@@ -1187,6 +1197,7 @@ bool
 dl_responses_answer_usage(const char *body, size_t len, struct gw_usage *usage)
 {
     struct dl_anth_field cached[] = {DL_ANTH_FIELD("cached_tokens")};
+    struct dl_anth_field reasoning[] = {DL_ANTH_FIELD("reasoning_tokens")};
     struct dl_anth_field u[] = USAGE_FIELDS;
     struct dl_anth_field top[] = {DL_ANTH_FIELD("usage")};
     struct dl_json j;
@@ -1194,13 +1205,15 @@ dl_responses_answer_usage(const char *body, size_t len, struct gw_usage *usage)
     memset(usage, 0, sizeof(*usage));
     u[2].sub = cached;
     u[2].nsub = 1;
+    u[3].sub = reasoning;
+    u[3].nsub = 1;
     top[0].sub = u;
-    top[0].nsub = 3;
+    top[0].nsub = 4;
     dl_json_init(&j, body, len);
     if (dl_json_peek(&j) != '{' || !dl_anthropic_fields(&j, top, 1) || !dl_json_end(&j) ||
         top[0].kind != DA_OBJ)
         return false;
-    if (!usage_read(&j, u, cached, usage)) {
+    if (!usage_read(&j, u, cached, reasoning, usage)) {
         memset(usage, 0, sizeof(*usage));
         return false;
     }
@@ -1345,8 +1358,9 @@ usage_json(struct gw_buf *out, const struct gw_usage *u)
     W(gw_buf_append_u64(out, u->cache_read_tokens));
     W(gw_buf_append_cstr(out, "},\"output_tokens\":"));
     W(gw_buf_append_u64(out, u->output_tokens));
-    W(gw_buf_append_cstr(out, ",\"output_tokens_details\":{\"reasoning_tokens\":0},"
-                              "\"total_tokens\":"));
+    W(gw_buf_append_cstr(out, ",\"output_tokens_details\":{\"reasoning_tokens\":"));
+    W(gw_buf_append_u64(out, u->reasoning_tokens));
+    W(gw_buf_append_cstr(out, "},\"total_tokens\":"));
     W(gw_buf_append_u64(out, in + u->output_tokens));
     return gw_buf_append_cstr(out, "}");
 }

@@ -402,8 +402,9 @@ test_gemini_answer_render_from_a_chat_answer(void **state)
               "\"functionCall\":{\"id\":\"call_a\",\"name\":\"get\",\"args\":{\"q\":1}}},{"
               "\"functionCall\":{\"id\":\"call_b\",\"name\":\"put\",\"args\":{}}}]},"
               "\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":"
-              "30,\"candidatesTokenCount\":12,\"totalTokenCount\":42,\"cachedContentTokenCount\":"
-              "10},\"modelVersion\":\"gemini-client-model\",\"responseId\":\"chatcmpl-1\"}");
+              "30,\"candidatesTokenCount\":8,\"totalTokenCount\":42,\"cachedContentTokenCount\":"
+              "10,\"thoughtsTokenCount\":4},\"modelVersion\":\"gemini-client-model\","
+              "\"responseId\":\"chatcmpl-1\"}");
     gw_buf_fini(&out);
     t_pipe_fini(&p);
     free(text);
@@ -429,7 +430,8 @@ test_gemini_answer_through_the_hub_and_back(void **state)
               "\"text\":\"Hello, \\\"world\\\"!\\n\"},{\"functionCall\":{\"id\":\"fc_9\","
               "\"name\":\"lookup\",\"args\":{\"q\":\"x\"}}}]},\"finishReason\":\"MAX_TOKENS\","
               "\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":34,\"candidatesTokenCount\":"
-              "20,\"totalTokenCount\":54},\"modelVersion\":\"gemini-2.5-flash\",\"responseId\":"
+              "12,\"totalTokenCount\":54,\"thoughtsTokenCount\":8},\"modelVersion\":\"gemini-2.5-"
+              "flash\",\"responseId\":"
               "\"abc123\"}");
     gw_buf_fini(&out);
     t_pipe_fini(&p);

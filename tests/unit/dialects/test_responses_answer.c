@@ -1249,7 +1249,7 @@ test_responses_answer_folded_and_rendered(void **state)
         "\"parallel_tool_calls\":true,\"temperature\":null,\"tool_choice\":\"auto\","
         "\"tools\":[],\"top_p\":null,\"usage\":{\"input_tokens\":1432,"
         "\"input_tokens_details\":{\"cached_tokens\":1280},\"output_tokens\":212,"
-        "\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":1644}}");
+        "\"output_tokens_details\":{\"reasoning_tokens\":128},\"total_tokens\":1644}}");
     /* the conversation store's items: the same array */
     assert_int_equal(dl_responses_output_items(&ans, &ctx, &items), GW_OK);
     j = json_loadb(out.data, out.len, 0, NULL);
