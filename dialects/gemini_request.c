@@ -465,6 +465,8 @@ rp_file(struct rp *p, const struct dl_gm_field *f, const char *path, struct dl_p
     rc = rp_want_str(p, &j, &b[0], sub, false, &part->media_type);
     if (rc == GW_OK)
         rc = rp_want_str(p, &j, &b[1], sub, true, &part->url);
+    if (rc != GW_OK)
+        return rc;
     if (part->media_type.len)
         part->kind =
             has_prefix_nocase(part->media_type, "image/") ? DL_PART_IMAGE : DL_PART_DOCUMENT;
@@ -555,7 +557,6 @@ rp_response_parts(struct rp *p, const struct dl_gm_field *f, const char *sub, st
         struct dl_gm_field m[] = {DL_GM_FIELD("inlineData"), DL_GM_FIELD("fileData")};
         struct dl_part *part;
         char path[192];
-        size_t at = j.i;
         enum gw_code rc;
 
         snprintf(path, sizeof(path), "%s.parts[%zu]", sub, n++);
@@ -564,7 +565,6 @@ rp_response_parts(struct rp *p, const struct dl_gm_field *f, const char *sub, st
                 return rp_json(p, &j);
             return rp_bad(p, "%s: must be an object", path);
         }
-        (void)at;
         part = push_part(p, l, DL_PART_DOCUMENT);
         if (!part)
             return GW_E_NOMEM;
@@ -1247,6 +1247,7 @@ static enum gw_code
 rp_tool_config(struct rp *p)
 {
     const struct dl_gm_field *f = &p->tool_config;
+    struct dl_gm_field fcc = DL_GM_FIELD("functionCallingConfig");
     struct dl_json j = dl_gm_at(&p->j, f->at);
     struct dl_json_str key;
     bool first = true;
@@ -1259,20 +1260,25 @@ rp_tool_config(struct rp *p)
     if (!dl_json_obj_enter(&j))
         return rp_json(p, &j);
     while ((r = dl_json_obj_next(&j, &first, &key)) == 1) {
-        struct dl_gm_field v = DL_GM_FIELD("functionCallingConfig");
-        bool fcc = dl_gm_key_is(&j, &key, "functionCallingConfig");
-        enum gw_code rc = GW_OK;
+        struct dl_gm_field v = DL_GM_FIELD("");
 
+        if (dl_gm_key_is(&j, &key, "functionCallingConfig")) {
+            if (!dl_gm_value(&j, &fcc)) /* the last copy counts */
+                return rp_json(p, &j);
+            continue;
+        }
         if (!dl_gm_value(&j, &v))
             return rp_json(p, &j);
-        if (fcc)
-            rc = rp_calling_config(p, &j, &v);
-        else if (v.kind != GK_NULL)
-            rc = rp_extra_at(p, "toolConfig.", &j, &key, dl_gm_raw(&j, &v));
-        if (rc != GW_OK)
-            return rc;
+        if (v.kind != GK_NULL) {
+            enum gw_code rc = rp_extra_at(p, "toolConfig.", &j, &key, dl_gm_raw(&j, &v));
+
+            if (rc != GW_OK)
+                return rc;
+        }
     }
-    return r == 0 ? GW_OK : rp_json(p, &j);
+    if (r != 0)
+        return rp_json(p, &j);
+    return given(&fcc) ? rp_calling_config(p, &j, &fcc) : GW_OK;
 }
 
 /* ---- generationConfig ---- */
@@ -1406,11 +1412,15 @@ rp_modalities(struct rp *p, struct dl_json *doc, const struct dl_gm_field *f)
 static enum gw_code
 rp_thinking(struct rp *p, struct dl_json *doc, const struct dl_gm_field *f)
 {
+    struct dl_gm_field budget = DL_GM_FIELD("thinkingBudget"), level = DL_GM_FIELD("thinkingLevel"),
+                       thoughts = DL_GM_FIELD("includeThoughts");
     struct dl_json j = dl_gm_at(doc, f->at);
     struct dl_request *r = p->r;
     struct dl_json_str key;
-    bool first = true;
+    int64_t b = 0;
+    bool first = true, has = false;
     int c;
+    enum gw_code rc;
 
     if (!given(f))
         return GW_OK;
@@ -1418,57 +1428,62 @@ rp_thinking(struct rp *p, struct dl_json *doc, const struct dl_gm_field *f)
         return rp_bad(p, "generationConfig.thinkingConfig: must be an object");
     (void)dl_json_obj_enter(&j);
     while ((c = dl_json_obj_next(&j, &first, &key)) == 1) {
-        struct dl_gm_field v = DL_GM_FIELD("thinkingBudget");
-        enum gw_code rc = GW_OK;
-        int64_t budget = 0;
-        bool has = false;
+        struct dl_gm_field v = DL_GM_FIELD("");
+        struct dl_gm_field *dst = dl_gm_key_is(&j, &key, budget.name)     ? &budget
+                                  : dl_gm_key_is(&j, &key, level.name)    ? &level
+                                  : dl_gm_key_is(&j, &key, thoughts.name) ? &thoughts
+                                                                          : &v;
 
-        if (!dl_gm_value(&j, &v))
+        if (!dl_gm_value(&j, dst)) /* a later copy of a key counts, as the API reads it */
             return rp_json(p, &j);
-        if (v.kind == GK_NULL)
-            continue;
-        if (dl_gm_key_is(&j, &key, "thinkingBudget")) {
-            rc = rp_integer(p, &j, &v, "generationConfig.thinkingConfig", -1, &has, &budget);
-            if (rc == GW_OK && budget > 0) {
-                r->thinking = true;
-                r->thinking_budget = (uint64_t)budget;
-                continue;
-            }
-            /* 0 (off) and -1 (dynamic) have no canonical budget: a Gemini upstream gets
-             * them as written */
-            r->thinking |= budget < 0;
-        } else if (dl_gm_key_is(&j, &key, "thinkingLevel")) {
-            struct gw_str level;
-            char *low;
-            size_t i;
-
-            if (v.kind != GK_STR)
-                return rp_bad(p, "generationConfig.thinkingConfig.thinkingLevel: must be a string");
-            if (dl_json_key_is(&j, &v.str, "THINKING_LEVEL_UNSPECIFIED", 26))
-                continue;
-            if (!rp_str(p, &j, &v.str, &level))
-                return GW_E_NOMEM;
-            low = gw_arena_alloc(p->a, level.len + 1);
-            if (!low)
-                return GW_E_NOMEM;
-            for (i = 0; i < level.len; i++)
-                low[i] = level.ptr[i] >= 'A' && level.ptr[i] <= 'Z'
-                             ? (char)(level.ptr[i] - 'A' + 'a')
-                             : level.ptr[i];
-            low[level.len] = '\0';
-            r->reasoning_effort = (struct gw_str){low, level.len};
-            r->thinking = true;
-            continue;
-        } else if (dl_gm_key_is(&j, &key, "includeThoughts") && v.kind != GK_TRUE &&
-                   v.kind != GK_FALSE) {
-            return rp_bad(p, "generationConfig.thinkingConfig.includeThoughts: must be a boolean");
-        }
-        if (rc == GW_OK)
+        if (dst == &v && v.kind != GK_NULL) {
             rc = rp_extra_at(p, "generationConfig.thinkingConfig.", &j, &key, dl_gm_raw(&j, &v));
+            if (rc != GW_OK)
+                return rc;
+        }
+    }
+    if (c != 0)
+        return rp_json(p, &j);
+    rc = rp_integer(p, &j, &budget, "generationConfig.thinkingConfig", -1, &has, &b);
+    if (rc != GW_OK)
+        return rc;
+    if (has && b > 0) {
+        r->thinking = true;
+        r->thinking_budget = (uint64_t)b;
+    } else if (has) {
+        /* 0 (off) and -1 (dynamic) have no canonical budget: a Gemini upstream gets them
+         * as written */
+        r->thinking |= b < 0;
+        rc = rp_extra(p, GW_STR_LIT("generationConfig.thinkingConfig.thinkingBudget"),
+                      dl_gm_raw(&j, &budget));
         if (rc != GW_OK)
             return rc;
     }
-    return c == 0 ? GW_OK : rp_json(p, &j);
+    if (given(&level) && level.kind != GK_STR)
+        return rp_bad(p, "generationConfig.thinkingConfig.thinkingLevel: must be a string");
+    if (given(&level) && !dl_json_key_is(&j, &level.str, "THINKING_LEVEL_UNSPECIFIED", 26)) {
+        struct gw_str lv;
+        char *low;
+        size_t i;
+
+        if (!rp_str(p, &j, &level.str, &lv))
+            return GW_E_NOMEM;
+        low = gw_arena_alloc(p->a, lv.len + 1);
+        if (!low)
+            return GW_E_NOMEM;
+        for (i = 0; i < lv.len; i++)
+            low[i] =
+                lv.ptr[i] >= 'A' && lv.ptr[i] <= 'Z' ? (char)(lv.ptr[i] - 'A' + 'a') : lv.ptr[i];
+        low[lv.len] = '\0';
+        r->reasoning_effort = (struct gw_str){low, lv.len};
+        r->thinking = true;
+    }
+    if (!given(&thoughts))
+        return GW_OK;
+    if (thoughts.kind != GK_TRUE && thoughts.kind != GK_FALSE)
+        return rp_bad(p, "generationConfig.thinkingConfig.includeThoughts: must be a boolean");
+    return rp_extra(p, GW_STR_LIT("generationConfig.thinkingConfig.includeThoughts"),
+                    dl_gm_raw(&j, &thoughts));
 }
 
 /* responseMimeType and the schemas. */
