@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT
  * dialects/gemini-priv.h - what the files of the Gemini shape share (gemini.c,
- * gemini_request.c, gemini_render.c, gemini_answer.c, gemini_frames.c) and their unit and
- * fuzz tests: the shape's operations one by one, a field collector over
- * dialects/json_scan.h that knows both spellings of a field (the API reads lowerCamel
- * and the proto's snake_case alike), the error status table, number writing.
+ * gemini_request.c, gemini_config.c, gemini_render.c, gemini_answer.c, gemini_frames.c)
+ * and their unit and fuzz tests: the shape's operations one by one, the request parse's
+ * walk, a field collector over dialects/json_scan.h that knows both spellings of a
+ * field (the API reads lowerCamel and the proto's snake_case alike), the error status
+ * table, number writing.
  * Owns:    nothing beyond each call.
  * Threads: any; a stream state belongs to one thread at a time.
  * See:     dialects/gemini.h, tests/unit/dialects/test_gemini*.c, tests/fuzz/fuzz_gemini.c
@@ -50,6 +51,60 @@ enum gw_code dl_gemini_upstream_error_render(int status, struct gw_str type, str
                                              struct gw_buf *out);
 void dl_gemini_upstream_error_read(const char *body, size_t len, int status, struct gw_str *type,
                                    struct gw_str *message);
+
+/* ---- the request parse's walk (gemini_request.c, gemini_config.c) ---- */
+
+/* A growing array of parts in the arena. */
+struct dl_gm_plist {
+    struct dl_part *v;
+    size_t n, cap;
+};
+
+struct dl_gm_field;
+
+/* One request parse: the body, where its results go, and what the walk carries. */
+struct dl_gm_rp {
+    struct dl_json j; /* the body */
+    struct gw_arena *a;
+    struct dl_request *r;
+    struct gw_buf *why;
+    size_t cap_messages, cap_system, cap_tools, cap_stop, cap_extras;
+    struct dl_gm_plist model; /* the open run of model contents: one assistant message */
+    bool model_open;          /* a model content was read since the last user content */
+    char *run_buf;            /* the text buffer of the last reasoning run, when joined */
+    size_t run_cap;           /* its size */
+    size_t tool_config_at;    /* toolConfig's value, read once the tools are known */
+    bool has_tool_config;
+};
+
+/* A refusal: GW_E_BAD_REQUEST with the reason in p->why (ours, never the body's bytes);
+ * GW_E_NOMEM when it cannot be written. */
+enum gw_code dl_gm_bad(struct dl_gm_rp *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The refusal of bytes the scanner refused (in <j>): their position only. */
+enum gw_code dl_gm_bad_json(struct dl_gm_rp *p, const struct dl_json *j);
+/* The bytes of string token <t> of <j> (a slice, or an arena copy when escaped) into
+ * <out>; false when out of memory. */
+bool dl_gm_take_str(struct dl_gm_rp *p, const struct dl_json *j, const struct dl_json_str *t,
+                    struct gw_str *out);
+/* The string field <f> into <out>: GW_OK, or a refusal naming <path>.<f> (null and absent
+ * leave <out> as it is unless <required>). */
+enum gw_code dl_gm_want_str(struct dl_gm_rp *p, const struct dl_json *j,
+                            const struct dl_gm_field *f, const char *path, bool required,
+                            struct gw_str *out);
+/* <x> + <y> copied into <a>; {NULL, 0} when out of memory. */
+struct gw_str dl_gm_cat(struct gw_arena *a, struct gw_str x, struct gw_str y);
+/* Adds the extra <name> = <raw>; a later copy of a name replaces the earlier one. */
+enum gw_code dl_gm_extra(struct dl_gm_rp *p, struct gw_str name, struct gw_str raw);
+/* The extra "<prefix><key>" (the key as the client spelt it) = <raw>. */
+enum gw_code dl_gm_extra_at(struct dl_gm_rp *p, const char *prefix, const struct dl_json *j,
+                            const struct dl_json_str *key, struct gw_str raw);
+
+/* gemini_config.c: the request's tools, toolConfig and generationConfig, at <f>'s value
+ * (toolConfig: p->tool_config_at, once the tools are read). */
+enum gw_code dl_gm_parse_tools(struct dl_gm_rp *p, const struct dl_gm_field *f);
+enum gw_code dl_gm_parse_tool_config(struct dl_gm_rp *p);
+enum gw_code dl_gm_parse_generation(struct dl_gm_rp *p, const struct dl_gm_field *f);
 
 /* ---- shared helpers (gemini.c) ---- */
 
@@ -111,6 +166,13 @@ static inline struct gw_str
 dl_gm_raw(const struct dl_json *j, const struct dl_gm_field *f)
 {
     return (struct gw_str){j->s + f->at, f->end - f->at};
+}
+
+/* True when field <f> holds a value (neither absent nor null). */
+static inline bool
+dl_gm_given(const struct dl_gm_field *f)
+{
+    return f->kind != GK_ABSENT && f->kind != GK_NULL;
 }
 
 /* True when the string field <f> is <lit>. */

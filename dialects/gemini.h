@@ -7,8 +7,8 @@
  * (@google/genai, gemini-cli) expects, and the shape's error bodies and frames. Besides
  * the row: the splitter of Gemini's non-SSE stream (one JSON array), the model listing
  * and the countTokens helpers.
- * The files: gemini_request.c (request parse, countTokens parse), gemini_render.c
- * (request render), gemini_answer.c (upstream side: chunks and answers to events),
+ * The files: gemini_request.c and gemini_config.c (request parse, countTokens parse),
+ * gemini_render.c (request render), gemini_answer.c (upstream side: chunks and answers to events),
  * gemini_frames.c (client side: events to chunks and answers), gemini.c (errors, the
  * table, shared helpers), gemini_stream.c (the array splitter), gemini_models.c
  * (listing, countTokens answer). docs/fields-gemini.md says what maps where.

@@ -17,7 +17,8 @@
  *   that the history the client sends back says who made it. A tool call is gathered
  *   (its arguments in the context's arena, which tool calls need) and written when its
  *   block stops, as one {"functionCall":{"id","name","args"}} part, args the arguments
- *   object ({} when they are not one, e.g. cut by max tokens), id whenever the upstream
+ *   object without the blanks between its tokens (a data line holds no line break; {}
+ *   when they are not an object, e.g. cut by max tokens), id whenever the upstream
  *   gave one or the hub generated one (@google/genai accepts it; gemini-cli echoes it
  *   in its functionResponse, which keeps calls and results paired), the call's
  *   signature as the part's thoughtSignature.
@@ -208,6 +209,37 @@ text_part(struct gw_buf *out, struct gw_str text, bool thought, struct gw_str si
     return gw_buf_append_cstr(out, "}");
 }
 
+/* Appends the JSON text <s> without the blanks between its tokens: an SSE data line
+ * holds no line break, and JSON has none but blanks outside its strings. */
+static enum gw_code
+append_compact(struct gw_buf *out, struct gw_str s)
+{
+    size_t i, from = 0;
+    bool in_string = false, escape = false;
+
+    for (i = 0; i < s.len; i++) {
+        char c = s.ptr[i];
+
+        if (in_string) {
+            if (escape)
+                escape = false;
+            else if (c == '\\')
+                escape = true;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            if (i > from && gw_buf_append(out, s.ptr + from, i - from) != GW_OK)
+                return GW_E_NOMEM;
+            from = i + 1;
+        }
+    }
+    return i > from ? gw_buf_append(out, s.ptr + from, i - from) : GW_OK;
+}
+
 /* {"functionCall":{["id",]"name","args"}[,"thoughtSignature"]} */
 static enum gw_code
 call_part(struct gw_buf *out, struct gw_str id, struct gw_str name, struct gw_str args,
@@ -225,7 +257,7 @@ call_part(struct gw_buf *out, struct gw_str id, struct gw_str name, struct gw_st
         return GW_E_NOMEM;
     if (gw_buf_append_cstr(out, "\"name\":") != GW_OK ||
         gw_buf_append_json_str(out, name) != GW_OK ||
-        gw_buf_append_cstr(out, ",\"args\":") != GW_OK || gw_buf_append_str(out, obj) != GW_OK ||
+        gw_buf_append_cstr(out, ",\"args\":") != GW_OK || append_compact(out, obj) != GW_OK ||
         gw_buf_append_cstr(out, "}") != GW_OK)
         return GW_E_NOMEM;
     if (sig.len && (gw_buf_append_cstr(out, ",\"thoughtSignature\":") != GW_OK ||

@@ -24,7 +24,9 @@
  * - Signatures: a REASONING part goes as a thought part only when a Gemini upstream made
  *   it (sig_shape), with its thoughtSignature; any other is dropped ("reasoning"). A
  *   REASONING part with a signature and no text followed by text or media (what parse
- *   made of a signature on such a part) puts the signature back on that part. A
+ *   made of a signature on such a part) puts the signature back on that part; with
+ *   nothing to ride on it is an empty text part with the signature (Gemini ends some
+ *   answers so). A
  *   TOOL_CALL's Gemini signature goes on its functionCall part; for a request from
  *   another shape, the first functionCall of a model turn without one gets
  *   DL_GEMINI_SKIP_SIGNATURE (Gemini 3 refuses function calls it cannot verify).
@@ -164,11 +166,12 @@ has_suffix_nocase(struct gw_str s, const char *p)
     return s.len >= n && strncasecmp(s.ptr + s.len - n, p, n) == 0;
 }
 
-/* The extra named <prefix><name> with no further dot in <name>: calls <fn> for each. */
+/* Writes each extra named <prefix><member> as "<member>":<raw>, except those whose
+ * member starts with <except> (written inside a nested object), after <*comma>. */
 static enum gw_code
-rr_extras_under(struct rr *w, const char *prefix, bool *comma)
+rr_extras_under(struct rr *w, const char *prefix, const char *except, bool *comma)
 {
-    size_t n = strlen(prefix), k;
+    size_t n = strlen(prefix), x = except ? strlen(except) : 0, k;
 
     for (k = 0; k < w->r->n_extras; k++) {
         const struct dl_extra *e = &w->r->extras[k];
@@ -177,7 +180,7 @@ rr_extras_under(struct rr *w, const char *prefix, bool *comma)
         if (e->name.len <= n || memcmp(e->name.ptr, prefix, n) != 0)
             continue;
         rest = (struct gw_str){e->name.ptr + n, e->name.len - n};
-        if (memchr(rest.ptr, '.', rest.len))
+        if (x && rest.len > x && memcmp(rest.ptr, except, x) == 0)
             continue;
         TRY(rr_lit(w, *comma ? "," : ""));
         *comma = true;
@@ -186,6 +189,22 @@ rr_extras_under(struct rr *w, const char *prefix, bool *comma)
         TRY(gw_buf_append_str(w->out, trim(e->raw)));
     }
     return GW_OK;
+}
+
+/* True when <name> is an extra written inside generationConfig or toolConfig. */
+static bool
+is_nested_extra(struct gw_str name)
+{
+    static const char *const prefixes[] = {"generationConfig.", "toolConfig."};
+    size_t i;
+
+    for (i = 0; i < 2; i++) {
+        size_t n = strlen(prefixes[i]);
+
+        if (name.len > n && memcmp(name.ptr, prefixes[i], n) == 0)
+            return true;
+    }
+    return false;
 }
 
 /* The raw value of the extra <name>, or {NULL, 0}. */
@@ -255,7 +274,7 @@ rr_media(struct rr *w, const struct dl_part *p)
         TRY(rr_member(w, "data", p->data));
         return rr_lit(w, "}");
     }
-    if (has_prefix_nocase(u, "data:")) {
+    if (has_prefix_nocase(u, "data:") && !w->own) { /* a Gemini client's fileUri goes as given */
         const char *semi = memchr(u.ptr, ';', u.len);
         const char *b64 = memmem(u.ptr, u.len, ";base64,", 8);
 
@@ -299,12 +318,14 @@ rr_call(struct rr *w, const struct dl_part *p, bool first_call)
     if (w->own && p->id.len && !dl_gemini_call_id_is_generated(p->id, p->name))
         TRY(rr_member(w, "id", p->id));
     TRY(rr_lit(w, "}"));
-    if (p->signature.len && p->sig_shape == DL_SHAPE_GEMINI)
+    if (p->signature.len && p->sig_shape == DL_SHAPE_GEMINI) {
         TRY(rr_signature(w, p->signature));
-    else if (p->signature.len)
-        rr_drop(w, GW_STR_LIT("signature"));
-    else if (!w->own && first_call)
-        TRY(rr_signature(w, GW_STR_LIT(DL_GEMINI_SKIP_SIGNATURE)));
+    } else {
+        if (p->signature.len)
+            rr_drop(w, GW_STR_LIT("signature")); /* another provider's: opaque here */
+        if (!w->own && first_call)
+            TRY(rr_signature(w, GW_STR_LIT(DL_GEMINI_SKIP_SIGNATURE)));
+    }
     if (p->cache)
         rr_drop(w, GW_STR_LIT("cache_control"));
     return rr_lit(w, "}");
@@ -496,7 +517,9 @@ rr_part(struct rr *w, size_t i, size_t k, bool *comma, bool *first_call)
     case DL_PART_REASONING:
         TRY(rr_lit(w, "{\"text\":"));
         TRY(rr_json(w, p->text));
-        TRY(rr_lit(w, ",\"thought\":true"));
+        /* a signature alone is an empty text part, as Gemini ends some answers */
+        if (p->text.len)
+            TRY(rr_lit(w, ",\"thought\":true"));
         sig = p->signature;
         break;
     case DL_PART_IMAGE:
@@ -705,7 +728,7 @@ rr_tool_config(struct rr *w)
                     memcmp(e->name.ptr, "toolConfig.functionCallingConfig.", n) != 0)
                     continue;
                 rest = (struct gw_str){e->name.ptr + n, e->name.len - n};
-                if (gw_str_eq(rest, GW_STR_LIT("mode")) || memchr(rest.ptr, '.', rest.len))
+                if (gw_str_eq(rest, GW_STR_LIT("mode")))
                     continue;
                 TRY(rr_lit(w, inner ? "," : ""));
                 inner = true;
@@ -718,7 +741,7 @@ rr_tool_config(struct rr *w)
         comma = true;
     }
     if (w->own)
-        TRY(rr_extras_under(w, "toolConfig.", &comma));
+        TRY(rr_extras_under(w, "toolConfig.", "functionCallingConfig.", &comma));
     return rr_lit(w, "}");
 }
 
@@ -772,7 +795,7 @@ rr_thinking(struct rr *w, bool *comma)
             TRY(rr_json(w, n ? (struct gw_str){up, n} : r->reasoning_effort));
             inner = true;
         }
-        TRY(rr_extras_under(w, "generationConfig.thinkingConfig.", &inner));
+        TRY(rr_extras_under(w, "generationConfig.thinkingConfig.", NULL, &inner));
         return rr_lit(w, "}");
     }
     if (r->thinking_budget) {
@@ -871,7 +894,7 @@ rr_generation(struct rr *w, uint64_t max_output_default)
     }
     TRY(rr_thinking(w, &comma));
     if (w->own)
-        TRY(rr_extras_under(w, "generationConfig.", &comma));
+        TRY(rr_extras_under(w, "generationConfig.", "thinkingConfig.", &comma));
     if (w->out->len == at) {
         /* nothing to configure: no member at all */
         w->out->len = at - strlen(",\"generationConfig\":{");
@@ -905,7 +928,7 @@ rr_rest(struct rr *w)
             rr_drop(w, e->name);
             continue;
         }
-        if (memchr(e->name.ptr, '.', e->name.len))
+        if (is_nested_extra(e->name))
             continue; /* written inside its object */
         TRY(rr_lit(w, ","));
         TRY(rr_json(w, e->name));

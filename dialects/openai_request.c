@@ -2158,7 +2158,8 @@ dl_openai_request_render(const struct dl_request *r, struct gw_str model,
                          struct gw_buf *out, struct gw_buf *why)
 {
     struct rn x = {.b = out, .why = why, .dropped = dropped};
-    size_t start = out->len;
+    size_t start = out->len, n_dropped = dropped ? dropped->n : 0;
+    bool more = dropped && dropped->more;
 
     x.same = r->source == DL_SHAPE_CHAT;
     if (x.same || check_needs(&x, r->needs)) {
@@ -2174,6 +2175,10 @@ dl_openai_request_render(const struct dl_request *r, struct gw_str model,
         out->len = start;
         if (out->data)
             out->data[start] = '\0';
+        if (dropped) { /* nothing is dropped from a request not sent */
+            dropped->n = n_dropped;
+            dropped->more = more;
+        }
         return x.nomem ? GW_E_NOMEM : x.rc;
     }
     return GW_OK;

@@ -261,7 +261,11 @@ test_gemini_frames_tool_calls_and_signatures(void **state)
          .block = DL_BLOCK_TOOL_CALL,
          .index = 1,
          .text = GW_STR_LIT("{\"a\"")},
-        {.kind = DL_EV_DELTA, .block = DL_BLOCK_TOOL_CALL, .index = 1, .text = GW_STR_LIT(":1}")},
+        /* blank lines between tokens must not end the SSE event */
+        {.kind = DL_EV_DELTA,
+         .block = DL_BLOCK_TOOL_CALL,
+         .index = 1,
+         .text = GW_STR_LIT(":\n\n1}")},
         {.kind = DL_EV_BLOCK_STOP, .index = 1},
         /* cut by the limit: not an object, so no arguments */
         {.kind = DL_EV_BLOCK_START,

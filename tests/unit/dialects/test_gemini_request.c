@@ -195,8 +195,8 @@ test_gemini_request_parse_hosted_fields(void **state)
         "generationConfig.logprobs",
         "generationConfig.responseModalities",
         "generationConfig.thinkingConfig.includeThoughts",
-        "toolConfig.functionCallingConfig.mode",
         "toolConfig.retrievalConfig",
+        "toolConfig.functionCallingConfig.mode",
     };
     size_t k;
 
@@ -846,6 +846,60 @@ test_gemini_render_own_ids_only_when_the_client_gave_them(void **state)
           "\"tool\",\"tool_call_id\":\"call_g_1_0\",\"content\":\"{\\\"v\\\":1}\"}]}");
 }
 
+/* What parse and render make of the odd but valid: each renders a fixed point. */
+static void
+test_gemini_request_edges_render_a_fixed_point(void **state)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        /* a signature on an empty text part, with nothing to ride on: as it came */
+        {"{\"contents\":[{\"role\":\"model\",\"parts\":[{\"text\":\"\",\"thoughtSignature\":"
+         "\"T\"},{\"functionCall\":{\"name\":\"f\"}}]}]}",
+         "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"text\":\"\",\"thoughtSignature\":"
+         "\"T\"},{\"functionCall\":{\"name\":\"f\",\"args\":{}}}]}]}"},
+        /* a key in both spellings: the last counts, written once */
+        {"{\"contents\":[],\"generationConfig\":{\"thinkingConfig\":{\"thinking_budget\":5,"
+         "\"thinkingBudget\":0}}}",
+         "{\"contents\":[],\"generationConfig\":{\"thinkingConfig\":{\"thinkingBudget\":0}}}"},
+        {"{\"contents\":[],\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"NONE\"},"
+         "\"function_calling_config\":{\"mode\":\"ANY\"}},\"tools\":[{\"functionDeclarations\":"
+         "[{\"name\":\"f\"}]}]}",
+         "{\"contents\":[],\"tools\":[{\"functionDeclarations\":[{\"name\":\"f\"}]}],"
+         "\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"ANY\"}}}"},
+        /* a client's fileUri goes as given, whatever its scheme */
+        {"{\"contents\":[{\"parts\":[{\"fileData\":{\"fileUri\":\"data:x\"}}]}]}",
+         "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"fileData\":{\"fileUri\":"
+         "\"data:x\"}}]}]}"},
+        /* extras with dots in their names stay where they were */
+        {"{\"contents\":[],\"a.b\":1,\"generationConfig\":{\"x.y\":2}}",
+         "{\"contents\":[],\"generationConfig\":{\"x.y\":2},\"a.b\":1}"},
+    };
+    size_t k;
+
+    (void)state;
+    for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct gw_buf out = {0}, again = {0}, why = {0};
+        struct gw_arena a;
+        struct dl_request r, r2;
+
+        gw_arena_init(&a);
+        t_gm_parse(&a, cases[k].in, strlen(cases[k].in), &r);
+        assert_int_equal(dl_gemini_shape.request_render(&r, GW_STR_LIT("m"), 0, NULL, &out, &why),
+                         GW_OK);
+        t_json_eq(out.data, out.len, cases[k].out);
+        t_gm_parse(&a, out.data, out.len, &r2);
+        assert_int_equal(
+            dl_gemini_shape.request_render(&r2, GW_STR_LIT("m"), 0, NULL, &again, &why), GW_OK);
+        assert_int_equal(again.len, out.len);
+        assert_memory_equal(again.data, out.data, out.len);
+        gw_buf_fini(&out);
+        gw_buf_fini(&again);
+        gw_buf_fini(&why);
+        gw_arena_fini(&a);
+    }
+}
+
 /* ---- countTokens ---- */
 
 static void
@@ -945,6 +999,7 @@ main(void)
         cmocka_unit_test(test_gemini_render_refuses_what_gemini_cannot_carry),
         cmocka_unit_test(test_gemini_client_fields_only_for_gemini),
         cmocka_unit_test(test_gemini_render_own_ids_only_when_the_client_gave_them),
+        cmocka_unit_test(test_gemini_request_edges_render_a_fixed_point),
         cmocka_unit_test(test_gemini_count_parse_both_forms),
         cmocka_unit_test(test_gemini_request_out_of_memory_is_clean),
     };

@@ -756,6 +756,37 @@ test_openai_request_parse_then_render_keeps_the_conversation(void **state)
     t_fini(&t);
 }
 
+/* A refused render drops nothing: the dropped list is as it was (found by
+ * tests/fuzz/fuzz_gemini.c: "reasoning" stayed named for a request never sent). */
+static void
+test_openai_request_render_refused_leaves_the_dropped_list(void **state)
+{
+    static const char body[] =
+        "{\"model\":\"c\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\","
+        "\"signature\":\"s\"},{\"type\":\"text\",\"text\":\"a\"}]},{\"role\":\"user\","
+        "\"content\":[{\"type\":\"document\",\"source\":{\"type\":\"url\",\"url\":"
+        "\"https://x.test/d.pdf\"}}]}]}";
+    struct gw_buf out = {0}, why = {0};
+    struct dl_dropped d = {0};
+    struct gw_arena a;
+    struct dl_request r;
+
+    (void)state;
+    gw_arena_init(&a);
+    assert_int_equal(
+        dl_shape_ops(DL_SHAPE_MESSAGES)->request_parse(&a, body, sizeof(body) - 1, &r, &why),
+        GW_OK);
+    dl_dropped_add(&d, GW_STR_LIT("before"));
+    assert_int_equal(dl_openai_shape.request_render(&r, GW_STR_LIT("m"), 0, &d, &out, &why),
+                     GW_E_UNCONVERTIBLE);
+    assert_int_equal(d.n, 1);
+    assert_int_equal(out.len, 0);
+    gw_buf_fini(&out);
+    gw_buf_fini(&why);
+    gw_arena_fini(&a);
+}
+
 int
 main(void)
 {
@@ -775,6 +806,7 @@ main(void)
         cmocka_unit_test(
             test_openai_request_render_of_a_chat_request_gives_back_what_canon_keeps_aside),
         cmocka_unit_test(test_openai_request_parse_then_render_keeps_the_conversation),
+        cmocka_unit_test(test_openai_request_render_refused_leaves_the_dropped_list),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
