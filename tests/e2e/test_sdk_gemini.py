@@ -16,17 +16,31 @@
 # Needs node and npm; `npm ci` installs sdk/node_modules from the lock file when missing.
 
 import json
+import shutil
 import subprocess
 
 import pytest
 
 from gwtest import ALICE_KEY, UP_KEY_A, config, provider, wait_until
-from test_sdk import SDK, ensure_node_modules
+from test_sdk import SDK
 
 MODEL = "gemini-test"
 OTHER = "gemini-other"
 SHAPES = ["openai", "responses", "anthropic", "gemini"]
 TEXT = "gem "
+
+
+def ensure_node_modules():
+    """sdk/node_modules with @google/genai (a checkout installed before it was added to
+    sdk/package.json lacks it: `npm ci` again)."""
+    assert shutil.which("node"), "node is not installed (apt-get install nodejs npm)"
+    if all((SDK / "node_modules" / p / "package.json").exists()
+           for p in ("openai", "@anthropic-ai/sdk", "@google/genai")):
+        return
+    assert shutil.which("npm"), "npm is not installed"
+    p = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=SDK,
+                       capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
 
 
 def run_gemini_js(g, version="v1beta", model=MODEL):
