@@ -8,12 +8,12 @@
  * fixed schedule to idle connections; requests that find no idle connection
  * wait in a counter (reported as queued_max). Answers are framed by
  * http_parser (content-length, chunked or until close). --api picks the shape
- * of the request: Chat Completions (default) or Anthropic Messages. For
- * streams, small matchers find the content deltas in the body bytes (Chat:
- * "content":"<non-empty>"; Messages: each "content_block_delta" event), the
- * first one giving the time to first content and the next ones the gaps, and
- * the stream's end event (Chat: [DONE]; Messages: "message_stop"), without
- * which a 2xx stream counts as unfinished.
+ * of the request: Chat Completions (default), Anthropic Messages, OpenAI
+ * Responses or Google Gemini. For streams, small matchers find the content
+ * deltas in the body bytes (Chat: "content":"<non-empty>"; the others: a fixed
+ * pattern per event, see ld_patterns), the first one giving the time to first
+ * content and the next ones the gaps, and the stream's end event (Chat: [DONE];
+ * the others: a pattern too), without which a 2xx stream counts as unfinished.
  * Owns:    connections, histograms, counters; freed after the threads joined.
  * Threads: main (flags, progress line, summary) and --threads workers; the only
  *          shared mutable state is the request counter (atomic) and progress
@@ -64,7 +64,34 @@ static const char *const err_names[LD_E_COUNT] = {"connect", "timeout", "reset",
                                                   "unfinished"};
 
 /* The request and answer shape (--api). */
-enum ld_api { LD_API_CHAT, LD_API_MESSAGES };
+enum ld_api { LD_API_CHAT, LD_API_MESSAGES, LD_API_RESPONSES, LD_API_GEMINI, LD_API_COUNT };
+
+static const char *const api_names[LD_API_COUNT] = {"chat", "messages", "responses", "gemini"};
+
+/* What the stream matchers look for in the body bytes of the shapes other than Chat:
+ * each <delta> is one content delta, <end> the stream's end. Each pattern's first byte
+ * occurs nowhere else in it but as its last (see match_step()), and each can only be
+ * seen where the shape puts it: a quote inside a JSON string is escaped, and event:
+ * lines carry no quotes. */
+struct ld_pattern {
+    const char *delta, *end;
+    unsigned delta_len, end_len;
+};
+
+#define LD_PAT(d, e)                                                                               \
+    {                                                                                              \
+        d, e, sizeof(d) - 1, sizeof(e) - 1                                                         \
+    }
+static const struct ld_pattern ld_patterns[LD_API_COUNT] = {
+    /* Messages: the type of a content_block_delta event (text, tool input, thinking) */
+    [LD_API_MESSAGES] = LD_PAT("\"content_block_delta\"", "\"message_stop\""),
+    /* Responses: the end of every ...delta type (output text, function call arguments,
+     * reasoning summary); the end is response.completed */
+    [LD_API_RESPONSES] = LD_PAT(".delta\"", "\"response.completed\""),
+    /* Gemini: one candidates member per chunk; the last chunk has the finishReason */
+    [LD_API_GEMINI] = LD_PAT("\"candidates\"", "\"finishReason\""),
+};
+#undef LD_PAT
 
 /* The Anthropic API version sent with --api messages. */
 #define LD_ANTHROPIC_VERSION "2023-06-01"
@@ -444,23 +471,21 @@ on_body_chat(http_parser *p, const char *at, size_t n)
     return 0;
 }
 
-/* Messages: each "content_block_delta" (the type in an event's data: the
- * event: line has no quotes, and a quote inside a JSON string is escaped) is
- * one content delta, text or tool input alike. The stream ends with
- * "message_stop". */
+/* Messages, Responses, Gemini: each match of the shape's delta pattern is one
+ * content delta; its end pattern ends the stream. */
 static int
-on_body_messages(http_parser *p, const char *at, size_t n)
+on_body_events(http_parser *p, const char *at, size_t n)
 {
-    static const char delta[] = "\"content_block_delta\"", stop[] = "\"message_stop\"";
+    const struct ld_pattern *pat = &ld_patterns[g.api];
     struct ld_conn *c = p->data;
     uint64_t now = 0;
 
     for (size_t i = 0; i < n; i++) {
         char ch = at[i];
 
-        if (match_step(delta, sizeof(delta) - 1, &c->match, ch))
+        if (match_step(pat->delta, pat->delta_len, &c->match, ch))
             content_delta(c, &now);
-        if (!c->got_end && match_step(stop, sizeof(stop) - 1, &c->match_end, ch))
+        if (!c->got_end && match_step(pat->end, pat->end_len, &c->match_end, ch))
             c->got_end = true;
     }
     return 0;
@@ -488,9 +513,9 @@ static const http_parser_settings settings_stream_chat = {
     .on_message_complete = on_message_complete,
 };
 
-static const http_parser_settings settings_stream_messages = {
+static const http_parser_settings settings_stream_events = {
     .on_headers_complete = on_headers_complete,
-    .on_body = on_body_messages,
+    .on_body = on_body_events,
     .on_message_complete = on_message_complete,
 };
 
@@ -499,7 +524,7 @@ parser_settings(void)
 {
     if (!g.stream)
         return &settings_plain;
-    return g.api == LD_API_MESSAGES ? &settings_stream_messages : &settings_stream_chat;
+    return g.api == LD_API_CHAT ? &settings_stream_chat : &settings_stream_events;
 }
 
 static void
@@ -652,9 +677,9 @@ thread_main(void *arg)
 static void
 usage(void)
 {
-    fprintf(stderr, "usage: gwbench load [--url URL] [--api chat|messages] [--key KEY]\n"
-                    "         [--header 'Name: value']... [--model M] [--stream] [--body FILE]\n"
-                    "         [--connections C] [--threads T]\n"
+    fprintf(stderr, "usage: gwbench load [--url URL] [--api chat|messages|responses|gemini]\n"
+                    "         [--key KEY] [--header 'Name: value']... [--model M] [--stream]\n"
+                    "         [--body FILE] [--connections C] [--threads T]\n"
                     "         [--rate R] [--requests N | --duration SECS] [--timeout-ms MS]\n"
                     "         [--json] [--quiet]\n"
                     "see docs/gwbench.md\n");
@@ -724,6 +749,16 @@ build_request(const char *url, const char *key, const char *model, const char *b
                             ",\"max_tokens\":%d,\"messages\":[{\"role\":\"user\","
                             "\"content\":\"Say hello.\"}],\"stream\":%s}",
                             LD_MESSAGES_MAX_TOKENS, g.stream ? "true" : "false");
+    } else if (g.api == LD_API_RESPONSES) {
+        (void)gw_buf_append_str(&body, GW_STR_LIT("{\"model\":"));
+        (void)gw_buf_append_json_str(&body, gw_str_c(model));
+        (void)gw_buf_printf(&body, ",\"input\":\"Say hello.\",\"stream\":%s}",
+                            g.stream ? "true" : "false");
+    } else if (g.api == LD_API_GEMINI) {
+        /* the model and the stream are in the path */
+        (void)gw_buf_append_str(&body,
+                                GW_STR_LIT("{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":"
+                                           "\"Say hello.\"}]}]}"));
     } else {
         (void)gw_buf_append_str(&body, GW_STR_LIT("{\"model\":"));
         (void)gw_buf_append_json_str(&body, gw_str_c(model));
@@ -747,6 +782,9 @@ build_request(const char *url, const char *key, const char *model, const char *b
             (void)gw_buf_printf(&g.req, "x-api-key: %s\r\n", key);
         (void)gw_buf_append_str(&g.req,
                                 GW_STR_LIT("anthropic-version: " LD_ANTHROPIC_VERSION "\r\n"));
+    } else if (g.api == LD_API_GEMINI) {
+        if (key) /* the Google Gen AI SDK's header */
+            (void)gw_buf_printf(&g.req, "x-goog-api-key: %s\r\n", key);
     } else if (key) {
         (void)gw_buf_printf(&g.req, "Authorization: Bearer %s\r\n", key);
     }
@@ -766,6 +804,7 @@ parse_flags(int argc, char **argv)
 {
     const char *url = NULL, *key = NULL, *api = "chat";
     const char *model = "mock-model", *body_file = NULL, *v;
+    char gemini_url[512];
     struct gw_buf extra = {0};
     uint64_t x, requests = 10000, duration = 0;
     bool have_requests = false;
@@ -862,18 +901,27 @@ parse_flags(int argc, char **argv)
         g.timeout_ms = 30000;
     g.requests = (duration > 0 && !have_requests) ? 0 : requests;
     g.duration_us = duration * 1000000u;
-    if (strcmp(api, "chat") == 0) {
-        g.api = LD_API_CHAT;
-    } else if (strcmp(api, "messages") == 0) {
-        g.api = LD_API_MESSAGES;
-    } else {
-        fprintf(stderr, "gwbench load: --api wants chat or messages, got '%s'\n", api);
+    g.api = LD_API_COUNT;
+    for (unsigned i = 0; i < LD_API_COUNT; i++)
+        if (strcmp(api, api_names[i]) == 0)
+            g.api = (enum ld_api)i;
+    if (g.api == LD_API_COUNT) {
+        fprintf(stderr, "gwbench load: --api wants chat, messages, responses or gemini, got '%s'\n",
+                api);
         gw_buf_fini(&extra);
         return 2;
     }
-    if (url == NULL)
-        url = g.api == LD_API_MESSAGES ? "http://127.0.0.1:8080/v1/messages"
-                                       : "http://127.0.0.1:8080/v1/chat/completions";
+    if (url == NULL && g.api == LD_API_GEMINI) {
+        snprintf(gemini_url, sizeof(gemini_url), "http://127.0.0.1:8080/v1beta/models/%s:%s", model,
+                 g.stream ? "streamGenerateContent?alt=sse" : "generateContent");
+        url = gemini_url;
+    } else if (url == NULL) {
+        static const char *const urls[LD_API_COUNT] = {"http://127.0.0.1:8080/v1/chat/completions",
+                                                       "http://127.0.0.1:8080/v1/messages",
+                                                       "http://127.0.0.1:8080/v1/responses", NULL};
+
+        url = urls[g.api];
+    }
     rc = build_request(url, key, model, body_file, &extra);
     gw_buf_fini(&extra);
     return rc;
@@ -972,9 +1020,8 @@ print_summary(const struct ld_sum *s)
                             ",\"api\":\"%s\",\"stream\":%s,\"connections\":%u,\"threads\":%u,"
                             "\"rate\":%g,\"requests\":%llu,\"completed\":%llu,\"ok\":%llu,"
                             "\"errors\":{",
-                            g.api == LD_API_MESSAGES ? "messages" : "chat",
-                            g.stream ? "true" : "false", g.conns, g.threads, g.rate,
-                            (unsigned long long)req, (unsigned long long)s->completed,
+                            api_names[g.api], g.stream ? "true" : "false", g.conns, g.threads,
+                            g.rate, (unsigned long long)req, (unsigned long long)s->completed,
                             (unsigned long long)s->ok);
         for (unsigned i = 0; i < 1000; i++) {
             if (s->status_err[i]) {
@@ -1000,8 +1047,7 @@ print_summary(const struct ld_sum *s)
                             (unsigned long long)s->chunks, (unsigned long long)s->queued_max);
     } else {
         (void)gw_buf_printf(&b, "gwbench load  %s  (%s, %s, %s, %u connections, %u threads)\n",
-                            g.url, g.api == LD_API_MESSAGES ? "messages" : "chat",
-                            g.stream ? "stream" : "non-stream",
+                            g.url, api_names[g.api], g.stream ? "stream" : "non-stream",
                             g.rate > 0 ? "open loop" : "closed loop", g.conns, g.threads);
         if (g.rate > 0)
             (void)gw_buf_printf(&b, "rate         %.1f req/s target, queued max %llu\n", g.rate,

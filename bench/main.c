@@ -13,7 +13,8 @@
 static void
 usage(void)
 {
-    fprintf(stderr, "usage: gwbench upstream [flags]   fake OpenAI Chat Completions server\n"
+    fprintf(stderr, "usage: gwbench upstream [flags]   fake LLM API server (Chat, Responses, "
+                    "Messages, Gemini)\n"
                     "       gwbench load [flags]       HTTP load generator\n"
                     "`gwbench SUBCOMMAND --help` lists the flags; see docs/gwbench.md\n");
 }

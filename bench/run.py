@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-# bench/run.py - what `make bench` runs: direct vs gwd vs nginx on loopback, the
-# four cells of the hub (a Chat client and an Anthropic Messages client, each to a
-# Chat and to a Messages upstream: "gwd", "gwd-conv", "gwd-msg", "gwd-msg-conv") and
+# bench/run.py - what `make bench` runs: direct vs gwd vs nginx on loopback, cells of
+# the hub (a Chat client and an Anthropic Messages client, each to a Chat and to a
+# Messages upstream: "gwd", "gwd-conv", "gwd-msg", "gwd-msg-conv"; a Responses client
+# spliced and converted to Chat: "gwd-resp", "gwd-resp-conv"; a Gemini client spliced
+# and converted to Messages: "gwd-gem", "gwd-gem-conv") and
 # the admission scenario (gwd against "gwd+adm", the same gwd with key and upstream
 # slots and key limits configured). Starts `gwbench upstream`, the gwds (temporary
 # configs) and Debian's nginx (temporary prefix), checks with one request each that
@@ -170,8 +172,11 @@ PINNED_SLICES = 20
 PINNED_N = 1000
 # The API shapes: the path and the gwbench load --api of each, and the upstream route a
 # gwd's provider dialect sends to.
-API_PATH = {"chat": "/v1/chat/completions", "messages": "/v1/messages"}
-UP_PATH = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+API_PATH = {"chat": "/v1/chat/completions", "messages": "/v1/messages",
+            "responses": "/v1/responses",
+            "gemini": "/v1beta/models/mock-model:generateContent"}
+UP_PATH = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
+           "responses": "/v1/responses", "gemini": "/v1beta/models/mock-model:generateContent"}
 # The gwd columns of the main table: name -> (client API, provider dialect, what it is).
 # gwd+adm is the admission table's; gwd-base (--base-bin) another build's Chat relay.
 CELLS = {
@@ -179,6 +184,10 @@ CELLS = {
     "gwd-conv": ("chat", "anthropic", "Chat client, Messages upstream: converted"),
     "gwd-msg": ("messages", "anthropic", "Messages client, Messages upstream: splice"),
     "gwd-msg-conv": ("messages", "openai", "Messages client, Chat upstream: converted"),
+    "gwd-resp": ("responses", "responses", "Responses client, Responses upstream: splice"),
+    "gwd-resp-conv": ("responses", "openai", "Responses client, Chat upstream: converted"),
+    "gwd-gem": ("gemini", "gemini", "Gemini client, Gemini upstream: splice"),
+    "gwd-gem-conv": ("gemini", "anthropic", "Gemini client, Messages upstream: converted"),
     "gwd-base": ("chat", "openai", "Chat client, Chat upstream, the --base-bin build"),
 }
 
@@ -329,6 +338,12 @@ def check_path(name, port, key, up_port, api, dialect):
         body = {"model": "mock-model", "max_tokens": 256, "stream": False,
                 "messages": [{"role": "user", "content": "Say hello."}]}
         hdr = {"x-api-key": key, "anthropic-version": "2023-06-01"}
+    elif api == "responses":
+        body = {"model": "mock-model", "input": "Say hello."}
+        hdr = {"Authorization": f"Bearer {key}"}
+    elif api == "gemini":
+        body = {"contents": [{"role": "user", "parts": [{"text": "Say hello."}]}]}
+        hdr = {"x-goog-api-key": key}
     else:
         body = {"model": "mock-model", "stream": False,
                 "messages": [{"role": "user", "content": "Say hello."}]}
@@ -340,8 +355,11 @@ def check_path(name, port, key, up_port, api, dialect):
     except OSError as e:
         return [f"{name}: the path check request failed: {e}"]
     bad = []
-    shape = (ans or {}).get("type") if api == "messages" else (ans or {}).get("object")
-    want = "message" if api == "messages" else "chat.completion"
+    shape = {"messages": (ans or {}).get("type"),
+             "gemini": "candidates" if "candidates" in (ans or {}) else None}.get(
+                 api, (ans or {}).get("object"))
+    want = {"messages": "message", "responses": "response",
+            "gemini": "candidates"}.get(api, "chat.completion")
     if status != 200 or shape != want:
         bad.append(f"{name}: answered {status} {str(ans)[:120]}, want 200 and a {want}")
     got = (last or {}).get("path", "").split("?")[0]
@@ -413,8 +431,11 @@ def load(bindir, port, key, args, proxy=None, sample_rss=False, cpu=None, api="c
     """Runs gwbench load in the <api> shape (on CPU <cpu> when given); returns
     (summary dict, proxy cpu seconds, [peak VmRSS kB, peak RssAnon kB]) (the peaks only
     with sample_rss)."""
+    path = API_PATH[api]
+    if api == "gemini" and "--stream" in args:
+        path = "/v1beta/models/mock-model:streamGenerateContent?alt=sse"
     argv = [os.path.join(bindir, "gwbench"), "load", "--json", "--quiet", "--api", api,
-            "--url", f"http://127.0.0.1:{port}{API_PATH[api]}", "--key", key] + args
+            "--url", f"http://127.0.0.1:{port}{path}", "--key", key] + args
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu)] + argv
     peak = [0, 0]
@@ -521,8 +542,8 @@ def main():
             targets.append(("gwd+adm", aport, aproc))
         # the other cells of the hub (CELLS), each its own gwd: the converted paths of
         # DESIGN.md 17 and the Messages splice; and another build's Chat relay, if asked
-        for cell in ["gwd-conv", "gwd-msg", "gwd-msg-conv"] + (["gwd-base"] if a.base_bin
-                                                               else []):
+        for cell in ["gwd-conv", "gwd-msg", "gwd-msg-conv", "gwd-resp", "gwd-resp-conv",
+                     "gwd-gem", "gwd-gem-conv"] + (["gwd-base"] if a.base_bin else []):
             cport, cproc, _, note = start_gwd(
                 os.path.abspath(a.base_bin) if cell == "gwd-base" else bindir, tmp, up_port,
                 key, a.gwd_workers, procs, name=cell, dialect=CELLS[cell][1])

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT
- * bench/upstream.c - `gwbench upstream`: a fake OpenAI Chat Completions and
- * Anthropic Messages server.
+ * bench/upstream.c - `gwbench upstream`: a fake LLM API server speaking OpenAI Chat
+ * Completions, OpenAI Responses, Anthropic Messages and Google Gemini.
  * Each worker thread runs its own event_base and its own SO_REUSEPORT listener
  * on the same port. A connection reads into its input buffer, http_parser
  * frames one request at a time (the parser is paused at the end of each
- * message so pipelined bytes wait their turn), and the answer is rendered
- * from the templates below, never through dialects/. Streams are paced by one
- * timer per connection; every SSE event is its own write(2).
+ * message so pipelined bytes wait their turn), and the route picks the API
+ * shape whose templates (bench/upstream_<shape>.c, never dialects/) render the
+ * answer. This file decides everything but the bytes: the knobs, the pacing
+ * (one timer per connection; every event is its own write(2)), the faults,
+ * keep-alive and the /_bench/ endpoints.
  * Owns:    listeners, connections (freed when closed), the /_bench/last record.
  * Threads: main parses flags, binds, starts the workers and waits for a
  *          signal; a connection lives on one worker; the counters are atomics
  *          and the last-request record is behind a mutex.
- * See:     bench/upstream.h, docs/gwbench.md
+ * See:     bench/upstream.h, bench/upstream-priv.h, docs/gwbench.md
  */
 #include "bench/upstream.h"
 
@@ -37,6 +39,7 @@
 #include <event2/event_struct.h>
 #include <jansson.h>
 
+#include "bench/upstream-priv.h"
 #include "bench/util.h"
 #include "core/alloc.h"
 #include "core/str.h"
@@ -45,68 +48,20 @@
 #define UP_MAX_INPUT (64u << 20) /* bytes buffered per connection before we give up */
 #define UP_MAX_CHUNKS 100000u
 #define UP_READ_SIZE 16384u
-#define UP_MAX_PACE 32u   /* segments of a --pace profile */
-#define UP_MAX_TOOLS 4u   /* tools of one --tool-call answer (parallel calls) */
-#define UP_TOOL_NAME 64u  /* the longest tool name both APIs accept */
-#define UP_TOOL_PIECES 4u /* content chunks of one tool call: its head, 3 argument pieces */
-
-enum up_fault {
-    UP_FAULT_NONE,
-    UP_FAULT_STATUS,
-    UP_FAULT_HANG_HEADERS,
-    UP_FAULT_HANG_CONTENT,
-    UP_FAULT_DROP_BEFORE,
-    UP_FAULT_DROP_MID,
-    UP_FAULT_ERROR_MID,
-    UP_FAULT_GARBAGE_BODY,
-    UP_FAULT_GARBAGE_SSE,
-    UP_FAULT_GARBAGE_LINES,
-};
 
 static const char *const fault_names[] = {
     "none",     "status",    "hang-headers", "hang-content", "drop-before",
     "drop-mid", "error-mid", "garbage-body", "garbage-sse",  "garbage-lines",
 };
 
-/* What the garbage faults send where JSON is due: a proxy's error page. */
-#define UP_GARBAGE "<html><body><h1>502 Bad Gateway</h1></body></html>"
+struct bench_up_settings bench_up_g;
 
-/* One segment of a pace profile: <count> content chunks, each <gap_ms> after the
- * previous one (the very first chunk of an answer comes at ttft, whatever its gap). */
-struct up_pace_seg {
-    uint32_t count;
-    uint32_t gap_ms;
-};
-
-/* The knobs of one answer: the flags' values, overridden per request by x-bench-*. */
-struct up_params {
-    char tool[UP_MAX_TOOLS][UP_TOOL_NAME + 1]; /* --tool-call names, NUL-terminated */
-    unsigned tool_n;                           /* 0: never answer with a tool call */
-    uint64_t ttft_ms;
-    uint64_t chunks;
-    uint64_t interval_ms;
-    uint64_t status;
-    uint64_t retry_after; /* meaningful when has_retry_after */
-    uint64_t drop_after;
-    uint64_t cached;
-    uint64_t cache_write; /* Anthropic cache_creation_input_tokens */
-    enum up_fault fault;
-    bool has_retry_after;
-    unsigned pace_n; /* 0: no profile, chunks are interval_ms apart */
-    struct up_pace_seg pace[UP_MAX_PACE];
-};
-
-/* Process-wide settings, written by main before the workers start, then read-only. */
+/* Settings of the server itself, written by main before the workers start. */
 static struct {
     struct sockaddr_in addr;
     unsigned threads;
-    struct up_params def;
-    struct gw_buf text;       /* --text, JSON-escaped, without quotes */
-    struct gw_buf error_body; /* --error-body, raw */
-    bool error_body_set;      /* --error-body given: both routes send it as is */
-    bool no_usage;
     bool quiet;
-} g;
+} srv;
 
 /* Counters of /_bench/stats; relaxed atomics: they are independent tallies
  * read only by the stats endpoint, which needs no ordering between them. */
@@ -120,7 +75,7 @@ static struct {
     atomic_uint_fast64_t streams_aborted;
 } st;
 
-/* The last chat or messages request, rendered as JSON; swapped in under the mutex. */
+/* The last request of an API route, rendered as JSON; swapped in under the mutex. */
 static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct gw_buf last_json;
 
@@ -136,79 +91,17 @@ load_count(atomic_uint_fast64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-struct up_thread {
-    struct event_base *base;
-    int lfd;
-    struct event accept_ev;
-    pthread_t tid;
-    struct gw_buf body;  /* scratch: an answer body or one SSE event */
-    struct gw_buf frame; /* scratch: headers or a chunk frame */
-    struct gw_buf last;  /* scratch: the next /_bench/last record */
-};
-
+/* The routes; an API route also names its shape (see dispatch()). */
 enum up_route {
     UP_ROUTE_NONE,
-    UP_ROUTE_CHAT,
-    UP_ROUTE_MESSAGES,
-    UP_ROUTE_COUNT,
+    UP_ROUTE_ANSWER, /* a model answer of any shape */
+    UP_ROUTE_COUNT,  /* token counting: Messages count_tokens, Gemini countTokens */
+    UP_ROUTE_MODELS, /* Gemini's model listing */
     UP_ROUTE_STATS,
     UP_ROUTE_LAST
 };
 
-/* What an answer carries (decided per request, see plan_answer()). */
-enum up_answer {
-    UP_ANS_TEXT,        /* --text, chunks times */
-    UP_ANS_TOOL_CALL,   /* a call to each --tool-call tool, UP_TOOL_PIECES chunks each */
-    UP_ANS_TOOL_RESULT, /* one chunk: what the request's tool results said */
-};
-
-enum up_state {
-    UP_ST_IDLE,    /* reading a request */
-    UP_ST_WAIT,    /* a non-streamed answer waits for its timer */
-    UP_ST_STREAM,  /* streaming: the timer sends the next event */
-    UP_ST_HANG,    /* never answers; waits for the peer to go */
-    UP_ST_DRAINING /* the answer is queued; close or go idle once written */
-};
-
-/* One client connection. Owned by its worker; freed by conn_free() at the end
- * of the callback that set closing. */
-struct up_conn {
-    struct up_thread *t;
-    int fd;
-    struct event rev, wev, tev;
-    struct evbuffer *out; /* bytes the socket did not take yet */
-    http_parser parser;
-    struct gw_buf in; /* unparsed input */
-    struct gw_buf url, hname, hval;
-    struct gw_buf hjson; /* the request's headers as JSON members */
-    struct gw_buf body;
-    struct gw_buf model;  /* request model, JSON-escaped, without quotes */
-    struct gw_buf answer; /* UP_ANS_TOOL_RESULT: the text, JSON-escaped, without quotes */
-    struct up_params p;
-    enum up_answer ans;
-    enum up_state state;
-    bool in_value;
-    bool msg_done;
-    bool busy; /* a request is being answered; parsing waits */
-    bool keep_alive;
-    bool stream;
-    bool include_usage;
-    bool anth;           /* the request came to the Anthropic Messages route */
-    bool has_version;    /* an anthropic-version header was sent */
-    bool has_max_tokens; /* the body has a numeric top-level max_tokens */
-    bool stream_active;  /* stream headers sent, [DONE] not yet */
-    bool close_after_write;
-    bool closing;
-    bool by_peer;
-    bool wev_added;
-    uint64_t id;
-    uint64_t created;
-    uint64_t sent;  /* content chunks sent */
-    uint64_t t0_us; /* when the answer started; chunks are due at fixed offsets */
-    uint64_t prompt_tokens;
-};
-
-/* ---- small renderers ---- */
+/* ---- small parsers and renderers ---- */
 
 static const char *
 reason(unsigned s)
@@ -232,11 +125,11 @@ reason(unsigned s)
 }
 
 static bool
-parse_fault(const char *s, size_t n, enum up_fault *f)
+parse_fault(const char *s, size_t n, enum bench_up_fault *f)
 {
     for (unsigned i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++) {
         if (strlen(fault_names[i]) == n && memcmp(fault_names[i], s, n) == 0) {
-            *f = (enum up_fault)i;
+            *f = (enum bench_up_fault)i;
             return true;
         }
     }
@@ -247,11 +140,11 @@ parse_fault(const char *s, size_t n, enum up_fault *f)
  * 100 ms apart, then 3 chunks 6 s apart, then 20 chunks 100 ms apart) from <s>/<n> into
  * <q>; blanks around items are allowed. false (and <q> untouched) when it does not parse,
  * a count is 0, the chunks add up to more than UP_MAX_CHUNKS or there are more than
- * UP_MAX_PACE segments. */
+ * BENCH_UP_MAX_PACE segments. */
 static bool
-parse_pace(const char *s, size_t n, struct up_params *q)
+parse_pace(const char *s, size_t n, struct bench_up_params *q)
 {
-    struct up_pace_seg seg[UP_MAX_PACE];
+    struct bench_up_pace_seg seg[BENCH_UP_MAX_PACE];
     unsigned k = 0;
     uint64_t total = 0;
     size_t i = 0;
@@ -264,13 +157,14 @@ parse_pace(const char *s, size_t n, struct up_params *q)
             end++;
         for (x = i; x < end && s[x] != 'x' && s[x] != 'X'; x++)
             ;
-        if (x == end || k == UP_MAX_PACE || !bench_parse_u64n(s + i, x - i, UP_MAX_CHUNKS, &cnt) ||
+        if (x == end || k == BENCH_UP_MAX_PACE ||
+            !bench_parse_u64n(s + i, x - i, UP_MAX_CHUNKS, &cnt) ||
             !bench_parse_u64n(s + x + 1, end - x - 1, 3600000, &gap) || cnt == 0)
             return false;
         total += cnt;
         if (total > UP_MAX_CHUNKS)
             return false;
-        seg[k++] = (struct up_pace_seg){(uint32_t)cnt, (uint32_t)gap};
+        seg[k++] = (struct bench_up_pace_seg){(uint32_t)cnt, (uint32_t)gap};
         i = end < n ? end + 1 : end;
         if (end < n && i == n)
             return false; /* a trailing comma */
@@ -282,13 +176,13 @@ parse_pace(const char *s, size_t n, struct up_params *q)
     return true;
 }
 
-/* Parses a --tool-call list "NAME[,NAME...]" (1..UP_MAX_TOOLS names of 1..64 bytes
- * of [A-Za-z0-9_-], the tool names both APIs accept, so they need no escaping) into
+/* Parses a --tool-call list "NAME[,NAME...]" (1..BENCH_UP_MAX_TOOLS names of 1..64 bytes
+ * of [A-Za-z0-9_-], the tool names every API accepts, so they need no escaping) into
  * <q>. false (and <q> untouched) when it does not parse. */
 static bool
-parse_tool_names(const char *s, size_t n, struct up_params *q)
+parse_tool_names(const char *s, size_t n, struct bench_up_params *q)
 {
-    char tool[UP_MAX_TOOLS][UP_TOOL_NAME + 1];
+    char tool[BENCH_UP_MAX_TOOLS][BENCH_UP_TOOL_NAME + 1];
     unsigned k = 0;
     size_t i = 0;
 
@@ -301,13 +195,14 @@ parse_tool_names(const char *s, size_t n, struct up_params *q)
     for (;;) {
         size_t len = 0;
 
-        if (k == UP_MAX_TOOLS)
+        if (k == BENCH_UP_MAX_TOOLS)
             return false;
         while (i < n && s[i] != ',') {
             char ch = s[i++];
 
-            if (len == UP_TOOL_NAME || !((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                                         (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+            if (len == BENCH_UP_TOOL_NAME ||
+                !((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
                 return false;
             tool[k][len++] = ch;
         }
@@ -323,20 +218,17 @@ parse_tool_names(const char *s, size_t n, struct up_params *q)
     return true;
 }
 
-/* The arguments of tool call <i> of an answer, as JSON, in UP_TOOL_PIECES - 1 pieces
- * (streamed one per chunk; a non-streamed answer joins them): {"city":"Paris"} for
- * the first call, Tokyo, Lima and Oslo for the next ones, so that the arguments of
- * parallel calls cannot be mixed up unnoticed. */
-static const char *const tool_args[UP_MAX_TOOLS][UP_TOOL_PIECES - 1] = {
+/* Streamed one per chunk; a non-streamed answer joins them. */
+const char *const bench_up_tool_args[BENCH_UP_MAX_TOOLS][BENCH_UP_TOOL_PIECES - 1] = {
     {"{\"city\"", ":\"Par", "is\"}"},
     {"{\"city\"", ":\"Tok", "yo\"}"},
     {"{\"city\"", ":\"Lim", "a\"}"},
     {"{\"city\"", ":\"Osl", "o\"}"},
 };
 
-/* Total content chunks of <q>'s pace profile. */
+/* Total paced deltas of <q>'s pace profile. */
 static uint64_t
-pace_total(const struct up_params *q)
+pace_total(const struct bench_up_params *q)
 {
     uint64_t t = 0;
 
@@ -345,9 +237,10 @@ pace_total(const struct up_params *q)
     return t;
 }
 
-/* Offset in ms of content chunk <k> (0-based) from the first one under <q>'s profile. */
+/* Offset in ms of paced delta <k> (0-based) from the first one under <q>'s profile;
+ * deltas past the profile's count (reasoning deltas make more) keep its last gap. */
 static uint64_t
-pace_offset_ms(const struct up_params *q, uint64_t k)
+pace_offset_ms(const struct bench_up_params *q, uint64_t k)
 {
     uint64_t off = 0, idx = 0;
 
@@ -360,12 +253,13 @@ pace_offset_ms(const struct up_params *q, uint64_t k)
             off += (last - from + 1) * q->pace[i].gap_ms;
         idx += q->pace[i].count;
     }
+    if (q->pace_n > 0 && k >= idx)
+        off += (k - idx + 1) * q->pace[q->pace_n - 1].gap_ms;
     return off;
 }
 
-/* Appends <s> JSON-escaped without the quotes. */
-static enum gw_code
-append_json_inner(struct gw_buf *b, const char *s, size_t n)
+enum gw_code
+bench_up_append_json_inner(struct gw_buf *b, const char *s, size_t n)
 {
     size_t before = b->len;
     enum gw_code rc = gw_buf_append_json_str(b, (struct gw_str){s, n});
@@ -379,10 +273,23 @@ append_json_inner(struct gw_buf *b, const char *s, size_t n)
     return GW_OK;
 }
 
+void
+bench_up_append_tool_args(struct gw_buf *b, unsigned i, bool escaped)
+{
+    for (unsigned k = 0; k < BENCH_UP_TOOL_PIECES - 1; k++) {
+        const char *piece = bench_up_tool_args[i][k];
+
+        if (escaped)
+            (void)bench_up_append_json_inner(b, piece, strlen(piece));
+        else
+            (void)gw_buf_append_str(b, gw_str_c(piece));
+    }
+}
+
 /* ---- a tiny JSON scanner for the request body ----
  * Reads only model, stream, stream_options.include_usage and (whether there is a
  * numeric) max_tokens at the top level; any malformed input simply leaves the
- * defaults. */
+ * defaults. (The Gemini route takes the model and the stream from its path.) */
 
 static const char *
 skip_ws(const char *p, const char *e)
@@ -465,7 +372,7 @@ is_true(const char *p, const char *e)
 /* Walks the top-level object of <body>; fills <c>'s model, stream, include_usage,
  * has_max_tokens. */
 static void
-scan_request(struct up_conn *c, const char *p, size_t n)
+scan_request(struct bench_up_conn *c, const char *p, size_t n)
 {
     const char *e = p + n, *k, *kend, *v;
 
@@ -524,8 +431,7 @@ scan_request(struct up_conn *c, const char *p, size_t n)
  * Only when a --tool-call (x-bench-tool-call) list applies is the body parsed in
  * full (with jansson): an answer without tools stays on the scanner above. */
 
-/* Appends the text of a tool result's <content> (a string, or an array of parts or
- * blocks whose "text" members are joined), JSON-escaped without the quotes. */
+/* Appends the text of a tool result's <content>, JSON-escaped without the quotes. */
 static void
 append_result_text(struct gw_buf *b, json_t *content)
 {
@@ -533,7 +439,18 @@ append_result_text(struct gw_buf *b, json_t *content)
     json_t *part;
 
     if (json_is_string(content)) {
-        (void)append_json_inner(b, json_string_value(content), json_string_length(content));
+        (void)bench_up_append_json_inner(b, json_string_value(content),
+                                         json_string_length(content));
+        return;
+    }
+    if (json_is_object(content)) {
+        struct gw_buf tmp = {0};
+        size_t n = json_dumpb(content, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+        if (n > 0 && gw_buf_reserve(&tmp, n) == GW_OK &&
+            json_dumpb(content, tmp.data, n, JSON_COMPACT | JSON_PRESERVE_ORDER) == n)
+            (void)bench_up_append_json_inner(b, tmp.data, n);
+        gw_buf_fini(&tmp);
         return;
     }
     json_array_foreach(content, i, part)
@@ -541,13 +458,12 @@ append_result_text(struct gw_buf *b, json_t *content)
         json_t *text = json_object_get(part, "text");
 
         if (json_is_string(text))
-            (void)append_json_inner(b, json_string_value(text), json_string_length(text));
+            (void)bench_up_append_json_inner(b, json_string_value(text), json_string_length(text));
     }
 }
 
-/* Appends "tool said: CONTENT [ID]" (a space first unless it is the first one). */
-static void
-append_tool_said(struct gw_buf *b, json_t *content, json_t *id)
+void
+bench_up_append_tool_said(struct gw_buf *b, json_t *content, json_t *id)
 {
     if (b->len > 0)
         (void)gw_buf_append(b, " ", 1);
@@ -555,102 +471,56 @@ append_tool_said(struct gw_buf *b, json_t *content, json_t *id)
     append_result_text(b, content);
     (void)gw_buf_append_str(b, GW_STR_LIT(" ["));
     if (json_is_string(id))
-        (void)append_json_inner(b, json_string_value(id), json_string_length(id));
+        (void)bench_up_append_json_inner(b, json_string_value(id), json_string_length(id));
     (void)gw_buf_append(b, "]", 1);
 }
 
-/* Fills c->answer from the tool results that end <msgs>: on the chat route the
- * trailing run of role "tool" messages (content, tool_call_id); on the Anthropic route
- * the tool_result blocks of a last user message (content, tool_use_id). true when
- * there was at least one. */
-static bool
-collect_tool_results(struct up_conn *c, json_t *msgs)
-{
-    size_t n = json_array_size(msgs), first = n, i;
-    json_t *m, *blk;
-
-    gw_buf_reset(&c->answer);
-    if (n == 0)
-        return false;
-    if (!c->anth) {
-        while (first > 0) {
-            json_t *role = json_object_get(json_array_get(msgs, first - 1), "role");
-
-            if (!json_is_string(role) || strcmp(json_string_value(role), "tool") != 0)
-                break;
-            first--;
-        }
-        for (i = first; i < n; i++) {
-            m = json_array_get(msgs, i);
-            append_tool_said(&c->answer, json_object_get(m, "content"),
-                             json_object_get(m, "tool_call_id"));
-        }
-        return first < n;
-    }
-    m = json_array_get(msgs, n - 1);
-    if (!json_is_string(json_object_get(m, "role")) ||
-        strcmp(json_string_value(json_object_get(m, "role")), "user") != 0)
-        return false;
-    json_array_foreach(json_object_get(m, "content"), i, blk)
-    {
-        json_t *type = json_object_get(blk, "type");
-
-        if (json_is_string(type) && strcmp(json_string_value(type), "tool_result") == 0) {
-            append_tool_said(&c->answer, json_object_get(blk, "content"),
-                             json_object_get(blk, "tool_use_id"));
-            first = 0;
-        }
-    }
-    return first == 0;
-}
-
 /* Decides what the answer carries and sets c->p.chunks for it. With a --tool-call
- * list: a request whose messages end with tool results gets one text chunk saying
- * what they said; else a request with a non-empty "tools" array gets one call to each
- * listed tool. Anything else (or a body that is not JSON) gets --text. */
+ * list: a request that ends with tool results gets one text chunk saying what they
+ * said; else a request with a non-empty "tools" array gets one call to each listed
+ * tool. Anything else (or a body that is not JSON) gets --text. */
 static void
-plan_answer(struct up_conn *c)
+plan_answer(struct bench_up_conn *c)
 {
-    json_t *root, *tools, *msgs;
+    json_t *root, *tools;
 
-    c->ans = UP_ANS_TEXT;
+    c->ans = BENCH_UP_ANS_TEXT;
+    gw_buf_reset(&c->answer);
     if (c->p.tool_n == 0)
         return;
     root = json_loadb(c->body.data ? c->body.data : "", c->body.len, 0, NULL);
     if (root == NULL)
         return;
     tools = json_object_get(root, "tools");
-    msgs = json_object_get(root, "messages");
-    if (json_is_array(msgs) && collect_tool_results(c, msgs)) {
-        c->ans = UP_ANS_TOOL_RESULT;
+    if (c->shape->tool_results(c, root)) {
+        c->ans = BENCH_UP_ANS_TOOL_RESULT;
         c->p.chunks = 1;
     } else if (json_is_array(tools) && json_array_size(tools) > 0) {
-        c->ans = UP_ANS_TOOL_CALL;
-        c->p.chunks = (uint64_t)c->p.tool_n * UP_TOOL_PIECES;
+        c->ans = BENCH_UP_ANS_TOOL_CALL;
+        c->p.chunks = (uint64_t)c->p.tool_n * c->shape->tool_chunks;
     }
     json_decref(root);
 }
 
-/* The text of one content chunk: --text, or the tool results' echo. */
-static struct gw_str
-chunk_text(const struct up_conn *c)
+struct gw_str
+bench_up_chunk_text(const struct bench_up_conn *c)
 {
-    if (c->ans == UP_ANS_TOOL_RESULT)
+    if (c->ans == BENCH_UP_ANS_TOOL_RESULT)
         return (struct gw_str){c->answer.data ? c->answer.data : "", c->answer.len};
-    return (struct gw_str){g.text.data, g.text.len};
+    return (struct gw_str){bench_up_g.text.data, bench_up_g.text.len};
 }
 
 /* ---- connection output ---- */
 
 static void
-mark_peer_gone(struct up_conn *c)
+mark_peer_gone(struct bench_up_conn *c)
 {
     c->by_peer = true;
     c->closing = true;
 }
 
 static void
-want_write(struct up_conn *c)
+want_write(struct bench_up_conn *c)
 {
     if (!c->wev_added) {
         event_add(&c->wev, NULL);
@@ -660,7 +530,7 @@ want_write(struct up_conn *c)
 
 /* Writes <iov> now if nothing is queued, queueing what the socket does not take. */
 static void
-conn_writev(struct up_conn *c, struct iovec *iov, int n)
+conn_writev(struct bench_up_conn *c, struct iovec *iov, int n)
 {
     size_t total = 0, done = 0;
     ssize_t w = 0;
@@ -695,24 +565,24 @@ conn_writev(struct up_conn *c, struct iovec *iov, int n)
     want_write(c);
 }
 
-static void
-conn_write(struct up_conn *c, const void *p, size_t n)
+void
+bench_up_write(struct bench_up_conn *c, const void *p, size_t n)
 {
     struct iovec iov = {(void *)(uintptr_t)p, n};
 
     conn_writev(c, &iov, 1);
 }
 
-static void conn_answer_done(struct up_conn *c);
+static void conn_answer_done(struct bench_up_conn *c);
 
 /* Called when everything of the current answer is queued. */
 static void
-conn_drain_then(struct up_conn *c, bool close_after)
+conn_drain_then(struct bench_up_conn *c, bool close_after)
 {
     if (close_after || !c->keep_alive)
         c->close_after_write = true;
     if (c->close_after_write) {
-        c->state = UP_ST_DRAINING;
+        c->state = BENCH_UP_ST_DRAINING;
         if (evbuffer_get_length(c->out) == 0)
             c->closing = true;
         return;
@@ -720,11 +590,11 @@ conn_drain_then(struct up_conn *c, bool close_after)
     conn_answer_done(c);
 }
 
-static void
-send_simple(struct up_conn *c, unsigned status, const char *ctype, const char *extra,
-            const char *body, size_t blen)
+void
+bench_up_send_simple(struct bench_up_conn *c, unsigned status, const char *ctype, const char *extra,
+                     const char *body, size_t blen)
 {
-    struct up_thread *t = c->t;
+    struct bench_up_thread *t = c->t;
     struct iovec iov[2];
 
     gw_buf_reset(&t->frame);
@@ -738,84 +608,56 @@ send_simple(struct up_conn *c, unsigned status, const char *ctype, const char *e
     conn_drain_then(c, false);
 }
 
-/* ---- chat answers ----
- * The connection's <anth> flag picks the Anthropic renderers of the next chapter;
- * the chat bytes themselves are produced only here. */
-
-static void render_message(struct up_conn *c, struct gw_buf *b);
-static void anth_stream_open(struct up_conn *c);
-static void anth_stream_delta(struct up_conn *c);
-static void anth_stream_close(struct up_conn *c);
-static void anth_stream_error(struct up_conn *c);
-static void send_named_event(struct up_conn *c, const char *name, const struct gw_buf *ev,
-                             bool last);
-
-static void
-render_usage(struct gw_buf *b, const struct up_conn *c, uint64_t completion)
+void
+bench_up_send_chunk(struct bench_up_conn *c, const char *pre, const struct gw_buf *body,
+                    const char *post, bool last)
 {
-    (void)gw_buf_printf(b,
-                        "\"usage\":{\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
-                        "\"total_tokens\":%llu,\"prompt_tokens_details\":{\"cached_tokens\":%llu}}",
-                        (unsigned long long)c->prompt_tokens, (unsigned long long)completion,
-                        (unsigned long long)(c->prompt_tokens + completion),
-                        (unsigned long long)c->p.cached);
-}
+    struct bench_up_thread *t = c->t;
+    size_t npre = pre ? strlen(pre) : 0, npost = post ? strlen(post) : 0;
+    size_t n = npre + (body ? body->len : 0) + npost;
 
-/* Appends the JSON-escaped arguments of tool call <i>, all pieces. */
-static void
-append_tool_args(struct gw_buf *b, unsigned i)
-{
-    for (unsigned k = 0; k < UP_TOOL_PIECES - 1; k++)
-        (void)append_json_inner(b, tool_args[i][k], strlen(tool_args[i][k]));
-}
-
-static void
-render_completion(struct up_conn *c, struct gw_buf *b)
-{
-    struct gw_str text = chunk_text(c);
-
-    gw_buf_reset(b);
-    (void)gw_buf_printf(b,
-                        "{\"id\":\"chatcmpl-bench-%llu\",\"object\":\"chat.completion\","
-                        "\"created\":%llu,\"model\":\"%.*s\",\"choices\":[{\"index\":0,"
-                        "\"message\":{\"role\":\"assistant\",\"content\":",
-                        (unsigned long long)c->id, (unsigned long long)c->created,
-                        (int)c->model.len, c->model.data ? c->model.data : "");
-    if (c->ans == UP_ANS_TOOL_CALL) {
-        (void)gw_buf_append_str(b, GW_STR_LIT("null,\"tool_calls\":["));
-        for (unsigned i = 0; i < c->p.tool_n; i++) {
-            (void)gw_buf_printf(b,
-                                "%s{\"id\":\"call_bench_%llu_%u\",\"type\":\"function\","
-                                "\"function\":{\"name\":\"%s\",\"arguments\":\"",
-                                i ? "," : "", (unsigned long long)c->id, i, c->p.tool[i]);
-            append_tool_args(b, i);
-            (void)gw_buf_append_str(b, GW_STR_LIT("\"}}"));
-        }
-        (void)gw_buf_append_str(b, GW_STR_LIT("]},\"finish_reason\":\"tool_calls\"}]"));
-    } else {
-        (void)gw_buf_append(b, "\"", 1);
-        for (uint64_t i = 0; i < c->p.chunks; i++)
-            (void)gw_buf_append(b, text.ptr, text.len);
-        (void)gw_buf_append_str(b, GW_STR_LIT("\"},\"finish_reason\":\"stop\"}]"));
+    gw_buf_reset(&t->frame);
+    if (n > 0) {
+        (void)gw_buf_printf(&t->frame, "%zx\r\n", n);
+        (void)gw_buf_append(&t->frame, pre, npre);
+        if (body)
+            (void)gw_buf_append(&t->frame, body->data, body->len);
+        (void)gw_buf_append(&t->frame, post, npost);
+        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("\r\n"));
     }
-    if (!g.no_usage) {
-        (void)gw_buf_append(b, ",", 1);
-        render_usage(b, c, c->p.chunks);
-    }
-    (void)gw_buf_append(b, "}", 1);
+    if (last)
+        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("0\r\n\r\n"));
+    bench_up_write(c, t->frame.data, t->frame.len);
+    c->events++;
 }
 
-static void
-send_completion(struct up_conn *c)
+void
+bench_up_send_event(struct bench_up_conn *c, const struct gw_buf *ev, bool last)
 {
-    struct up_thread *t = c->t;
+    bench_up_send_chunk(c, "data: ", ev, "\n\n", last);
+}
+
+void
+bench_up_send_named_event(struct bench_up_conn *c, const char *name, const struct gw_buf *ev,
+                          bool last)
+{
+    char pre[96];
+
+    snprintf(pre, sizeof(pre), "event: %s\ndata: ", name);
+    bench_up_send_chunk(c, pre, ev, "\n\n", last);
+}
+
+/* ---- answers: the server's half ----
+ * When and how much; c->shape's templates render the bytes. */
+
+static void
+send_completion(struct bench_up_conn *c)
+{
+    struct bench_up_thread *t = c->t;
     struct iovec iov[2];
-    bool half = c->p.fault == UP_FAULT_DROP_MID;
+    bool half = c->p.fault == BENCH_UP_FAULT_DROP_MID;
 
-    if (c->anth)
-        render_message(c, &t->body);
-    else
-        render_completion(c, &t->body);
+    c->shape->render_answer(c, &t->body);
     gw_buf_reset(&t->frame);
     (void)gw_buf_printf(&t->frame,
                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -827,138 +669,34 @@ send_completion(struct up_conn *c)
     conn_drain_then(c, half);
 }
 
-/* Sends one SSE event <ev> as its own HTTP chunk; <last> appends the
- * terminating zero-size chunk. */
+/* The 200 headers of a chunked stream of <ctype>. */
 static void
-send_event(struct up_conn *c, const struct gw_buf *ev, bool last)
+send_stream_head(struct bench_up_conn *c, const char *ctype)
 {
-    struct up_thread *t = c->t;
+    struct bench_up_thread *t = c->t;
 
     gw_buf_reset(&t->frame);
-    (void)gw_buf_printf(&t->frame, "%zx\r\ndata: ", ev->len + 8);
-    (void)gw_buf_append(&t->frame, ev->data, ev->len);
-    (void)gw_buf_append_str(&t->frame, GW_STR_LIT("\n\n\r\n"));
-    if (last)
-        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("0\r\n\r\n"));
-    conn_write(c, t->frame.data, t->frame.len);
+    (void)gw_buf_printf(&t->frame,
+                        "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nCache-Control: no-cache\r\n"
+                        "Transfer-Encoding: chunked\r\n%s\r\n",
+                        ctype, c->keep_alive ? "" : "Connection: close\r\n");
+    bench_up_write(c, t->frame.data, t->frame.len);
 }
 
 static void
-chunk_head(struct up_conn *c, struct gw_buf *b)
+send_stream_start(struct bench_up_conn *c)
 {
-    gw_buf_reset(b);
-    (void)gw_buf_printf(b,
-                        "{\"id\":\"chatcmpl-bench-%llu\",\"object\":\"chat.completion.chunk\","
-                        "\"created\":%llu,\"model\":\"%.*s\",",
-                        (unsigned long long)c->id, (unsigned long long)c->created,
-                        (int)c->model.len, c->model.data ? c->model.data : "");
-}
-
-static void
-send_stream_start(struct up_conn *c)
-{
-    struct up_thread *t = c->t;
-    static const char hdr[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                              "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
-
-    gw_buf_reset(&t->frame);
-    (void)gw_buf_append(&t->frame, hdr, sizeof(hdr) - 1);
-    if (!c->keep_alive)
-        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("Connection: close\r\n"));
-    (void)gw_buf_append(&t->frame, "\r\n", 2);
-    conn_write(c, t->frame.data, t->frame.len);
+    send_stream_head(c, c->shape->stream_ctype ? c->shape->stream_ctype(c) : "text/event-stream");
     c->stream_active = true;
+    c->events = 0;
     count(&st.streams_started);
-    if (c->anth) {
-        anth_stream_open(c);
-        return;
-    }
-    chunk_head(c, &t->body);
-    if (c->ans == UP_ANS_TOOL_CALL)
-        (void)gw_buf_append_str(
-            &t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"role\":"
-                                 "\"assistant\",\"content\":null},\"finish_reason\":null}]}"));
-    else
-        (void)gw_buf_append_str(
-            &t->body, GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-                                 "\"content\":\"\"},\"finish_reason\":null}]}"));
-    send_event(c, &t->body, false);
-}
-
-/* Content chunk c->sent of a tool-call answer: the head of call i (index, id, type,
- * name, empty arguments) or one piece of its arguments. */
-static void
-chat_tool_chunk(struct up_conn *c)
-{
-    struct up_thread *t = c->t;
-    unsigned i = (unsigned)(c->sent / UP_TOOL_PIECES), k = (unsigned)(c->sent % UP_TOOL_PIECES);
-
-    chunk_head(c, &t->body);
-    if (k == 0) {
-        (void)gw_buf_printf(&t->body,
-                            "\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%u,"
-                            "\"id\":\"call_bench_%llu_%u\",\"type\":\"function\",\"function\":"
-                            "{\"name\":\"%s\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}",
-                            i, (unsigned long long)c->id, i, c->p.tool[i]);
-    } else {
-        (void)gw_buf_printf(&t->body,
-                            "\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%u,"
-                            "\"function\":{\"arguments\":\"",
-                            i);
-        (void)append_json_inner(&t->body, tool_args[i][k - 1], strlen(tool_args[i][k - 1]));
-        (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"}}]},\"finish_reason\":null}]}"));
-    }
-    send_event(c, &t->body, false);
+    c->shape->stream_open(c);
 }
 
 static void
-send_stream_content(struct up_conn *c)
+send_stream_end(struct bench_up_conn *c)
 {
-    struct up_thread *t = c->t;
-    struct gw_str text = chunk_text(c);
-
-    if (c->anth) {
-        anth_stream_delta(c);
-        c->sent++;
-        return;
-    }
-    if (c->ans == UP_ANS_TOOL_CALL) {
-        chat_tool_chunk(c);
-        c->sent++;
-        return;
-    }
-    chunk_head(c, &t->body);
-    (void)gw_buf_append_str(&t->body,
-                            GW_STR_LIT("\"choices\":[{\"index\":0,\"delta\":{\"content\":\""));
-    (void)gw_buf_append(&t->body, text.ptr, text.len);
-    (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"},\"finish_reason\":null}]}"));
-    send_event(c, &t->body, false);
-    c->sent++;
-}
-
-static void
-send_stream_end(struct up_conn *c)
-{
-    struct up_thread *t = c->t;
-    static const struct gw_buf done = {(char *)(uintptr_t) "[DONE]", 6, 0};
-
-    if (c->anth) {
-        anth_stream_close(c);
-    } else {
-        chunk_head(c, &t->body);
-        (void)gw_buf_printf(&t->body,
-                            "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"%s\"}]}",
-                            c->ans == UP_ANS_TOOL_CALL ? "tool_calls" : "stop");
-        send_event(c, &t->body, false);
-        if (c->include_usage && !g.no_usage) {
-            chunk_head(c, &t->body);
-            (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"choices\":[],"));
-            render_usage(&t->body, c, c->sent);
-            (void)gw_buf_append(&t->body, "}", 1);
-            send_event(c, &t->body, false);
-        }
-        send_event(c, &done, true);
-    }
+    c->shape->stream_close(c);
     if (c->closing)
         return;
     c->stream_active = false;
@@ -966,47 +704,35 @@ send_stream_end(struct up_conn *c)
     conn_drain_then(c, false);
 }
 
-/* --fault error-mid: an in-stream error event, then the end of the body; the
+/* --fault error-mid: the shape's in-stream error, then the end of the body; the
  * connection stays open. The stream counts as neither completed nor aborted. */
 static void
-send_stream_error(struct up_conn *c)
+send_stream_error(struct bench_up_conn *c)
 {
-    static const char err[] =
-        "{\"error\":{\"message\":\"fake failure\",\"type\":\"server_error\"}}";
-    static const struct gw_buf ev = {(char *)(uintptr_t)err, sizeof(err) - 1, 0};
-
-    if (c->anth)
-        anth_stream_error(c);
-    else
-        send_event(c, &ev, true);
+    c->shape->stream_error(c);
     if (c->closing)
         return;
     c->stream_active = false; /* we end it, not the peer */
     conn_drain_then(c, false);
 }
 
-/* --fault garbage-body: a 200 that claims JSON and is not (either route, streamed
- * or not: a streamed request thus gets no event stream at all). */
+/* --fault garbage-body: a 200 that claims JSON and is not (any route, streamed or
+ * not: a streamed request thus gets no event stream at all). */
 static void
-send_garbage_body(struct up_conn *c)
+send_garbage_body(struct bench_up_conn *c)
 {
-    static const char body[] = UP_GARBAGE;
+    static const char body[] = BENCH_UP_GARBAGE;
 
-    send_simple(c, 200, "application/json", NULL, body, sizeof(body) - 1);
+    bench_up_send_simple(c, 200, "application/json", NULL, body, sizeof(body) - 1);
 }
 
-/* --fault garbage-sse: after --drop-after content chunks, one event whose data is not
- * JSON (named content_block_delta on the Anthropic route), then the end of the body;
- * the connection stays open. The stream counts as neither completed nor aborted. */
+/* --fault garbage-sse: after --drop-after paced deltas, one event whose data is not
+ * JSON, then the end of the body; the connection stays open. The stream counts as
+ * neither completed nor aborted. */
 static void
-send_stream_garbage(struct up_conn *c)
+send_stream_garbage(struct bench_up_conn *c)
 {
-    static const struct gw_buf ev = {(char *)(uintptr_t)UP_GARBAGE, sizeof(UP_GARBAGE) - 1, 0};
-
-    if (c->anth)
-        send_named_event(c, "content_block_delta", &ev, true);
-    else
-        send_event(c, &ev, true);
+    c->shape->stream_garbage(c);
     if (c->closing)
         return;
     c->stream_active = false; /* we end it, not the peer */
@@ -1016,336 +742,78 @@ send_stream_garbage(struct up_conn *c)
 /* --fault garbage-lines: the 200 headers of an event stream, then lines that are no
  * SSE field a client reads (no data:, no event:) and the end of the body. */
 static void
-send_garbage_lines(struct up_conn *c)
+send_garbage_lines(struct bench_up_conn *c)
 {
-    struct up_thread *t = c->t;
-    static const char lines[] = UP_GARBAGE "\nupstream error\n\n";
-    static const char hdr[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                              "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
+    static const char lines[] = BENCH_UP_GARBAGE "\nupstream error\n\n";
+    static const struct gw_buf ev = {(char *)(uintptr_t)lines, sizeof(lines) - 1, 0};
 
-    gw_buf_reset(&t->frame);
-    (void)gw_buf_append(&t->frame, hdr, sizeof(hdr) - 1);
-    if (!c->keep_alive)
-        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("Connection: close\r\n"));
-    (void)gw_buf_printf(&t->frame, "\r\n%zx\r\n", sizeof(lines) - 1);
-    (void)gw_buf_append(&t->frame, lines, sizeof(lines) - 1);
-    (void)gw_buf_append_str(&t->frame, GW_STR_LIT("\r\n0\r\n\r\n"));
-    conn_write(c, t->frame.data, t->frame.len);
+    send_stream_head(c, "text/event-stream");
+    bench_up_send_chunk(c, NULL, &ev, NULL, true);
     count(&st.streams_started);
     if (c->closing)
         return;
     conn_drain_then(c, false);
 }
 
-/* ---- Anthropic Messages answers ----
- * The Messages API (anthropic-version 2023-06-01): one text content block made of
- * the same chunks as the chat answer; usage splits the estimated prompt into
- * uncached input, cache reads (--cached) and cache writes (--cache-write). */
-
-/* Sends one SSE event "event: <name>\ndata: <ev>\n\n" as its own HTTP chunk;
- * <last> appends the terminating zero-size chunk. */
 static void
-send_named_event(struct up_conn *c, const char *name, const struct gw_buf *ev, bool last)
-{
-    struct up_thread *t = c->t;
-    size_t nl = strlen(name);
-
-    gw_buf_reset(&t->frame);
-    (void)gw_buf_printf(&t->frame, "%zx\r\nevent: %s\ndata: ", 7 + nl + 1 + 6 + ev->len + 2, name);
-    (void)gw_buf_append(&t->frame, ev->data, ev->len);
-    (void)gw_buf_append_str(&t->frame, GW_STR_LIT("\n\n\r\n"));
-    if (last)
-        (void)gw_buf_append_str(&t->frame, GW_STR_LIT("0\r\n\r\n"));
-    conn_write(c, t->frame.data, t->frame.len);
-}
-
-/* The error type of an Anthropic error body answered with HTTP <status>. */
-static const char *
-anth_error_type(unsigned status)
-{
-    switch (status) {
-    case 400: return "invalid_request_error";
-    case 401: return "authentication_error";
-    case 403: return "permission_error";
-    case 404: return "not_found_error";
-    case 413: return "request_too_large";
-    case 429: return "rate_limit_error";
-    case 529: return "overloaded_error";
-    default: return status >= 400 && status < 500 ? "invalid_request_error" : "api_error";
-    }
-}
-
-/* Replaces <b> with the Anthropic error body {"type":"error","error":{...}}. */
-static void
-render_anth_error(struct gw_buf *b, const char *type, const char *msg)
-{
-    gw_buf_reset(b);
-    (void)gw_buf_printf(b, "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":", type);
-    (void)gw_buf_append_json_str(b, gw_str_c(msg));
-    (void)gw_buf_append_str(b, GW_STR_LIT("}}"));
-}
-
-/* Answers <status> with an Anthropic error body of <type> and <msg>, keep-alive. */
-static void
-send_anth_error(struct up_conn *c, unsigned status, const char *type, const char *msg)
-{
-    struct up_thread *t = c->t;
-
-    render_anth_error(&t->body, type, msg);
-    send_simple(c, status, "application/json", NULL, t->body.data, t->body.len);
-}
-
-/* Appends the usage object with <output> output tokens: input_tokens is the
- * estimated prompt less the cache reads and writes (never below 0). */
-static void
-render_anth_usage(struct gw_buf *b, const struct up_conn *c, uint64_t output)
-{
-    uint64_t cached = c->p.cached + c->p.cache_write;
-    uint64_t input = c->prompt_tokens > cached ? c->prompt_tokens - cached : 0;
-
-    (void)gw_buf_printf(b,
-                        "\"usage\":{\"input_tokens\":%llu,\"cache_creation_input_tokens\":%llu,"
-                        "\"cache_read_input_tokens\":%llu,\"output_tokens\":%llu}",
-                        (unsigned long long)input, (unsigned long long)c->p.cache_write,
-                        (unsigned long long)c->p.cached, (unsigned long long)output);
-}
-
-/* Appends the message object's head, up to and including `"content":[`. */
-static void
-message_head(struct up_conn *c, struct gw_buf *b)
-{
-    (void)gw_buf_printf(b,
-                        "{\"id\":\"msg_bench_%llu\",\"type\":\"message\",\"role\":\"assistant\","
-                        "\"model\":\"%.*s\",\"content\":[",
-                        (unsigned long long)c->id, (int)c->model.len,
-                        c->model.data ? c->model.data : "");
-}
-
-/* Appends the head of tool_use block <i>: type, id, name and `"input":`. */
-static void
-tool_use_head(const struct up_conn *c, struct gw_buf *b, unsigned i)
-{
-    (void)gw_buf_printf(b,
-                        "{\"type\":\"tool_use\",\"id\":\"toolu_bench_%llu_%u\",\"name\":\"%s\","
-                        "\"input\":",
-                        (unsigned long long)c->id, i, c->p.tool[i]);
-}
-
-static void
-render_message(struct up_conn *c, struct gw_buf *b)
-{
-    struct gw_str text = chunk_text(c);
-
-    gw_buf_reset(b);
-    message_head(c, b);
-    if (c->ans == UP_ANS_TOOL_CALL) {
-        for (unsigned i = 0; i < c->p.tool_n; i++) {
-            if (i > 0)
-                (void)gw_buf_append(b, ",", 1);
-            tool_use_head(c, b, i);
-            for (unsigned k = 0; k < UP_TOOL_PIECES - 1; k++)
-                (void)gw_buf_append_str(b, gw_str_c(tool_args[i][k]));
-            (void)gw_buf_append(b, "}", 1);
-        }
-        (void)gw_buf_append_str(
-            b, GW_STR_LIT("],\"stop_reason\":\"tool_use\",\"stop_sequence\":null"));
-    } else {
-        (void)gw_buf_append_str(b, GW_STR_LIT("{\"type\":\"text\",\"text\":\""));
-        for (uint64_t i = 0; i < c->p.chunks; i++)
-            (void)gw_buf_append(b, text.ptr, text.len);
-        (void)gw_buf_append_str(
-            b, GW_STR_LIT("\"}],\"stop_reason\":\"end_turn\",\"stop_sequence\":null"));
-    }
-    if (!g.no_usage) {
-        (void)gw_buf_append(b, ",", 1);
-        render_anth_usage(b, c, c->p.chunks);
-    }
-    (void)gw_buf_append(b, "}", 1);
-}
-
-/* message_start, content_block_start (of the text block; a tool-call answer opens its
- * blocks with their first chunk) and a ping, at once with the headers. */
-static void
-anth_stream_open(struct up_conn *c)
-{
-    struct up_thread *t = c->t;
-    static const char cbs[] = "{\"type\":\"content_block_start\",\"index\":0,"
-                              "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}";
-    static const char ping[] = "{\"type\":\"ping\"}";
-    static const struct gw_buf cbs_ev = {(char *)(uintptr_t)cbs, sizeof(cbs) - 1, 0};
-    static const struct gw_buf ping_ev = {(char *)(uintptr_t)ping, sizeof(ping) - 1, 0};
-
-    gw_buf_reset(&t->body);
-    (void)gw_buf_append_str(&t->body, GW_STR_LIT("{\"type\":\"message_start\",\"message\":"));
-    message_head(c, &t->body);
-    (void)gw_buf_append_str(&t->body, GW_STR_LIT("],\"stop_reason\":null,\"stop_sequence\":null"));
-    if (!g.no_usage) {
-        (void)gw_buf_append(&t->body, ",", 1);
-        render_anth_usage(&t->body, c, 1);
-    }
-    (void)gw_buf_append_str(&t->body, GW_STR_LIT("}}"));
-    send_named_event(c, "message_start", &t->body, false);
-    if (c->ans != UP_ANS_TOOL_CALL)
-        send_named_event(c, "content_block_start", &cbs_ev, false);
-    send_named_event(c, "ping", &ping_ev, false);
-}
-
-/* Sends content_block_stop of block <i>. */
-static void
-anth_block_stop(struct up_conn *c, unsigned i)
-{
-    struct up_thread *t = c->t;
-
-    gw_buf_reset(&t->body);
-    (void)gw_buf_printf(&t->body, "{\"type\":\"content_block_stop\",\"index\":%u}", i);
-    send_named_event(c, "content_block_stop", &t->body, false);
-}
-
-/* Content chunk c->sent of a tool-call answer: for the head of call i, the stop of
- * the previous block and content_block_start of tool_use block i (input {}); else one
- * input_json_delta piece of its arguments. */
-static void
-anth_tool_chunk(struct up_conn *c)
-{
-    struct up_thread *t = c->t;
-    unsigned i = (unsigned)(c->sent / UP_TOOL_PIECES), k = (unsigned)(c->sent % UP_TOOL_PIECES);
-
-    if (k == 0) {
-        if (i > 0)
-            anth_block_stop(c, i - 1);
-        gw_buf_reset(&t->body);
-        (void)gw_buf_printf(&t->body,
-                            "{\"type\":\"content_block_start\",\"index\":%u,"
-                            "\"content_block\":",
-                            i);
-        tool_use_head(c, &t->body, i);
-        (void)gw_buf_append_str(&t->body, GW_STR_LIT("{}}}"));
-        send_named_event(c, "content_block_start", &t->body, false);
-        return;
-    }
-    gw_buf_reset(&t->body);
-    (void)gw_buf_printf(&t->body,
-                        "{\"type\":\"content_block_delta\",\"index\":%u,\"delta\":"
-                        "{\"type\":\"input_json_delta\",\"partial_json\":\"",
-                        i);
-    (void)append_json_inner(&t->body, tool_args[i][k - 1], strlen(tool_args[i][k - 1]));
-    (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"}}"));
-    send_named_event(c, "content_block_delta", &t->body, false);
-}
-
-/* One content_block_delta carrying --text (or the tool results' echo), or a chunk of
- * a tool-call answer. */
-static void
-anth_stream_delta(struct up_conn *c)
-{
-    struct up_thread *t = c->t;
-    struct gw_str text = chunk_text(c);
-
-    if (c->ans == UP_ANS_TOOL_CALL) {
-        anth_tool_chunk(c);
-        return;
-    }
-    gw_buf_reset(&t->body);
-    (void)gw_buf_append_str(&t->body, GW_STR_LIT("{\"type\":\"content_block_delta\",\"index\":0,"
-                                                 "\"delta\":{\"type\":\"text_delta\",\"text\":\""));
-    (void)gw_buf_append(&t->body, text.ptr, text.len);
-    (void)gw_buf_append_str(&t->body, GW_STR_LIT("\"}}"));
-    send_named_event(c, "content_block_delta", &t->body, false);
-}
-
-/* content_block_stop, message_delta (stop reason, output tokens), message_stop and
- * the end of the body. */
-static void
-anth_stream_close(struct up_conn *c)
-{
-    struct up_thread *t = c->t;
-    static const char stop[] = "{\"type\":\"message_stop\"}";
-    static const struct gw_buf stop_ev = {(char *)(uintptr_t)stop, sizeof(stop) - 1, 0};
-    bool tools = c->ans == UP_ANS_TOOL_CALL;
-
-    anth_block_stop(c, tools ? c->p.tool_n - 1 : 0);
-    gw_buf_reset(&t->body);
-    (void)gw_buf_printf(&t->body,
-                        "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
-                        "\"stop_sequence\":null}",
-                        tools ? "tool_use" : "end_turn");
-    if (!g.no_usage)
-        (void)gw_buf_printf(&t->body, ",\"usage\":{\"output_tokens\":%llu}",
-                            (unsigned long long)c->sent);
-    (void)gw_buf_append(&t->body, "}", 1);
-    send_named_event(c, "message_delta", &t->body, false);
-    send_named_event(c, "message_stop", &stop_ev, true);
-}
-
-/* --fault error-mid: the in-stream error event of an overloaded upstream, then the
- * end of the body. */
-static void
-anth_stream_error(struct up_conn *c)
-{
-    struct up_thread *t = c->t;
-
-    render_anth_error(&t->body, "overloaded_error", "Overloaded");
-    send_named_event(c, "error", &t->body, true);
-}
-
-static void
-arm_timer_us(struct up_conn *c, uint64_t us)
+arm_timer_us(struct bench_up_conn *c, uint64_t us)
 {
     struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
 
     evtimer_add(&c->tev, &tv);
 }
 
-/* Content chunk <k> (0-based) is due ttft + k * interval after the start, so
- * the pace does not drift with timer lateness. */
+/* Paced delta <k> (0-based) is due ttft + k * interval after the start, so the pace
+ * does not drift with timer lateness. */
 static uint64_t
-chunk_due_us(const struct up_conn *c, uint64_t k)
+delta_due_us(const struct bench_up_conn *c, uint64_t k)
 {
     if (c->p.pace_n)
         return c->t0_us + (c->p.ttft_ms + pace_offset_ms(&c->p, k)) * 1000u;
     return c->t0_us + (c->p.ttft_ms + k * c->p.interval_ms) * 1000u;
 }
 
-/* Sends content chunks that are due; arms the timer for the next one. */
+/* Sends the paced deltas that are due; arms the timer for the next one. */
 static void
-stream_step(struct up_conn *c)
+stream_step(struct bench_up_conn *c)
 {
     for (;;) {
         uint64_t now, due;
 
-        if (c->p.fault == UP_FAULT_DROP_MID && c->sent >= c->p.drop_after) {
+        if (c->p.fault == BENCH_UP_FAULT_DROP_MID && c->sent >= c->p.drop_after) {
             c->stream_active = false; /* we end it, not the peer */
             conn_drain_then(c, true);
             return;
         }
-        if (c->p.fault == UP_FAULT_ERROR_MID && c->sent >= c->p.drop_after) {
+        if (c->p.fault == BENCH_UP_FAULT_ERROR_MID && c->sent >= c->p.drop_after) {
             send_stream_error(c);
             return;
         }
-        if (c->p.fault == UP_FAULT_GARBAGE_SSE && c->sent >= c->p.drop_after) {
+        if (c->p.fault == BENCH_UP_FAULT_GARBAGE_SSE && c->sent >= c->p.drop_after) {
             send_stream_garbage(c);
             return;
         }
-        if (c->sent >= c->p.chunks) {
+        if (c->sent >= bench_up_steps(c)) {
             send_stream_end(c);
             return;
         }
-        due = chunk_due_us(c, c->sent);
+        due = delta_due_us(c, c->sent);
         now = bench_now_us();
         if (due > now) {
             arm_timer_us(c, due - now);
             return;
         }
-        send_stream_content(c);
+        c->shape->stream_delta(c);
+        c->sent++;
         if (c->closing)
             return;
     }
 }
 
 static void
-record_last(struct up_conn *c)
+record_last(struct bench_up_conn *c)
 {
-    struct up_thread *t = c->t;
+    struct bench_up_thread *t = c->t;
     struct gw_buf tmp;
     const char *m = http_method_str((enum http_method)c->parser.method);
 
@@ -1364,128 +832,146 @@ record_last(struct up_conn *c)
     pthread_mutex_unlock(&last_mu);
 }
 
-/* Answers the status fault: --status with --error-body (as given) or, on the
- * Anthropic route without --error-body, an Anthropic error body for the status. */
+/* Answers the status fault: --status with --error-body (as given) or, without
+ * --error-body, the route's own error body when its shape has one. */
 static void
-send_status_fault(struct up_conn *c)
+send_status_fault(struct bench_up_conn *c)
 {
-    struct up_thread *t = c->t;
+    struct bench_up_thread *t = c->t;
     char extra[64] = "";
 
     if (c->p.has_retry_after)
         snprintf(extra, sizeof(extra), "Retry-After: %llu\r\n",
                  (unsigned long long)c->p.retry_after);
-    if (c->anth && !g.error_body_set) {
-        render_anth_error(&t->body, anth_error_type((unsigned)c->p.status), "fake failure");
-        send_simple(c, (unsigned)c->p.status, "application/json", extra, t->body.data, t->body.len);
+    if (c->shape->error_body != NULL && !bench_up_g.error_body_set) {
+        c->shape->error_body(&t->body, (unsigned)c->p.status);
+        bench_up_send_simple(c, (unsigned)c->p.status, "application/json", extra, t->body.data,
+                             t->body.len);
         return;
     }
-    send_simple(c, (unsigned)c->p.status, "application/json", extra, g.error_body.data,
-                g.error_body.len);
+    bench_up_send_simple(c, (unsigned)c->p.status, "application/json", extra,
+                         bench_up_g.error_body.data, bench_up_g.error_body.len);
 }
 
-/* Answers a request of either model route (c->anth picks the wire format). */
-static void
-answer_model(struct up_conn *c)
+/* What every API request does first: its number, the estimate of its prompt, the
+ * scan of its body, the /_bench/last record, then the shape's checks. true when
+ * the shape answered a refusal. */
+static bool
+start_request(struct bench_up_conn *c)
 {
-    uint64_t wait;
-
     c->id = atomic_fetch_add_explicit(&st.requests, 1, memory_order_relaxed) + 1;
     c->created = (uint64_t)time(NULL);
     c->prompt_tokens = (c->body.len + 3) / 4;
     c->sent = 0;
+    c->events = 0;
     c->t0_us = bench_now_us();
     scan_request(c, c->body.data ? c->body.data : "", c->body.len);
     record_last(c);
-    if (c->anth && !c->has_version) {
-        send_anth_error(c, 400, "invalid_request_error", "anthropic-version header is required");
+    return c->shape->prepare != NULL && c->shape->prepare(c);
+}
+
+/* Answers a model request of any shape. */
+static void
+answer_model(struct bench_up_conn *c)
+{
+    uint64_t wait, steps;
+
+    if (start_request(c))
         return;
-    }
-    if (c->anth && !c->has_max_tokens) {
-        send_anth_error(c, 400, "invalid_request_error", "max_tokens: Field required");
-        return;
-    }
     if (c->p.pace_n)
         c->p.chunks = pace_total(&c->p);
     if (c->p.chunks > UP_MAX_CHUNKS)
         c->p.chunks = UP_MAX_CHUNKS;
+    if (!c->shape->reasoning)
+        c->p.reasoning = 0;
     plan_answer(c);
     switch (c->p.fault) {
-    case UP_FAULT_STATUS: send_status_fault(c); return;
-    case UP_FAULT_HANG_HEADERS: c->state = UP_ST_HANG; return;
-    case UP_FAULT_DROP_BEFORE: c->closing = true; return;
-    case UP_FAULT_HANG_CONTENT:
-        c->state = UP_ST_HANG;
+    case BENCH_UP_FAULT_STATUS: send_status_fault(c); return;
+    case BENCH_UP_FAULT_HANG_HEADERS: c->state = BENCH_UP_ST_HANG; return;
+    case BENCH_UP_FAULT_DROP_BEFORE: c->closing = true; return;
+    case BENCH_UP_FAULT_HANG_CONTENT:
+        c->state = BENCH_UP_ST_HANG;
         if (c->stream)
             send_stream_start(c);
         return;
-    case UP_FAULT_ERROR_MID:
+    case BENCH_UP_FAULT_ERROR_MID:
         if (!c->stream) {
             send_status_fault(c); /* no stream to break: the status fault instead */
             return;
         }
         break;
-    case UP_FAULT_GARBAGE_BODY: send_garbage_body(c); return;
-    case UP_FAULT_GARBAGE_SSE:
-    case UP_FAULT_GARBAGE_LINES:
+    case BENCH_UP_FAULT_GARBAGE_BODY: send_garbage_body(c); return;
+    case BENCH_UP_FAULT_GARBAGE_SSE:
+    case BENCH_UP_FAULT_GARBAGE_LINES:
         if (!c->stream) {
             send_garbage_body(c); /* no stream to spoil: the garbage body instead */
             return;
         }
-        if (c->p.fault == UP_FAULT_GARBAGE_LINES) {
+        if (c->p.fault == BENCH_UP_FAULT_GARBAGE_LINES) {
             send_garbage_lines(c);
             return;
         }
         break;
-    case UP_FAULT_NONE:
-    case UP_FAULT_DROP_MID: break;
+    case BENCH_UP_FAULT_NONE:
+    case BENCH_UP_FAULT_DROP_MID: break;
     }
     if (c->stream) {
-        c->state = UP_ST_STREAM;
+        c->state = BENCH_UP_ST_STREAM;
         send_stream_start(c);
         if (!c->closing)
             stream_step(c);
         return;
     }
+    steps = bench_up_steps(c);
     if (c->p.pace_n)
-        wait = c->p.ttft_ms + (c->p.chunks > 0 ? pace_offset_ms(&c->p, c->p.chunks - 1) : 0);
+        wait = c->p.ttft_ms + (steps > 0 ? pace_offset_ms(&c->p, steps - 1) : 0);
     else
-        wait = c->p.ttft_ms + (c->p.chunks > 1 ? (c->p.chunks - 1) * c->p.interval_ms : 0);
+        wait = c->p.ttft_ms + (steps > 1 ? (steps - 1) * c->p.interval_ms : 0);
     if (wait > 0) {
-        c->state = UP_ST_WAIT;
+        c->state = BENCH_UP_ST_WAIT;
         arm_timer_us(c, wait * 1000u);
         return;
     }
     send_completion(c);
 }
 
-/* POST /v1/messages/count_tokens: {"input_tokens":P}, P the same estimate as a
- * messages request's prompt (ceil(body bytes / 4)). Checks anthropic-version; of the
- * faults only status (and error-mid, which answers like it) applies. */
+/* A token-counting request (Messages count_tokens, Gemini countTokens): the count of
+ * P = ceil(body bytes / 4), the same estimate as a model request's prompt, after the
+ * shape's checks; of the faults only status (and error-mid, answered like it) applies. */
 static void
-answer_count(struct up_conn *c)
+answer_count(struct bench_up_conn *c)
 {
-    struct up_thread *t = c->t;
+    struct bench_up_thread *t = c->t;
 
-    c->id = atomic_fetch_add_explicit(&st.requests, 1, memory_order_relaxed) + 1;
-    scan_request(c, c->body.data ? c->body.data : "", c->body.len);
-    record_last(c);
-    if (!c->has_version) {
-        send_anth_error(c, 400, "invalid_request_error", "anthropic-version header is required");
+    if (start_request(c))
         return;
-    }
-    if (c->p.fault == UP_FAULT_STATUS || c->p.fault == UP_FAULT_ERROR_MID) {
+    if (c->p.fault == BENCH_UP_FAULT_STATUS || c->p.fault == BENCH_UP_FAULT_ERROR_MID) {
         send_status_fault(c);
         return;
     }
-    gw_buf_reset(&t->body);
-    (void)gw_buf_printf(&t->body, "{\"input_tokens\":%llu}",
-                        (unsigned long long)((c->body.len + 3) / 4));
-    send_simple(c, 200, "application/json", NULL, t->body.data, t->body.len);
+    c->shape->count_answer(c, &t->body);
+    bench_up_send_simple(c, 200, "application/json", NULL, t->body.data, t->body.len);
+}
+
+/* The model listing of a shape that has one (Gemini's GET .../v1beta/models): recorded
+ * and counted like the other API requests; of the faults only status (and error-mid). */
+static void
+answer_models(struct bench_up_conn *c)
+{
+    struct bench_up_thread *t = c->t;
+
+    c->id = atomic_fetch_add_explicit(&st.requests, 1, memory_order_relaxed) + 1;
+    record_last(c);
+    if (c->p.fault == BENCH_UP_FAULT_STATUS || c->p.fault == BENCH_UP_FAULT_ERROR_MID) {
+        send_status_fault(c);
+        return;
+    }
+    c->shape->models_answer(c, &t->body);
+    bench_up_send_simple(c, 200, "application/json", NULL, t->body.data, t->body.len);
 }
 
 static void
-answer_stats(struct up_conn *c)
+answer_stats(struct bench_up_conn *c)
 {
     char b[512];
     int n = snprintf(b, sizeof(b),
@@ -1500,13 +986,13 @@ answer_stats(struct up_conn *c)
                      (unsigned long long)load_count(&st.streams_completed),
                      (unsigned long long)load_count(&st.streams_aborted));
 
-    send_simple(c, 200, "application/json", NULL, b, (size_t)n);
+    bench_up_send_simple(c, 200, "application/json", NULL, b, (size_t)n);
 }
 
 static void
-answer_last(struct up_conn *c)
+answer_last(struct bench_up_conn *c)
 {
-    struct up_thread *t = c->t;
+    struct bench_up_thread *t = c->t;
 
     gw_buf_reset(&t->body);
     pthread_mutex_lock(&last_mu);
@@ -1515,47 +1001,107 @@ answer_last(struct up_conn *c)
     pthread_mutex_unlock(&last_mu);
     if (t->body.len == 0)
         (void)gw_buf_append_str(&t->body, GW_STR_LIT("{}"));
-    send_simple(c, 200, "application/json", NULL, t->body.data, t->body.len);
+    bench_up_send_simple(c, 200, "application/json", NULL, t->body.data, t->body.len);
+}
+
+/* Whether the path <u>/<n> ends with <suffix>. */
+static bool
+path_ends_with(const char *u, size_t n, const char *suffix)
+{
+    size_t k = strlen(suffix);
+
+    return n >= k && memcmp(u + n - k, suffix, k) == 0;
+}
+
+/* Whether the query of <url> (after '?') has the parameter <param> ("alt=sse"). */
+static bool
+query_has(const struct gw_buf *url, const char *param)
+{
+    const char *u = url->data ? url->data : "", *q = strchr(u, '?');
+    size_t k = strlen(param);
+
+    while (q != NULL) {
+        q++;
+        if (strncmp(q, param, k) == 0 && (q[k] == '\0' || q[k] == '&'))
+            return true;
+        q = strchr(q, '&');
+    }
+    return false;
+}
+
+/* A Gemini method path: <prefix>/v1beta/models/{model}:{method}. Sets c's model place
+ * in the URL and returns the method (NULL when the path is not one). */
+static const char *
+gemini_method(struct bench_up_conn *c, const char *u, size_t n)
+{
+    static const char mark[] = "/v1beta/models/";
+    const char *m = NULL, *colon;
+
+    for (const char *p = u; (p = memmem(p, n - (size_t)(p - u), mark, sizeof(mark) - 1)) != NULL;
+         p++)
+        m = p + sizeof(mark) - 1; /* the last one */
+    if (m == NULL || (colon = memrchr(m, ':', n - (size_t)(m - u))) == NULL || colon == m ||
+        memchr(m, '/', (size_t)(colon - m)) != NULL)
+        return NULL;
+    c->path_model_off = (size_t)(m - u);
+    c->path_model_len = (size_t)(colon - m);
+    return colon + 1;
 }
 
 static void
-dispatch(struct up_conn *c)
+dispatch(struct bench_up_conn *c)
 {
     static const char nf[] = "{\"error\":{\"message\":\"not found\",\"type\":\"not_found\"}}";
-    const char *u = c->url.data ? c->url.data : "";
-    size_t n = strcspn(u, "?");
+    const char *u = c->url.data ? c->url.data : "", *gm;
+    size_t n = strcspn(u, "?"), mlen;
     enum up_route r = UP_ROUTE_NONE;
     unsigned m = c->parser.method;
 
+    c->counting = false;
 #define PATH_IS(s) (n == sizeof(s) - 1 && memcmp(u, s, n) == 0)
-    if (m == HTTP_POST && (PATH_IS("/v1/chat/completions") || PATH_IS("/chat/completions")))
-        r = UP_ROUTE_CHAT;
-    else if (m == HTTP_POST && (PATH_IS("/v1/messages") || PATH_IS("/messages")))
-        r = UP_ROUTE_MESSAGES;
-    else if (m == HTTP_POST &&
-             (PATH_IS("/v1/messages/count_tokens") || PATH_IS("/messages/count_tokens")))
+    if (m == HTTP_POST && (PATH_IS("/v1/chat/completions") || PATH_IS("/chat/completions"))) {
+        c->shape = &bench_up_chat;
+        r = UP_ROUTE_ANSWER;
+    } else if (m == HTTP_POST && (PATH_IS("/v1/messages") || PATH_IS("/messages"))) {
+        c->shape = &bench_up_messages;
+        r = UP_ROUTE_ANSWER;
+    } else if (m == HTTP_POST &&
+               (PATH_IS("/v1/messages/count_tokens") || PATH_IS("/messages/count_tokens"))) {
+        c->shape = &bench_up_messages;
         r = UP_ROUTE_COUNT;
-    else if (m == HTTP_GET && PATH_IS("/_bench/stats"))
+    } else if (m == HTTP_POST && (path_ends_with(u, n, "/v1/responses") || PATH_IS("/responses"))) {
+        c->shape = &bench_up_responses;
+        r = UP_ROUTE_ANSWER;
+    } else if (m == HTTP_POST && (gm = gemini_method(c, u, n)) != NULL) {
+        mlen = n - (size_t)(gm - u);
+        c->shape = &bench_up_gemini;
+        c->gemini_stream = mlen == 21 && memcmp(gm, "streamGenerateContent", 21) == 0;
+        c->gemini_sse = query_has(&c->url, "alt=sse");
+        if (c->gemini_stream || (mlen == 15 && memcmp(gm, "generateContent", 15) == 0))
+            r = UP_ROUTE_ANSWER;
+        else if (mlen == 11 && memcmp(gm, "countTokens", 11) == 0)
+            r = UP_ROUTE_COUNT;
+    } else if (m == HTTP_GET && path_ends_with(u, n, "/v1beta/models")) {
+        c->shape = &bench_up_gemini;
+        r = UP_ROUTE_MODELS;
+    } else if (m == HTTP_GET && PATH_IS("/_bench/stats")) {
         r = UP_ROUTE_STATS;
-    else if (m == HTTP_GET && PATH_IS("/_bench/last"))
+    } else if (m == HTTP_GET && PATH_IS("/_bench/last")) {
         r = UP_ROUTE_LAST;
+    }
 #undef PATH_IS
     switch (r) {
-    case UP_ROUTE_CHAT:
-        c->anth = false;
-        answer_model(c);
-        break;
-    case UP_ROUTE_MESSAGES:
-        c->anth = true;
-        answer_model(c);
-        break;
+    case UP_ROUTE_ANSWER: answer_model(c); break;
     case UP_ROUTE_COUNT:
-        c->anth = true;
+        c->counting = true;
         answer_count(c);
         break;
+    case UP_ROUTE_MODELS: answer_models(c); break;
     case UP_ROUTE_STATS: answer_stats(c); break;
     case UP_ROUTE_LAST: answer_last(c); break;
-    case UP_ROUTE_NONE: send_simple(c, 404, "application/json", NULL, nf, sizeof(nf) - 1); break;
+    case UP_ROUTE_NONE:
+        bench_up_send_simple(c, 404, "application/json", NULL, nf, sizeof(nf) - 1);
+        break;
     }
 }
 
@@ -1564,7 +1110,7 @@ dispatch(struct up_conn *c)
 static int
 on_message_begin(http_parser *p)
 {
-    struct up_conn *c = p->data;
+    struct bench_up_conn *c = p->data;
 
     gw_buf_reset(&c->url);
     gw_buf_reset(&c->hname);
@@ -1573,22 +1119,22 @@ on_message_begin(http_parser *p)
     gw_buf_reset(&c->body);
     c->in_value = false;
     c->has_version = false;
-    c->p = g.def;
+    c->p = bench_up_g.def;
     return 0;
 }
 
 static int
 on_url(http_parser *p, const char *at, size_t n)
 {
-    struct up_conn *c = p->data;
+    struct bench_up_conn *c = p->data;
 
     return gw_buf_append(&c->url, at, n) == GW_OK ? 0 : -1;
 }
 
 static void
-apply_override(struct up_conn *c, const char *name, const char *v, size_t vl)
+apply_override(struct bench_up_conn *c, const char *name, const char *v, size_t vl)
 {
-    struct up_params *q = &c->p;
+    struct bench_up_params *q = &c->p;
     uint64_t x;
 
     if (strcmp(name, "fault") == 0) {
@@ -1622,10 +1168,12 @@ apply_override(struct up_conn *c, const char *name, const char *v, size_t vl)
         q->cached = x;
     else if (strcmp(name, "cache-write") == 0)
         q->cache_write = x;
+    else if (strcmp(name, "reasoning") == 0 && x <= UP_MAX_CHUNKS)
+        q->reasoning = x;
 }
 
 static void
-finish_header(struct up_conn *c)
+finish_header(struct bench_up_conn *c)
 {
     char *nm;
 
@@ -1653,7 +1201,7 @@ finish_header(struct up_conn *c)
 static int
 on_header_field(http_parser *p, const char *at, size_t n)
 {
-    struct up_conn *c = p->data;
+    struct bench_up_conn *c = p->data;
 
     if (c->in_value)
         finish_header(c);
@@ -1663,7 +1211,7 @@ on_header_field(http_parser *p, const char *at, size_t n)
 static int
 on_header_value(http_parser *p, const char *at, size_t n)
 {
-    struct up_conn *c = p->data;
+    struct bench_up_conn *c = p->data;
 
     c->in_value = true;
     return gw_buf_append(&c->hval, at, n) == GW_OK ? 0 : -1;
@@ -1672,7 +1220,7 @@ on_header_value(http_parser *p, const char *at, size_t n)
 static int
 on_headers_complete(http_parser *p)
 {
-    struct up_conn *c = p->data;
+    struct bench_up_conn *c = p->data;
 
     if (c->in_value)
         finish_header(c);
@@ -1682,7 +1230,7 @@ on_headers_complete(http_parser *p)
 static int
 on_body(http_parser *p, const char *at, size_t n)
 {
-    struct up_conn *c = p->data;
+    struct bench_up_conn *c = p->data;
 
     if (c->body.len + n > UP_MAX_INPUT)
         return -1;
@@ -1692,7 +1240,7 @@ on_body(http_parser *p, const char *at, size_t n)
 static int
 on_message_complete(http_parser *p)
 {
-    struct up_conn *c = p->data;
+    struct bench_up_conn *c = p->data;
 
     c->msg_done = true;
     c->keep_alive = http_should_keep_alive(p) != 0;
@@ -1713,7 +1261,7 @@ static const http_parser_settings parser_settings = {
 /* ---- connection lifecycle ---- */
 
 static void
-conn_free(struct up_conn *c)
+conn_free(struct bench_up_conn *c)
 {
     if (c->by_peer) {
         count(&st.closed_by_peer);
@@ -1739,7 +1287,7 @@ conn_free(struct up_conn *c)
 
 /* Parses buffered input while no answer is pending. */
 static void
-conn_parse(struct up_conn *c)
+conn_parse(struct bench_up_conn *c)
 {
     while (!c->busy && !c->closing && c->in.len > 0) {
         size_t used = http_parser_execute(&c->parser, &parser_settings, c->in.data, c->in.len);
@@ -1757,7 +1305,7 @@ conn_parse(struct up_conn *c)
 
             c->busy = true;
             c->keep_alive = false;
-            send_simple(c, 400, "application/json", NULL, bad, sizeof(bad) - 1);
+            bench_up_send_simple(c, 400, "application/json", NULL, bad, sizeof(bad) - 1);
             return;
         }
         gw_buf_consume(&c->in, used);
@@ -1765,10 +1313,10 @@ conn_parse(struct up_conn *c)
 }
 
 static void
-conn_answer_done(struct up_conn *c)
+conn_answer_done(struct bench_up_conn *c)
 {
     c->busy = false;
-    c->state = UP_ST_IDLE;
+    c->state = BENCH_UP_ST_IDLE;
     /* pipelined bytes may be waiting: let the read handler parse them next turn */
     if (c->in.len > 0)
         event_active(&c->rev, EV_READ, 0);
@@ -1777,7 +1325,7 @@ conn_answer_done(struct up_conn *c)
 static void
 on_read(evutil_socket_t fd, short what, void *arg)
 {
-    struct up_conn *c = arg;
+    struct bench_up_conn *c = arg;
     ssize_t n;
 
     (void)what;
@@ -1812,7 +1360,7 @@ out:
 static void
 on_write(evutil_socket_t fd, short what, void *arg)
 {
-    struct up_conn *c = arg;
+    struct bench_up_conn *c = arg;
 
     (void)what;
     if (evbuffer_write(c->out, fd) < 0 && errno != EAGAIN && errno != EINTR)
@@ -1830,13 +1378,13 @@ on_write(evutil_socket_t fd, short what, void *arg)
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    struct up_conn *c = arg;
+    struct bench_up_conn *c = arg;
 
     (void)fd;
     (void)what;
-    if (c->state == UP_ST_WAIT)
+    if (c->state == BENCH_UP_ST_WAIT)
         send_completion(c);
-    else if (c->state == UP_ST_STREAM)
+    else if (c->state == BENCH_UP_ST_STREAM)
         stream_step(c);
     if (c->closing)
         conn_free(c);
@@ -1845,12 +1393,12 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 static void
 on_accept(evutil_socket_t lfd, short what, void *arg)
 {
-    struct up_thread *t = arg;
+    struct bench_up_thread *t = arg;
 
     (void)what;
     for (int i = 0; i < 64; i++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        struct up_conn *c;
+        struct bench_up_conn *c;
 
         if (fd < 0)
             return;
@@ -1931,7 +1479,7 @@ probe_port(struct sockaddr_in *sa)
 static void *
 thread_main(void *arg)
 {
-    struct up_thread *t = arg;
+    struct bench_up_thread *t = arg;
 
     event_base_dispatch(t->base);
     return NULL;
@@ -1943,7 +1491,7 @@ usage(void)
     fprintf(stderr,
             "usage: gwbench upstream [--listen HOST:PORT] [--threads N] [--ttft-ms N]\n"
             "         [--chunks N] [--interval-ms N] [--text STR] [--cached N]\n"
-            "         [--cache-write N]\n"
+            "         [--cache-write N] [--reasoning N]\n"
             "         [--fault none|status|hang-headers|hang-content|drop-before|drop-mid|\n"
             "                  error-mid|garbage-body|garbage-sse|garbage-lines]\n"
             "         [--status N] [--retry-after SECS] [--error-body JSON] [--drop-after N]\n"
@@ -1959,10 +1507,10 @@ parse_flags(int argc, char **argv)
     const char *err_body = "{\"error\":{\"message\":\"fake failure\",\"type\":\"server_error\"}}";
     uint64_t x;
 
-    g.threads = 1;
-    g.def.chunks = 5;
-    g.def.status = 500;
-    g.def.drop_after = 2;
+    srv.threads = 1;
+    bench_up_g.def.chunks = 5;
+    bench_up_g.def.status = 500;
+    bench_up_g.def.drop_after = 2;
     for (int i = 1; i < argc; i++) {
         int r;
 
@@ -1986,54 +1534,55 @@ parse_flags(int argc, char **argv)
         continue;                                                                                  \
     }
         STR("--listen", listen_s)
-        NUM("--threads", g.threads, UP_MAX_THREADS)
-        NUM("--ttft-ms", g.def.ttft_ms, 3600000)
-        NUM("--chunks", g.def.chunks, UP_MAX_CHUNKS)
-        NUM("--interval-ms", g.def.interval_ms, 3600000)
+        NUM("--threads", srv.threads, UP_MAX_THREADS)
+        NUM("--ttft-ms", bench_up_g.def.ttft_ms, 3600000)
+        NUM("--chunks", bench_up_g.def.chunks, UP_MAX_CHUNKS)
+        NUM("--interval-ms", bench_up_g.def.interval_ms, 3600000)
         STR("--text", text)
-        NUM("--cached", g.def.cached, UINT32_MAX)
-        NUM("--cache-write", g.def.cache_write, UINT32_MAX)
-        NUM("--status", g.def.status, 999)
-        NUM("--drop-after", g.def.drop_after, UP_MAX_CHUNKS)
+        NUM("--cached", bench_up_g.def.cached, UINT32_MAX)
+        NUM("--cache-write", bench_up_g.def.cache_write, UINT32_MAX)
+        NUM("--reasoning", bench_up_g.def.reasoning, UP_MAX_CHUNKS)
+        NUM("--status", bench_up_g.def.status, 999)
+        NUM("--drop-after", bench_up_g.def.drop_after, UP_MAX_CHUNKS)
         if ((r = bench_arg(argc, argv, &i, "--error-body", &v)) != 0) {
             if (r < 0) {
                 fprintf(stderr, "gwbench upstream: --error-body needs a value\n");
                 return 2;
             }
             err_body = v;
-            g.error_body_set = true;
+            bench_up_g.error_body_set = true;
             continue;
         }
         if ((r = bench_arg(argc, argv, &i, "--retry-after", &v)) != 0) {
-            if (r < 0 || !bench_parse_u64(v, UINT32_MAX, &g.def.retry_after)) {
+            if (r < 0 || !bench_parse_u64(v, UINT32_MAX, &bench_up_g.def.retry_after)) {
                 fprintf(stderr, "gwbench upstream: --retry-after needs a number\n");
                 return 2;
             }
-            g.def.has_retry_after = true;
+            bench_up_g.def.has_retry_after = true;
             continue;
         }
         if ((r = bench_arg(argc, argv, &i, "--pace", &v)) != 0) {
-            if (r < 0 || !parse_pace(v, strlen(v), &g.def)) {
+            if (r < 0 || !parse_pace(v, strlen(v), &bench_up_g.def)) {
                 fprintf(stderr,
                         "gwbench upstream: --pace wants COUNTxMS[,COUNTxMS...] (counts 1.., "
                         "at most %u segments), got '%s'\n",
-                        UP_MAX_PACE, r < 0 ? "" : v);
+                        BENCH_UP_MAX_PACE, r < 0 ? "" : v);
                 return 2;
             }
             continue;
         }
         if ((r = bench_arg(argc, argv, &i, "--tool-call", &v)) != 0) {
-            if (r < 0 || !parse_tool_names(v, strlen(v), &g.def)) {
+            if (r < 0 || !parse_tool_names(v, strlen(v), &bench_up_g.def)) {
                 fprintf(stderr,
                         "gwbench upstream: --tool-call wants NAME[,NAME...] (1 to %u names of "
                         "1 to %u characters A-Z a-z 0-9 _ -), got '%s'\n",
-                        UP_MAX_TOOLS, UP_TOOL_NAME, r < 0 ? "" : v);
+                        BENCH_UP_MAX_TOOLS, BENCH_UP_TOOL_NAME, r < 0 ? "" : v);
                 return 2;
             }
             continue;
         }
         if ((r = bench_arg(argc, argv, &i, "--fault", &v)) != 0) {
-            if (r < 0 || !parse_fault(v, strlen(v), &g.def.fault)) {
+            if (r < 0 || !parse_fault(v, strlen(v), &bench_up_g.def.fault)) {
                 fprintf(stderr, "gwbench upstream: unknown --fault '%s'\n", r < 0 ? "" : v);
                 return 2;
             }
@@ -2042,11 +1591,11 @@ parse_flags(int argc, char **argv)
 #undef NUM
 #undef STR
         if (strcmp(argv[i], "--no-usage") == 0) {
-            g.no_usage = true;
+            bench_up_g.no_usage = true;
             continue;
         }
         if (strcmp(argv[i], "--quiet") == 0) {
-            g.quiet = true;
+            srv.quiet = true;
             continue;
         }
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -2057,26 +1606,27 @@ parse_flags(int argc, char **argv)
         usage();
         return 2;
     }
-    if (g.threads == 0)
-        g.threads = 1;
-    if (g.def.status < 100)
-        g.def.status = 500;
-    if (!bench_parse_addr(listen_s, &g.addr)) {
+    if (srv.threads == 0)
+        srv.threads = 1;
+    if (bench_up_g.def.status < 100)
+        bench_up_g.def.status = 500;
+    if (!bench_parse_addr(listen_s, &srv.addr)) {
         fprintf(stderr, "gwbench upstream: --listen wants HOST:PORT, got '%s'\n", listen_s);
         return 2;
     }
-    if (append_json_inner(&g.text, text, strlen(text)) != GW_OK ||
-        gw_buf_append(&g.error_body, err_body, strlen(err_body)) != GW_OK)
+    if (bench_up_append_json_inner(&bench_up_g.text, text, strlen(text)) != GW_OK ||
+        gw_buf_append(&bench_up_g.error_body, err_body, strlen(err_body)) != GW_OK)
         return 1;
-    if (g.text.data == NULL)
-        (void)gw_buf_reserve(&g.text, 1);
+    if (bench_up_g.text.data == NULL)
+        (void)gw_buf_reserve(&bench_up_g.text, 1);
     return 0;
 }
 
 int
 bench_upstream_main(int argc, char **argv)
 {
-    static struct up_thread threads[UP_MAX_THREADS];
+    static struct bench_up_thread threads[UP_MAX_THREADS];
+    static pthread_t tids[UP_MAX_THREADS];
     struct sockaddr_in sa;
     char host[32];
     sigset_t sigs;
@@ -2085,7 +1635,7 @@ bench_upstream_main(int argc, char **argv)
     if ((rc = parse_flags(argc, argv)) != 0)
         return rc;
     signal(SIGPIPE, SIG_IGN);
-    sa = g.addr;
+    sa = srv.addr;
     /* A plain bind first: it fails when anyone already holds the port (a second
      * SO_REUSEPORT listener would silently share it), and it picks the port when
      * 0 was asked for. The listeners then bind that port with SO_REUSEPORT. */
@@ -2095,8 +1645,8 @@ bench_upstream_main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
-    for (unsigned i = 0; i < g.threads; i++) {
-        struct up_thread *t = &threads[i];
+    for (unsigned i = 0; i < srv.threads; i++) {
+        struct bench_up_thread *t = &threads[i];
 
         t->lfd = listen_socket(&sa);
         if (t->lfd < 0) {
@@ -2116,8 +1666,8 @@ bench_upstream_main(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    for (unsigned i = 0; i < g.threads; i++) {
-        if (pthread_create(&threads[i].tid, NULL, thread_main, &threads[i]) != 0) {
+    for (unsigned i = 0; i < srv.threads; i++) {
+        if (pthread_create(&tids[i], NULL, thread_main, &threads[i]) != 0) {
             fprintf(stderr, "gwbench upstream: cannot start a thread\n");
             return 1;
         }

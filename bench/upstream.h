@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
- * bench/upstream.h - `gwbench upstream`: a fake OpenAI Chat Completions and
- * Anthropic Messages server with paced streams, fault modes and /_bench/
- * introspection endpoints.
+ * bench/upstream.h - `gwbench upstream`: a fake LLM API server (OpenAI Chat
+ * Completions and Responses, Anthropic Messages, Google Gemini) with paced
+ * streams, fault modes and /_bench/ introspection endpoints.
  * Owns:    its listeners, worker threads and connections, for the life of the process.
  * Threads: the caller (main) plus --threads workers, one event_base each.
  * See:     bench/upstream.c, docs/gwbench.md

@@ -51,6 +51,7 @@ struct gw_conf_file_control {
 struct gw_conf_file_store {
     char *path;
     int64_t *map_size_mb;
+    int *responses;
 };
 
 struct gw_conf_file_retention {

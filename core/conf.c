@@ -867,6 +867,7 @@ gw_conf_defaults(struct gw_conf *c)
     c->server.drain_secs = 30;
     c->control.listen.port = 8081;
     c->store.map_size_mb = 4096;
+    c->store.responses = true;
     c->retention.row_days = 31;
     c->failover.failures_to_pause = 3;
     c->failover.pause_secs = 60;
@@ -1009,9 +1010,11 @@ build_store(struct ctx *x, const struct gw_conf_file *f)
         gw_free(c->store.path);
         c->store.path = p;
     }
-    if (f->store)
+    if (f->store) {
         take_int(x, "store", "map_size_mb", f->store->map_size_mb, 16, 1048576, GW_E_CFG_RANGE,
                  &c->store.map_size_mb);
+        take_bool(f->store->responses, &c->store.responses); /* strict words: the schema */
+    }
     if (f->retention)
         take_int(x, "retention", "row_days", f->retention->row_days, 1, 3650, GW_E_CFG_RANGE,
                  &c->retention.row_days);

@@ -231,6 +231,7 @@ struct gw_conf {
     struct {
         char *path;           /* resolved against the config file's folder */
         unsigned map_size_mb; /* default 4096 */
+        bool responses;       /* default true: keep Responses conversations (DESIGN.md 11) */
     } store;
     struct {
         unsigned row_days; /* default 31 */

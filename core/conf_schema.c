@@ -71,6 +71,7 @@ static const cyaml_schema_field_t control_fields[] = {
 static const cyaml_schema_field_t store_fields[] = {
     FIELD_STR("path", struct gw_conf_file_store, path),
     FIELD_INT("map_size_mb", struct gw_conf_file_store, map_size_mb),
+    FIELD_BOOL("responses", struct gw_conf_file_store, responses),
     CYAML_FIELD_END,
 };
 

@@ -37,6 +37,8 @@ struct gw_usage {
     uint64_t output_tokens;
     uint64_t cache_read_tokens;
     uint64_t cache_write_tokens;
+    uint64_t reasoning_tokens; /* of output_tokens, the reasoning (thinking) part, when the
+                                * upstream reports it (Chat, Responses, Gemini) */
     bool estimated; /* the gateway's estimate, the upstream reported none */
 };
 

@@ -395,6 +395,9 @@ enum gw_code dl_splice_model(const char *body, size_t len, struct gw_str model, 
 struct dl_model_entry;
 enum gw_code dl_anthropic_models_render(const struct dl_model_entry *v, size_t n, bool single,
                                         struct gw_buf *out);
+/* ... and in the Gemini shape (dialects/gemini.c). */
+enum gw_code dl_gemini_models_render(const struct dl_model_entry *v, size_t n, bool single,
+                                     struct gw_buf *out);
 
 /* Signatures across shapes. A reasoning signature (Messages signature, Responses
  * encrypted content, Gemini thoughtSignature) is opaque to every provider but the one

@@ -736,20 +736,22 @@ read_count(struct dl_json *j, uint64_t *out)
     return dl_json_number(j, &num) && dl_json_num_count(j, &num, out);
 }
 
+/* One count <name> of a *_tokens_details object (cached_tokens, reasoning_tokens). */
 static bool
-read_cached(struct dl_json *j, uint64_t *cached)
+read_detail(struct dl_json *j, const char *name, uint64_t *count)
 {
     struct dl_json_str k;
     bool first = true;
     int rc;
 
-    *cached = 0;
+    *count = 0;
     if (dl_json_peek(j) != '{')
         return dl_json_skip(j, NULL);
     if (!dl_json_obj_enter(j))
         return false;
     while ((rc = dl_json_obj_next(j, &first, &k)) > 0)
-        if (!(KEY_IS(j, &k, "cached_tokens") ? read_count(j, cached) : dl_json_skip(j, NULL)))
+        if (!(dl_json_key_is(j, &k, name, strlen(name)) ? read_count(j, count)
+                                                       : dl_json_skip(j, NULL)))
             return false;
     return rc == 0;
 }
@@ -759,7 +761,7 @@ read_cached(struct dl_json *j, uint64_t *cached)
 static bool
 read_usage(struct dl_json *j, struct gw_usage *usage)
 {
-    uint64_t prompt = 0, cached = 0, completion = 0;
+    uint64_t prompt = 0, cached = 0, completion = 0, reasoning = 0;
     struct dl_json_str k;
     bool first = true;
     int rc;
@@ -774,7 +776,9 @@ read_usage(struct dl_json *j, struct gw_usage *usage)
         else if (KEY_IS(j, &k, "completion_tokens"))
             ok = read_count(j, &completion);
         else if (KEY_IS(j, &k, "prompt_tokens_details"))
-            ok = read_cached(j, &cached);
+            ok = read_detail(j, "cached_tokens", &cached);
+        else if (KEY_IS(j, &k, "completion_tokens_details"))
+            ok = read_detail(j, "reasoning_tokens", &reasoning);
         else
             ok = dl_json_skip(j, NULL);
         if (!ok)
@@ -784,6 +788,7 @@ read_usage(struct dl_json *j, struct gw_usage *usage)
     usage->cache_read_tokens = cached;
     usage->input_tokens = prompt > cached ? prompt - cached : 0;
     usage->output_tokens = completion;
+    usage->reasoning_tokens = reasoning;
     return rc == 0;
 }
 

@@ -1326,6 +1326,9 @@ usage_object(const struct gw_usage *u, struct gw_buf *out)
         gw_buf_append_u64(out, sat_add(prompt, u->output_tokens)) != GW_OK ||
         gw_buf_append_cstr(out, ",\"prompt_tokens_details\":{\"cached_tokens\":") != GW_OK ||
         gw_buf_append_u64(out, u->cache_read_tokens) != GW_OK ||
+        gw_buf_append_cstr(out, "},\"completion_tokens_details\":{\"reasoning_tokens\":") !=
+            GW_OK ||
+        gw_buf_append_u64(out, u->reasoning_tokens) != GW_OK ||
         gw_buf_append_cstr(out, "}}") != GW_OK)
         return GW_E_NOMEM;
     return GW_OK;

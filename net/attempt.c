@@ -39,12 +39,12 @@
 #include "net/upstream.h"
 #include "store/store.h"
 
-/* True for the upstream shapes a Chat Completions request can be sent in by this build:
- * Chat itself and Anthropic Messages (converted, dialects/anthropic.h). */
+/* True for the upstream shapes this build sends requests in: every dialect with a
+ * shape in the hub (dialects/canon.c). */
 bool
 net_prov_spoken(const struct gw_conf_provider *p)
 {
-    return p->dialect == GW_DIALECT_OPENAI || p->dialect == GW_DIALECT_ANTHROPIC;
+    return dl_shape_ops(net_prov_shape(p)) != NULL;
 }
 
 const struct gw_conf_provider *
@@ -208,7 +208,21 @@ on_slow_start(evutil_socket_t fd, short what, void *arg)
 enum dl_shape
 net_prov_shape(const struct gw_conf_provider *p)
 {
-    return p->dialect == GW_DIALECT_ANTHROPIC ? DL_SHAPE_MESSAGES : DL_SHAPE_CHAT;
+    switch (p->dialect) {
+    case GW_DIALECT_OPENAI: return DL_SHAPE_CHAT;
+    case GW_DIALECT_RESPONSES: return DL_SHAPE_RESPONSES;
+    case GW_DIALECT_ANTHROPIC: return DL_SHAPE_MESSAGES;
+    case GW_DIALECT_GEMINI: return DL_SHAPE_GEMINI;
+    }
+    return DL_SHAPE_CHAT;
+}
+
+/* A Gemini client that asked for a stream without ?alt=sse reads one JSON array: its
+ * frames are rendered even from a Gemini upstream (which is always asked for SSE). */
+bool
+net_stream_json_array(const struct net_stream *s)
+{
+    return s->client_shape == DL_SHAPE_GEMINI && s->stream && !s->tgt.alt_sse;
 }
 
 /* The client's request in canonical form, parsed once (into the arena) the first time a
@@ -250,8 +264,22 @@ render_body(struct net_stream *s, size_t idx)
     s->upbody_ready = false;
     gw_buf_reset(&s->upbody);
     memset(&s->dropped, 0, sizeof(s->dropped)); /* what this candidate's shape drops */
+    switch (net_resp_body_for(s, c->prov, up)) {
+    case NET_RESP_AS_SENT: break;
+    case NET_RESP_UNCONVERTIBLE: return GW_E_UNCONVERTIBLE;
+    case NET_RESP_EXPANDED:
+        if (up == DL_SHAPE_RESPONSES) {
+            /* another Responses upstream: the history in the body, the model spliced */
+            rc = dl_splice_model(s->xbody.data, s->xbody.len, model, &s->upbody);
+            goto rendered;
+        }
+        break; /* the canonical request was parsed from the expanded body */
+    }
     if (up == s->client_shape && up == DL_SHAPE_CHAT) {
         rc = dl_openai_req_render(s->req, s->body.data, s->body.len, model, &s->upbody);
+    } else if (up == s->client_shape && up == DL_SHAPE_GEMINI) {
+        /* the model is in the upstream's URL, the body goes as it came */
+        rc = gw_buf_append(&s->upbody, s->body.data, s->body.len);
     } else if (up == s->client_shape) {
         rc = dl_splice_model(s->body.data, s->body.len, model, &s->upbody);
     } else {
@@ -273,11 +301,42 @@ render_body(struct net_stream *s, size_t idx)
                      why.data ? why.data : "the request cannot be converted");
         gw_buf_fini(&why);
     }
+rendered:
     if (rc == GW_OK) {
         s->upbody_ready = true;
         s->upbody_for = idx;
     }
     return rc;
+}
+
+/* The path of an upstream request for candidate <c> under its base URL's prefix, and
+ * the credential's header value (Bearer for the OpenAI shapes; the bare key for
+ * Anthropic and Gemini). Gemini names the model in the path and is always asked for
+ * SSE when streaming (DESIGN.md 11). */
+static enum gw_code
+upstream_target(const struct net_stream *s, const struct gw_route_cand *c, struct gw_buf *path,
+                struct gw_buf *auth)
+{
+    const struct gw_conf_provider *p = c->prov;
+    enum dl_shape up = net_prov_shape(p);
+
+    if ((up == DL_SHAPE_CHAT || up == DL_SHAPE_RESPONSES) &&
+        gw_buf_append(auth, "Bearer ", 7) != GW_OK)
+        return GW_E_NOMEM;
+    if (gw_buf_append_cstr(auth, p->keys[0].secret) != GW_OK ||
+        gw_buf_append_cstr(path, p->path_prefix) != GW_OK)
+        return GW_E_NOMEM;
+    switch (up) {
+    case DL_SHAPE_RESPONSES: return gw_buf_append_cstr(path, "/v1/responses");
+    case DL_SHAPE_MESSAGES: return gw_buf_append_cstr(path, "/v1/messages");
+    case DL_SHAPE_GEMINI:
+        if (gw_buf_append_cstr(path, "/v1beta/models/") != GW_OK ||
+            net_pct_encode_path((struct gw_str){c->model, c->model_len}, path) != GW_OK)
+            return GW_E_NOMEM;
+        return gw_buf_append_cstr(path, s->stream ? ":streamGenerateContent?alt=sse"
+                                                  : ":generateContent");
+    default: return gw_buf_append_cstr(path, "/v1/chat/completions");
+    }
 }
 
 void
@@ -308,12 +367,16 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     s->convert = up != s->client_shape;
     if (s->up_ops)
         s->up_ops->parse_init(&s->pst);
+    s->convert = up != s->client_shape || net_stream_json_array(s);
+    if (s->up_ops)
+        s->up_ops->parse_init(&s->pst);
     if (s->convert) {
         struct dl_render_ctx ctx = {.model = s->model,
                                     .id = {s->id, GW_ROW_ID_LEN},
                                     .created = net_now_ms() / 1000,
                                     .stream_usage = s->wants_usage,
                                     .upstream = up,
+                                    .json_array = net_stream_json_array(s),
                                     .arena = &s->arena};
 
         s->client_ops->render_init(&s->rst, &ctx);
@@ -321,23 +384,23 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     s->usage_seen = false;
     s->content_bytes = 0;
     if (render_body(s, (size_t)(c - s->cands)) != GW_OK ||
-        (!anth && gw_buf_append(&auth, "Bearer ", 7) != GW_OK) ||
-        gw_buf_append_cstr(&auth, p->keys[0].secret) != GW_OK ||
-        gw_buf_append_cstr(&path, p->path_prefix) != GW_OK ||
-        (anth ? gw_buf_append(&path, "/v1/messages", 12)
-              : gw_buf_append(&path, "/v1/chat/completions", 20)) != GW_OK) {
+        upstream_target(s, c, &path, &auth) != GW_OK) {
         gw_buf_fini(&auth);
         gw_buf_fini(&path);
         net_hop_failed(s, 0, GW_E_NOMEM);
         return;
     }
     s->upbody_ready = false; /* sent: a later hop renders its own */
-    if (anth) {
+    switch (up) {
+    case DL_SHAPE_MESSAGES:
         hdrs[n++] = (struct net_hdr){GW_STR_LIT("x-api-key"), {auth.data, auth.len}};
         hdrs[n++] =
             (struct net_hdr){GW_STR_LIT("anthropic-version"), GW_STR_LIT(DL_ANTHROPIC_VERSION)};
-    } else {
-        hdrs[n++] = (struct net_hdr){GW_STR_LIT("authorization"), {auth.data, auth.len}};
+        break;
+    case DL_SHAPE_GEMINI:
+        hdrs[n++] = (struct net_hdr){GW_STR_LIT("x-goog-api-key"), {auth.data, auth.len}};
+        break;
+    default: hdrs[n++] = (struct net_hdr){GW_STR_LIT("authorization"), {auth.data, auth.len}};
     }
     hdrs[n++] = (struct net_hdr){GW_STR_LIT("content-type"), GW_STR_LIT("application/json")};
     hdrs[n++] = (struct net_hdr){GW_STR_LIT("accept"), s->stream ? GW_STR_LIT("text/event-stream")
@@ -444,7 +507,7 @@ net_hop_next(struct net_stream *s)
             s->cur++;
             continue;
         }
-        if (c->prov->dialect != GW_DIALECT_OPENAI) {
+        if (s->client_shape != DL_SHAPE_CHAT || net_prov_shape(c->prov) != DL_SHAPE_CHAT) {
             /* Converted before a slot is taken: a request the shape cannot express
              * passes this candidate over (s->unconvertible says why). */
             code = render_body(s, s->cur);

@@ -34,15 +34,22 @@
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
 #include "net/calendar.h"
+#include "net/endpoint.h"
 #include "net/logger.h"
 #include "net/sink.h"
 #include "net/upstream.h"
 #include "store/store.h"
 
+/* The gateway key a request carries, in the places the official SDKs put it
+ * (DESIGN.md 4): Authorization: Bearer, x-api-key, x-goog-api-key, or ?key= in the URL
+ * (percent-decoded into <buf>). The query's key is never logged (no URL is) nor sent on:
+ * an upstream's URL is built anew. */
 static bool
-gateway_key(const struct net_conn *c, struct gw_str *key)
+gateway_key(const struct net_conn *c, struct gw_str *key, char *buf, size_t cap)
 {
+    struct net_target t;
     struct gw_str v;
+    int n;
 
     if (net_conn_header(c, GW_STR_LIT("authorization"), &v)) {
         if (v.len > 7 && strncasecmp(v.ptr, "bearer ", 7) == 0) {
@@ -55,8 +62,16 @@ gateway_key(const struct net_conn *c, struct gw_str *key)
             return key->len > 0;
         }
     }
-    if (net_conn_header(c, GW_STR_LIT("x-api-key"), &v) && v.len) {
+    if ((net_conn_header(c, GW_STR_LIT("x-api-key"), &v) ||
+         net_conn_header(c, GW_STR_LIT("x-goog-api-key"), &v)) &&
+        v.len) {
         *key = v;
+        return true;
+    }
+    net_target_of(c->rq.method,
+                  (struct gw_str){c->rq.url.data ? c->rq.url.data : "", c->rq.url.len}, 0, &t);
+    if (t.key.len && (n = net_pct_decode(t.key, buf, cap)) > 0) {
+        *key = (struct gw_str){buf, (size_t)n};
         return true;
     }
     return false;
@@ -89,10 +104,11 @@ net_auth_client(struct net_conn *c, const struct gw_conf *conf, enum gw_code *co
     const struct gw_conf_client *cl;
     struct gw_str key;
     unsigned char digest[32];
+    char qkey[512];
 
-    if (!gateway_key(c, &key)) {
+    if (!gateway_key(c, &key, qkey, sizeof(qkey))) {
         *code = GW_E_AUTH_MISSING_KEY;
-        *why = "no gateway key: send Authorization: Bearer <key> or x-api-key";
+        *why = "no gateway key: send Authorization: Bearer <key>, x-api-key or x-goog-api-key";
         return NULL;
     }
     key_digest(c, key, digest);

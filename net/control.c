@@ -229,6 +229,8 @@ net_control_row_json(const struct gw_row *r)
                               json_integer((json_int_t)r->usage.cache_read_tokens));
     rc |= json_object_set_new(usage, "cache_write_tokens",
                               json_integer((json_int_t)r->usage.cache_write_tokens));
+    rc |= json_object_set_new(usage, "reasoning_tokens",
+                              json_integer((json_int_t)r->usage.reasoning_tokens));
     rc |= json_object_set_new(usage, "estimated", json_boolean(r->usage.estimated));
     for (i = 0; i < n; i++)
         rc |= json_array_append_new(attempts, attempt_json(&r->attempts[i]));

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT
- * net/count.c - POST /v1/messages/count_tokens (issue 9): forwarded, with the model
- * rewritten, to the first Anthropic upstream of the model's candidates; when none has
- * it or that upstream does not answer, the gateway's own estimate (DESIGN.md 18: a token
- * per 4 bytes of the input), marked with x-gw-estimated: true. A count is not an API
+ * net/count.c - token counts: POST /v1/messages/count_tokens (issue 9) and Gemini's
+ * POST /v1beta/models/{m}:countTokens (issue 10), forwarded to the first upstream of the
+ * client's own shape among the model's candidates (Messages with the model rewritten,
+ * Gemini with the model in the path); when none has it or that upstream does not
+ * answer, the gateway's own estimate (DESIGN.md 18: a token per 4 bytes of the input),
+ * marked with x-gw-estimated: true. A count is not an API
  * call of the key's: no row, no key limits, no slot.
  * Owns:    the stream's one exchange with the counting upstream.
  * Threads: the owning worker only; never blocks.
@@ -20,7 +22,8 @@
 
 #define NET_COUNT_MAX_ANSWER (64 * 1024)
 
-/* The gateway's estimate, answered in the Messages shape. */
+/* The gateway's estimate, answered in the client's shape (Messages input_tokens,
+ * Gemini totalTokens). */
 static void
 count_estimate(struct net_stream *s)
 {
@@ -28,8 +31,10 @@ count_estimate(struct net_stream *s)
     struct net_hdr h[2] = {est};
     char body[64];
     size_t n = 1;
-    int len =
-        snprintf(body, sizeof(body), "{\"input_tokens\":%llu}", (unsigned long long)s->est_input);
+    int len = snprintf(body, sizeof(body),
+                       s->client_shape == DL_SHAPE_GEMINI ? "{\"totalTokens\":%llu}"
+                                                          : "{\"input_tokens\":%llu}",
+                       (unsigned long long)s->est_input);
 
     if (net_stream_dropped_header(s, &h[1]))
         n++;
@@ -87,7 +92,31 @@ static const struct net_up_cbs count_cbs = {
     .on_end = on_count_end,
 };
 
-/* Sends the count to candidate <c> (an Anthropic upstream). False when it could not. */
+/* The count request for candidate <c> of the client's own shape: Messages
+ * /v1/messages/count_tokens with the model spliced in, Gemini :countTokens with the
+ * model in the path and the body as it came. */
+static enum gw_code
+count_target(struct net_stream *s, const struct gw_route_cand *c, struct gw_buf *path,
+             struct gw_buf *body)
+{
+    struct gw_str model = {c->model, c->model_len};
+
+    if (gw_buf_append_cstr(path, c->prov->path_prefix) != GW_OK)
+        return GW_E_NOMEM;
+    if (s->client_shape == DL_SHAPE_GEMINI) {
+        if (gw_buf_append_cstr(path, "/v1beta/models/") != GW_OK ||
+            net_pct_encode_path(model, path) != GW_OK ||
+            gw_buf_append_cstr(path, ":countTokens") != GW_OK)
+            return GW_E_NOMEM;
+        return gw_buf_append(body, s->body.data, s->body.len);
+    }
+    if (gw_buf_append_cstr(path, "/v1/messages/count_tokens") != GW_OK)
+        return GW_E_NOMEM;
+    return dl_splice_model(s->body.data, s->body.len, model, body);
+}
+
+/* Sends the count to candidate <c> (an upstream of the client's shape). False when it
+ * could not. */
 static bool
 count_send(struct net_stream *s, const struct gw_route_cand *c)
 {
@@ -98,18 +127,20 @@ count_send(struct net_stream *s, const struct gw_route_cand *c)
     struct gw_str v;
     size_t n = 0;
 
-    if (dl_splice_model(s->body.data, s->body.len, (struct gw_str){c->model, c->model_len},
-                        &body) != GW_OK ||
-        gw_buf_append_cstr(&path, p->path_prefix) != GW_OK ||
-        gw_buf_append_cstr(&path, "/v1/messages/count_tokens") != GW_OK) {
+    if (count_target(s, c, &path, &body) != GW_OK) {
         gw_buf_fini(&path);
         gw_buf_fini(&body);
         return false;
     }
-    h[n++] = (struct net_hdr){GW_STR_LIT("x-api-key"), gw_str_c(p->keys[0].secret)};
-    h[n++] = (struct net_hdr){GW_STR_LIT("anthropic-version"), GW_STR_LIT(DL_ANTHROPIC_VERSION)};
-    if (net_conn_header(s->conn, GW_STR_LIT("anthropic-beta"), &v))
-        h[n++] = (struct net_hdr){GW_STR_LIT("anthropic-beta"), v};
+    if (s->client_shape == DL_SHAPE_GEMINI) {
+        h[n++] = (struct net_hdr){GW_STR_LIT("x-goog-api-key"), gw_str_c(p->keys[0].secret)};
+    } else {
+        h[n++] = (struct net_hdr){GW_STR_LIT("x-api-key"), gw_str_c(p->keys[0].secret)};
+        h[n++] =
+            (struct net_hdr){GW_STR_LIT("anthropic-version"), GW_STR_LIT(DL_ANTHROPIC_VERSION)};
+        if (net_conn_header(s->conn, GW_STR_LIT("anthropic-beta"), &v))
+            h[n++] = (struct net_hdr){GW_STR_LIT("anthropic-beta"), v};
+    }
     memset(&rq, 0, sizeof(rq));
     rq.prov = p;
     rq.method = "POST";
@@ -163,7 +194,7 @@ net_count_tokens(struct net_stream *s)
     }
     s->n_cands = res.n;
     for (i = 0; i < s->n_cands; i++)
-        if (net_prov_shape(s->cands[i].prov) == DL_SHAPE_MESSAGES &&
+        if (net_prov_shape(s->cands[i].prov) == s->client_shape &&
             s->cands[i].state != GW_CAND_DISABLED && count_send(s, &s->cands[i]))
             return;
     count_estimate(s);

@@ -109,6 +109,37 @@ models_collect(const struct gw_conf *c, const struct gw_conf_client *cl, struct 
     return n;
 }
 
+/* The one model a listing asks for: /v1/models/{id}, /v1beta/models/{m} (percent-decoded,
+ * without the "models/" of Gemini's resource names); false for a whole listing. */
+static bool
+listing_one(struct net_stream *s, struct gw_str *want)
+{
+    const struct net_conn *c = s->conn;
+    const char *q = memchr(c->rq.url.data, '?', c->rq.url.len);
+    size_t plen = q ? (size_t)(q - c->rq.url.data) : c->rq.url.len;
+    char *m;
+    int n;
+
+    if (s->client_shape != DL_SHAPE_GEMINI) {
+        if (plen <= 11) /* "/v1/models/" + id */
+            return false;
+        *want = (struct gw_str){c->rq.url.data + 11, plen - 11};
+        return true;
+    }
+    if (!s->tgt.model.len)
+        return false;
+    m = gw_arena_alloc(&s->arena, s->tgt.model.len);
+    n = m ? net_pct_decode(s->tgt.model, m, s->tgt.model.len) : -1;
+    if (n < 0) {
+        *want = (struct gw_str){"", 0}; /* found by no model */
+        return true;
+    }
+    *want = (struct gw_str){m, (size_t)n};
+    if (n > 7 && memcmp(m, "models/", 7) == 0)
+        *want = (struct gw_str){m + 7, (size_t)n - 7};
+    return true;
+}
+
 void
 net_models_listing(struct net_stream *s)
 {
@@ -117,11 +148,15 @@ net_models_listing(struct net_stream *s)
     struct gw_buf body = {0};
     const char *why_auth;
     enum gw_code rc;
-    size_t max = s->conf->n_groups, n, i, plen = 0;
-    const char *q, *id = NULL;
-    /* In the Anthropic shape when the request carries anthropic-version (DESIGN.md 4). */
+    size_t max = s->conf->n_groups, n, i;
+    const char *id = NULL;
+    struct gw_str want;
+    /* In the Anthropic shape when the request carries anthropic-version, Gemini's under
+     * /v1beta (DESIGN.md 4). */
     enum gw_code (*render)(const struct dl_model_entry *, size_t, bool, struct gw_buf *) =
-        s->client_shape == DL_SHAPE_MESSAGES ? dl_anthropic_models_render : dl_openai_models_render;
+        s->client_shape == DL_SHAPE_MESSAGES ? dl_anthropic_models_render
+        : s->client_shape == DL_SHAPE_GEMINI ? dl_gemini_models_render
+                                             : dl_openai_models_render;
 
     s->client = net_auth_client(c, s->conf, &rc, &why_auth);
     if (!s->client) {
@@ -136,15 +171,10 @@ net_models_listing(struct net_stream *s)
         return;
     }
     n = models_collect(s->conf, s->client, v, max);
-    q = memchr(c->rq.url.data, '?', c->rq.url.len);
-    plen = q ? (size_t)(q - c->rq.url.data) : c->rq.url.len;
-    if (plen > 11) { /* "/v1/models/" + id */
-        char *want = gw_strndup(c->rq.url.data + 11, plen - 11);
-
-        for (i = 0; want && i < n; i++)
-            if (strcmp(v[i].id, want) == 0)
+    if (listing_one(s, &want)) {
+        for (i = 0; i < n; i++)
+            if (strlen(v[i].id) == want.len && memcmp(v[i].id, want.ptr, want.len) == 0)
                 id = v[i].id;
-        gw_free(want);
         if (!id) {
             net_stream_refuse(s, GW_E_MODEL_NOT_FOUND, "no such model for this key", false);
             return;

@@ -287,23 +287,6 @@ attach_usage(struct gwd *g, struct gw_conf *conf)
     return true;
 }
 
-/* Providers of another API shape are accepted in the config (the shapes are part of
- * the contract) but this build only sends Chat Completions requests as they are or
- * converted to Anthropic Messages: say so once. */
-static void
-warn_unspoken(const struct gw_conf *conf)
-{
-    size_t i;
-
-    for (i = 0; i < conf->n_providers; i++)
-        if (conf->providers[i].dialect != GW_DIALECT_OPENAI &&
-            conf->providers[i].dialect != GW_DIALECT_ANTHROPIC)
-            GW_LOG(GW_LOG_WARN, NULL, "provider_unused",
-                   "provider %s: dialect %s is not converted by this build yet; it is never "
-                   "chosen",
-                   conf->providers[i].name, gw_dialect_str(conf->providers[i].dialect));
-}
-
 /* ---- signals ---- */
 
 static void
@@ -327,7 +310,6 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
         return;
     }
     g->drain_secs = conf->server.drain_secs;
-    warn_unspoken(conf);
     gw_conf_publish(&g->gt, conf);
     GW_LOG(GW_LOG_INFO, NULL, "reloaded",
            "config %s reloaded (listen and store changes need a "
@@ -495,7 +477,6 @@ run(struct gwd *g)
         fprintf(stderr, "gwd: cannot start the calendar watch\n");
         goto out;
     }
-    warn_unspoken(conf);
     g->linktest = net_linktest_start();
     GW_LOG(GW_LOG_INFO, NULL, "ready",
            "gwd %s data=%s control=%s:%u workers=%u max_connections=%u (descriptor limit %lu)",

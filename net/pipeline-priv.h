@@ -26,6 +26,7 @@
 #include "core/arena.h"
 #include "dialects/canon.h"
 #include "dialects/openai.h"
+#include "net/endpoint.h"
 #include "net/net-priv.h"
 #include "net/sink.h"
 #include "net/upstream.h"
@@ -49,6 +50,7 @@ struct net_stream {
      * body about to be converted, is parsed into the canonical form in the arena */
     enum dl_shape client_shape;
     const struct dl_shape_ops *client_ops;
+    struct net_target tgt;     /* the endpoint; its slices are valid while conn is */
     struct dl_openai_req *req; /* Chat clients */
     struct gw_arena arena;     /* the request's arena (core/arena.h) */
     struct dl_request creq;    /* the canonical request, once creq_ready */
@@ -125,6 +127,15 @@ struct net_stream {
     enum gw_code fail_code; /* the last real failure */
     int fail_status;
     struct gw_row *row;
+    /* Responses state (respstate.c) */
+    struct gw_str prev_id;               /* previous_response_id, "" when none */
+    bool prev_found;                     /* ... the gateway kept it: */
+    enum dl_shape prev_shape;            /* the shape of the upstream that made it */
+    char prev_provider[GW_NAME_MAX + 1]; /* ... and its provider */
+    struct gw_buf prev_items;            /* its items (JSON array) */
+    struct gw_buf xbody;                 /* the body expanded with them */
+    bool resp_keep;                      /* this answer is to be kept */
+    struct dl_answer resp_fold;          /* ... its events folded */
 };
 
 /* Retry-After, retry-after-ms and x-should-retry (DESIGN.md 18), as header pairs. */
@@ -195,6 +206,7 @@ void net_key_gate(struct net_stream *s);
 
 bool net_prov_spoken(const struct gw_conf_provider *p);
 enum dl_shape net_prov_shape(const struct gw_conf_provider *p);
+bool net_stream_json_array(const struct net_stream *s);
 const struct gw_conf_provider *net_stream_prov(const struct net_stream *s);
 struct gw_attempt *net_attempt_cur(struct net_stream *s);
 void net_attempt_end(struct net_stream *s, enum gw_outcome outcome, int status, enum gw_code code);
@@ -209,6 +221,27 @@ bool net_order_varies(const struct gw_conf *c, struct gw_str model);
 void net_stream_conversation(struct net_stream *s);
 void net_skip_paused(struct net_stream *s);
 bool net_prov_full(void *arg, const struct gw_conf_provider *p);
+
+/* ---- respstate.c: Responses state (DESIGN.md 11) ---- */
+/* After a Responses body is parsed: what to keep, and previous_response_id looked up
+ * (found: s->xbody and the canonical request expanded with its items). GW_OK, or a
+ * refusal's code with <why>. */
+enum gw_code net_resp_prepare(struct net_stream *s, struct gw_buf *why);
+/* The provider a previous_response_id goes back to first, or NULL. */
+const char *net_resp_sticky(const struct net_stream *s);
+enum net_resp_body {
+    NET_RESP_AS_SENT,      /* the client's body (no previous response, or its maker) */
+    NET_RESP_EXPANDED,     /* s->xbody / the expanded canonical request */
+    NET_RESP_UNCONVERTIBLE /* s->unconvertible says why */
+};
+enum net_resp_body net_resp_body_for(struct net_stream *s, const struct gw_conf_provider *p,
+                                     enum dl_shape up);
+/* Folds a canonical event, or a whole upstream answer, of the hop being kept. */
+void net_resp_event(struct net_stream *s, const struct dl_event *ev);
+void net_resp_answer(struct net_stream *s, const char *body, size_t len);
+/* The hop answered well: keep the conversation when asked. */
+void net_resp_keep(struct net_stream *s);
+void net_resp_fini(struct net_stream *s);
 
 /* ---- listing.c: model listings (DESIGN.md 9) ---- */
 

@@ -154,21 +154,30 @@ net_stream_answer(struct net_stream *s, int status, const char *ctype, const cha
     answer_on(&s->sink, status, s->id, ctype, d ? &dropped : NULL, d ? 1 : 0, body, len);
 }
 
-/* The API shape a client speaks, from what its request head asks for: the Messages
- * paths, and a listing asked with anthropic-version, are Anthropic's; the rest Chat's.
- * Refusals made before the pipeline knows more are answered in it. */
+/* What <c>'s request head asks for: the endpoint and the client's API shape (refusals
+ * made before the pipeline knows more are answered in it), net/endpoint.c. */
+static void
+conn_target(const struct net_conn *c, struct net_target *t)
+{
+    unsigned hints = 0;
+    struct gw_str v;
+
+    if (net_conn_header(c, GW_STR_LIT("anthropic-version"), &v))
+        hints |= NET_HINT_ANTHROPIC;
+    if (net_conn_header(c, GW_STR_LIT("x-goog-api-key"), &v) ||
+        net_conn_header(c, GW_STR_LIT("x-goog-api-client"), &v))
+        hints |= NET_HINT_GOOGLE;
+    net_target_of(c->rq.method,
+                  (struct gw_str){c->rq.url.data ? c->rq.url.data : "", c->rq.url.len}, hints, t);
+}
+
 enum dl_shape
 net_conn_shape(const struct net_conn *c)
 {
-    struct gw_str v;
+    struct net_target t;
 
-    if (c->rq.url.len >= 12 && memcmp(c->rq.url.data, "/v1/messages", 12) == 0 &&
-        (c->rq.url.len == 12 || c->rq.url.data[12] == '/' || c->rq.url.data[12] == '?'))
-        return DL_SHAPE_MESSAGES;
-    if (c->rq.url.len >= 10 && memcmp(c->rq.url.data, "/v1/models", 10) == 0 &&
-        net_conn_header(c, GW_STR_LIT("anthropic-version"), &v))
-        return DL_SHAPE_MESSAGES;
-    return DL_SHAPE_CHAT;
+    conn_target(c, &t);
+    return t.shape;
 }
 
 /* A gateway refusal with <code> on <k>: x-gw-code and an error body in the client's
@@ -224,6 +233,7 @@ net_stream_free(struct net_stream *s)
     if (s->limit_timer)
         event_free(s->limit_timer);
     dl_openai_req_free(s->req);
+    net_resp_fini(s);
     gw_buf_fini(&s->body);
     net_body_release(&s->body_held);
     gw_buf_fini(&s->upbody);
@@ -419,65 +429,29 @@ net_stream_refuse(struct net_stream *s, enum gw_code code, const char *message, 
     net_stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
 }
 
-static bool
-path_is(const struct net_conn *c, const char *p)
-{
-    size_t n = strlen(p), len = c->rq.url.len;
-    const char *q = c->rq.url.data ? memchr(c->rq.url.data, '?', len) : NULL;
-
-    if (q)
-        len = (size_t)(q - c->rq.url.data);
-    return len == n && memcmp(c->rq.url.data, p, n) == 0;
-}
-
-/* The endpoints: which one a head asks for (method and path). */
-enum endpoint {
-    EP_NONE,     /* no such path: 404 */
-    EP_METHOD,   /* a known path with another method: 405 */
-    EP_CHAT,     /* POST /v1/chat/completions */
-    EP_MESSAGES, /* POST /v1/messages */
-    EP_COUNT,    /* POST /v1/messages/count_tokens */
-    EP_MODELS,   /* GET /v1/models, /v1/models/{id} */
-    EP_HEALTHZ,  /* GET /healthz */
-    EP_READYZ,   /* GET /readyz */
-};
-
-static enum endpoint
-endpoint_of(const struct net_conn *c)
-{
-    enum http_method m = c->rq.method;
-
-    if (path_is(c, "/v1/chat/completions"))
-        return m == HTTP_POST ? EP_CHAT : EP_METHOD;
-    if (path_is(c, "/v1/messages"))
-        return m == HTTP_POST ? EP_MESSAGES : EP_METHOD;
-    if (path_is(c, "/v1/messages/count_tokens"))
-        return m == HTTP_POST ? EP_COUNT : EP_METHOD;
-    if (m == HTTP_GET && (path_is(c, "/v1/models") ||
-                          (c->rq.url.len > 11 && memcmp(c->rq.url.data, "/v1/models/", 11) == 0)))
-        return EP_MODELS;
-    if (m == HTTP_GET && path_is(c, "/healthz"))
-        return EP_HEALTHZ;
-    if (m == HTTP_GET && path_is(c, "/readyz"))
-        return EP_READYZ;
-    return EP_NONE;
-}
-
 enum gw_code
 net_pipeline_head(struct net_conn *c, const char **why)
 {
     enum gw_code code = GW_OK;
     struct gw_conf *conf;
+    struct net_target t;
 
-    switch (endpoint_of(c)) {
-    case EP_NONE: *why = "no such endpoint"; return GW_E_NOT_FOUND;
-    case EP_METHOD: *why = "use POST"; return GW_E_METHOD_NOT_ALLOWED;
-    case EP_HEALTHZ:
-    case EP_READYZ: return GW_OK; /* the stream takes its own snapshot */
-    case EP_CHAT:
-    case EP_MESSAGES:
-    case EP_COUNT:
-    case EP_MODELS: break;
+    conn_target(c, &t);
+    switch (t.ep) {
+    case NET_EP_NONE: *why = "no such endpoint"; return GW_E_NOT_FOUND;
+    case NET_EP_METHOD:
+        *why = "this method is not served on this path";
+        return GW_E_METHOD_NOT_ALLOWED;
+    case NET_EP_HEALTHZ:
+    case NET_EP_READYZ: return GW_OK; /* the stream takes its own snapshot */
+    case NET_EP_CHAT:
+    case NET_EP_RESPONSES:
+    case NET_EP_MESSAGES:
+    case NET_EP_COUNT:
+    case NET_EP_GEMINI:
+    case NET_EP_GEMINI_COUNT:
+    case NET_EP_MODELS:
+    case NET_EP_GEMINI_MODELS: break;
     }
     /* The key is checked on the head, so a client without a valid one never has its
      * body read (DESIGN 4). The snapshot goes on to the stream, which reads the client
@@ -489,6 +463,30 @@ net_pipeline_head(struct net_conn *c, const char **why)
     }
     gw_conf_release(c->conf);
     c->conf = conf;
+    return GW_OK;
+}
+
+/* A Gemini request names its model and whether it streams in the URL, not the body
+ * (net/endpoint.c): they go into the canonical request. */
+static enum gw_code
+gemini_url_request(struct net_stream *s, struct gw_buf *why)
+{
+    char *m = gw_arena_alloc(&s->arena, s->tgt.model.len + 1);
+    int n = m ? net_pct_decode(s->tgt.model, m, s->tgt.model.len) : -1;
+
+    if (!m)
+        return GW_E_NOMEM;
+    if (n <= 0) {
+        gw_buf_append_cstr(why, "the model in the path is not valid");
+        return GW_E_BAD_REQUEST;
+    }
+    /* "models/x" in the path's model is the SDK's resource name of x */
+    if (n > 7 && memcmp(m, "models/", 7) == 0) {
+        m += 7;
+        n -= 7;
+    }
+    s->creq.model = (struct gw_str){m, (size_t)n};
+    s->creq.stream = s->tgt.stream;
     return GW_OK;
 }
 
@@ -511,11 +509,14 @@ net_stream_read_request(struct net_stream *s)
         }
     } else {
         rc = s->client_ops->request_parse(&s->arena, s->body.data, s->body.len, &s->creq, &why);
+        if (rc == GW_OK && s->client_shape == DL_SHAPE_GEMINI)
+            rc = gemini_url_request(s, &why);
         if (rc == GW_OK) {
             s->creq_ready = true;
             s->model = s->creq.model;
             s->stream = s->creq.stream;
             s->est_input = dl_request_input_estimate(&s->creq);
+            rc = net_resp_prepare(s, &why); /* may expand the request (and its estimate) */
         }
     }
     if (rc != GW_OK)
@@ -566,6 +567,8 @@ api_request(struct net_stream *s)
             net_stream_conversation(s);
         if (s->conv && gw_sticky_lookup(s->w->sticky, s->conv, rq.now_ms, s->within_turn, sticky))
             rq.sticky = sticky;
+        if (net_resp_sticky(s))
+            rq.sticky = net_resp_sticky(s); /* the upstream that made the previous response */
         if (gw_route_order(s->conf, &rq, true, s->cands, &res) != GW_OK || res.pick < 0) {
             net_stream_refuse(s, GW_E_MODEL_NOT_FOUND, "no upstream offers that model", true);
             return;
@@ -634,23 +637,28 @@ net_pipeline_start(struct net_conn *c)
         net_stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is shutting down", false);
         return;
     }
-    switch (endpoint_of(c)) {
-    case EP_CHAT:
-    case EP_MESSAGES: api_request(s); return;
-    case EP_COUNT:
+    conn_target(c, &s->tgt);
+    switch (s->tgt.ep) {
+    case NET_EP_CHAT:
+    case NET_EP_RESPONSES:
+    case NET_EP_MESSAGES:
+    case NET_EP_GEMINI: api_request(s); return;
+    case NET_EP_COUNT:
+    case NET_EP_GEMINI_COUNT:
         GW_FREE(s->row); /* a count is not an API call of the key's: no row, no limits */
         net_count_tokens(s);
         return;
-    case EP_MODELS:
+    case NET_EP_MODELS:
+    case NET_EP_GEMINI_MODELS:
         GW_FREE(s->row); /* not an API call: no row */
         net_models_listing(s);
         return;
-    case EP_HEALTHZ:
+    case NET_EP_HEALTHZ:
         GW_FREE(s->row);
         net_stream_answer(s, 200, "application/json", "{\"status\":\"ok\"}", 15);
         net_stream_finish(s, 200, GW_OK, GW_OUT_OK);
         return;
-    case EP_READYZ:
+    case NET_EP_READYZ:
         GW_FREE(s->row);
         if (w->draining) {
             net_stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is draining", false);
@@ -659,11 +667,12 @@ net_pipeline_start(struct net_conn *c)
             net_stream_finish(s, 200, GW_OK, GW_OUT_OK);
         }
         return;
-    case EP_METHOD:
+    case NET_EP_METHOD:
         GW_FREE(s->row);
-        net_stream_refuse(s, GW_E_METHOD_NOT_ALLOWED, "use POST", false);
+        net_stream_refuse(s, GW_E_METHOD_NOT_ALLOWED, "this method is not served on this path",
+                          false);
         return;
-    case EP_NONE:
+    case NET_EP_NONE:
         GW_FREE(s->row);
         net_stream_refuse(s, GW_E_NOT_FOUND, "no such endpoint", false);
         return;

@@ -41,14 +41,30 @@
 #include "store/store.h"
 
 static void on_speed_tick(evutil_socket_t fd, short what, void *arg);
+
+/* The frame that ends a stream broken after content (DESIGN.md 11), in the client's
+ * shape; in a Gemini JSON-array stream the error object is the array's last element. */
+static void
+error_frame(struct net_stream *s, enum gw_code code, struct gw_str message)
+{
+    if (net_stream_json_array(s)) {
+        gw_buf_append_cstr(&s->out, ",\r\n");
+        s->client_ops->error_render(code, message, &s->out);
+        gw_buf_append_cstr(&s->out, "]");
+        return;
+    }
+    s->client_ops->error_frame(code, message, &s->out);
+}
 static void count_content(struct net_stream *s, size_t bytes);
 
 /* The head of a streamed answer: it leaves with the first bytes of the body. */
 static void
 write_stream_head(struct net_stream *s)
 {
+    /* a Gemini stream asked without ?alt=sse is one JSON array */
     struct net_hdr h[4] = {
-        {GW_STR_LIT("content-type"), GW_STR_LIT("text/event-stream")},
+        {GW_STR_LIT("content-type"), net_stream_json_array(s) ? GW_STR_LIT("application/json")
+                                                              : GW_STR_LIT("text/event-stream")},
         {GW_STR_LIT("cache-control"), GW_STR_LIT("no-cache")},
         {GW_STR_LIT("x-request-id"), {s->id, GW_ROW_ID_LEN}},
     };
@@ -202,6 +218,7 @@ on_canon_event(void *arg, const struct dl_event *ev)
     case DL_EV_FINISH: s->finish_seen = true; break;
     default: break;
     }
+    net_resp_event(s, ev);
     if (s->convert && s->client_ops->event_render(&s->rst, ev, &s->out) != GW_OK) {
         s->up_bad = true; /* out of memory, or an event the client shape cannot follow */
         return 1;
@@ -251,7 +268,7 @@ stream_broke(struct net_stream *s, enum gw_code code, enum gw_code log_code, con
     GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(log_code), "upstream %s: %s", p->name, message);
     net_hop_timers_stop(s);
     /* The frames already made stay (they are whole); the client shape's frame ends it. */
-    s->client_ops->error_frame(code, gw_str_c(message), &s->out);
+    error_frame(s, code, gw_str_c(message));
     memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
     net_attempt_end(s, GW_OUT_FAILED, s->up_status, code);
     net_hop_count_failure(s, s->up_status, code);
@@ -337,8 +354,8 @@ on_speed_tick(evutil_socket_t fd, short what, void *arg)
                msg.data ? msg.data : "too slow");
     }
     gw_buf_reset(&s->out);
-    s->client_ops->error_frame(GW_E_UPSTREAM_TOO_SLOW,
-                               (struct gw_str){msg.data ? msg.data : "too slow", msg.len}, &s->out);
+    error_frame(s, GW_E_UPSTREAM_TOO_SLOW,
+                (struct gw_str){msg.data ? msg.data : "too slow", msg.len});
     gw_buf_fini(&msg);
     memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
     net_attempt_end(s, GW_OUT_TOO_SLOW, s->up_status, GW_E_UPSTREAM_TOO_SLOW);
@@ -442,6 +459,7 @@ finish_ok(struct net_stream *s)
         }
         net_attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
         count_answer(s);
+        net_resp_keep(s);
         if (!s->headers_sent)
             write_stream_head(s); /* an answer without content: relay it as it is */
         net_stream_settle(s, 200, GW_OK, GW_OUT_OK);
@@ -450,6 +468,7 @@ finish_ok(struct net_stream *s)
         net_stream_finish(s, 200, GW_OK, GW_OUT_OK);
         return;
     }
+    net_resp_answer(s, s->out.data, s->out.len); /* the upstream's, before any render */
     if (s->convert) {
         if (!convert_answer(s))
             return;
@@ -481,6 +500,7 @@ finish_ok(struct net_stream *s)
     }
     net_attempt_end(s, GW_OUT_OK, s->up_status, GW_OK);
     count_answer(s);
+    net_resp_keep(s);
     s->t_first_us = net_mono_us();
     net_stream_settle(s, s->up_status, GW_OK, GW_OUT_OK);
     net_stream_answer(s, s->up_status, "application/json", s->out.data, s->out.len);

@@ -10,9 +10,20 @@
  *   n_attempts, then per attempt: upstream, model, outcome, status, code, queued_ms,
  *   ttfb_ms (signed).
  * Version 2 appends: dropped (the fields a conversion dropped, a string).
+ * Version 3 appends: usage.reasoning_tokens.
  * Extending: a new field is appended at the end and the version byte raised; a reader
  * decodes the fields it knows and ignores trailing bytes, so older rows (missing the
  * new field, which then reads as zero) and newer rows both stay readable.
+ * A stored response value (store/resp.c) is a head, then the items JSON bytes as given:
+ *   byte 0     version (STORE_RESP_ENC_VERSION)
+ *   byte 1     head length H: the items start at byte H
+ *   byte 2     upstream shape (the caller's small integer)
+ *   byte 3     flags (none defined yet; readers ignore unknown bits)
+ *   bytes 4-11 be64 ts_ms
+ *   byte 12    provider name length P (<= GW_NAME_MAX), then its P bytes
+ * A later version appends head fields after the name and raises H; a reader uses the
+ * fields it knows and starts the items at H, so both stay readable. The response id is
+ * the key, not repeated in the value.
  * Owns:    nothing. Pure: no I/O.
  * Threads: any.
  * See:     store/store-priv.h, store/store.c
@@ -124,6 +135,7 @@ store_row_encode(const struct gw_row *row, unsigned char *buf, size_t cap)
         enc_sv(&e, a->ttfb_ms);
     }
     enc_str(&e, row->dropped, sizeof row->dropped); /* version 2 */
+    enc_uv(&e, row->usage.reasoning_tokens);         /* version 3 */
     return e.full ? 0 : e.len;
 }
 
@@ -272,6 +284,8 @@ store_row_decode(const unsigned char *buf, size_t len, struct gw_row *row)
     }
     if (version >= 2)
         dec_str(&d, row->dropped, sizeof row->dropped);
+    if (version >= 3)
+        row->usage.reasoning_tokens = dec_uv(&d);
     /* Fields of later versions would be read here, guarded by version >= N. */
     if (d.bad) {
         memset(row, 0, sizeof *row);
@@ -292,6 +306,57 @@ store_row_decode_client(const unsigned char *buf, size_t len, char *client)
     (void)dec_uv(&d); /* ts_ms */
     dec_str(&d, client, GW_NAME_MAX + 1);
     return !d.bad;
+}
+
+/* ---- responses ---- */
+
+size_t
+store_resp_head_encode(unsigned char *buf, uint64_t ts_ms, const char *provider, size_t plen,
+                       int shape, unsigned flags)
+{
+    buf[0] = STORE_RESP_ENC_VERSION;
+    buf[1] = (unsigned char)(STORE_RESP_HEAD_FIXED + plen);
+    buf[2] = (unsigned char)shape;
+    buf[3] = (unsigned char)flags;
+    store_be64_put(buf + 4, ts_ms);
+    buf[12] = (unsigned char)plen;
+    memcpy(buf + STORE_RESP_HEAD_FIXED, provider, plen);
+    return STORE_RESP_HEAD_FIXED + plen;
+}
+
+bool
+store_resp_head_decode(const unsigned char *val, size_t len, uint64_t *ts_ms, char *provider,
+                       int *shape, unsigned *flags, size_t *items_off)
+{
+    size_t head, plen;
+
+    if (len < STORE_RESP_HEAD_FIXED || val[0] < 1)
+        return false;
+    head = val[1];
+    plen = val[12];
+    if (plen > GW_NAME_MAX || head < STORE_RESP_HEAD_FIXED + plen || head > len)
+        return false;
+    if (ts_ms)
+        *ts_ms = store_be64_get(val + 4);
+    if (shape)
+        *shape = val[2];
+    if (flags)
+        *flags = val[3];
+    if (provider) {
+        memcpy(provider, val + STORE_RESP_HEAD_FIXED, plen);
+        provider[plen] = '\0';
+    }
+    if (items_off)
+        *items_off = head;
+    return true;
+}
+
+size_t
+store_resp_ts_key(unsigned char *key, uint64_t ts_ms, const char *id, size_t id_len)
+{
+    store_be64_put(key, ts_ms);
+    memcpy(key + 8, id, id_len);
+    return 8 + id_len;
 }
 
 /* ---- keys ---- */

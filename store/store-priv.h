@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT
  * store/store-priv.h - shared inside store/ and with its unit tests only: the layout of
- * struct store, the key and row codecs, the write helpers of the writer thread, and
- * test hooks (ring size, schema version, synchronous prune).
- * Owns:    nothing; struct store owns the environment, the ring and every queued row.
+ * struct store, the key, row and response codecs, the write helpers of the writer
+ * thread, the table of responses not yet committed, and test hooks (ring size, schema
+ * version, synchronous prune, the pending-bytes bound).
+ * Owns:    nothing; struct store owns the environment, the ring and every queued row and
+ *          response.
  * Threads: as documented per function.
- * See:     store/store.c, store/writer.c, store/codec.c, tests/unit/store/test_store.c
+ * See:     store/store.c, store/writer.c, store/codec.c, store/resp.c,
+ *          tests/unit/store/test_store.c, tests/unit/store/test_resp.c
  */
 #ifndef GW_STORE_STORE_PRIV_H
 #define GW_STORE_STORE_PRIV_H
@@ -28,7 +31,34 @@
 #define STORE_ROW_KEY_LEN 16          /* be64 ts_ms | be64 seq */
 #define STORE_CLIENT_KEY_MAX (GW_NAME_MAX + 1 + STORE_ROW_KEY_LEN)
 #define STORE_ROW_ENC_MAX 8192 /* bound of one encoded row (about 4 KiB max) */
-#define STORE_ROW_ENC_VERSION 2u
+#define STORE_ROW_ENC_VERSION 3u
+
+/* Responses conversations (store/resp.c). */
+#define STORE_RESP_ENC_VERSION 1u
+#define STORE_RESP_HEAD_FIXED 13 /* version, head length, shape, flags, be64 ts, name length */
+#define STORE_RESP_HEAD_MAX (STORE_RESP_HEAD_FIXED + GW_NAME_MAX)
+#define STORE_RESP_TS_KEY_MAX (8 + STORE_RESP_ID_MAX) /* be64 ts_ms | id */
+#define STORE_RESP_BUCKETS 256u                       /* pending table; power of two */
+#define STORE_RESP_PENDING_MAX ((size_t)256 << 20)    /* bytes held before commit, all puts */
+#define STORE_RESP_BATCH_BYTES ((size_t)64 << 20)     /* bytes a write transaction takes */
+#define STORE_RESP_PRUNE_CHUNK 256u                   /* responses deleted per transaction */
+
+/* One response put and not yet committed or dropped. One allocation: the struct, then
+ * the LMDB value it will be written as (head, then the items). References: one held by
+ * the pending table from put until the writer settles it, one by each store_resp_get
+ * copying it out; the last store_resp_unref frees it. Every field but <refs>, <hnext> and
+ * <qnext> is set before it is published (under resp_mu) and never changes after. */
+struct store_resp {
+    struct store_resp *hnext; /* the table's chain, newest first; under resp_mu */
+    struct store_resp *qnext; /* the writer's queue, then its taken batch */
+    _Atomic unsigned refs;
+    uint64_t hash;
+    uint64_t ts_ms;
+    size_t id_len;
+    size_t len; /* of <val> */
+    char id[STORE_RESP_ID_MAX + 1];
+    unsigned char val[];
+};
 
 struct store {
     MDB_env *env;
@@ -36,6 +66,8 @@ struct store {
     MDB_dbi dbi_rows;      /* be64 ts | be64 seq -> encoded row */
     MDB_dbi dbi_by_client; /* client bytes | NUL | be64 ts | be64 seq -> empty */
     MDB_dbi dbi_by_seq;    /* be64 seq -> be64 ts (resolves page cursors) */
+    MDB_dbi dbi_resp;      /* response id -> head | items JSON (store/resp.c) */
+    MDB_dbi dbi_resp_ts;   /* be64 ts_ms | response id -> empty (retention) */
     char *path;
 
     /* Queue: ck_ring used only through q_mpsc_put (any thread) and q_mpsc_take (writer,
@@ -70,6 +102,27 @@ struct store {
      * committed or dropped. Seq-cst: a sync compares the two. */
     _Atomic uint64_t rows_queued;
     _Atomic uint64_t rows_handled;
+
+    /* Responses put and not yet settled by the writer (store/resp.c). resp_mu guards the
+     * table, the queue and <resp_pending_bytes>; it is held for pointer updates only (no
+     * allocation, copy or I/O under it), by workers (put, get) and the writer (take,
+     * settle). Entries stay in the table while the writer writes them, and leave it only
+     * after their transaction committed (or failed), so a get that misses the table
+     * starts its read transaction after the commit and finds the entry in LMDB. */
+    pthread_mutex_t resp_mu;
+    struct store_resp *resp_tab[STORE_RESP_BUCKETS];
+    struct store_resp *resp_qhead;  /* oldest put not yet taken by the writer */
+    struct store_resp **resp_qtail; /* &last->qnext, or &resp_qhead when empty */
+    size_t resp_pending_bytes;      /* <len> of every entry in the table */
+    size_t resp_pending_max;        /* STORE_RESP_PENDING_MAX; tests lower it */
+    bool resp_logged;               /* writer only: a response write failure was reported */
+    /* Counters as above (relaxed), and queued/handled for store_sync (seq-cst). */
+    _Atomic uint64_t resp_puts;
+    _Atomic uint64_t resp_committed;
+    _Atomic uint64_t resp_dropped;
+    _Atomic uint64_t resp_pruned;
+    _Atomic uint64_t resp_queued;
+    _Atomic uint64_t resp_handled;
 };
 
 /* ---- keys (store/codec.c) ---- */
@@ -119,6 +172,55 @@ bool store_row_decode(const unsigned char *buf, size_t len, struct gw_row *row);
  * without decoding the rest. false when the bytes are not a row. */
 bool store_row_decode_client(const unsigned char *buf, size_t len, char *client);
 
+/* ---- response codec (store/codec.c) ---- */
+
+/* Writes the head of a stored response into <buf> (STORE_RESP_HEAD_MAX bytes): version,
+ * head length, <shape> (0..255), <flags>, be64 <ts_ms>, the length of <provider> and its
+ * <plen> bytes (plen <= GW_NAME_MAX). Returns the head length; the items follow it. */
+size_t store_resp_head_encode(unsigned char *buf, uint64_t ts_ms, const char *provider, size_t plen,
+                              int shape, unsigned flags);
+
+/* Reads the head of a stored response value (<len> bytes at <val>): sets <ts_ms>,
+ * <provider> (GW_NAME_MAX + 1 bytes, NUL-terminated), <shape>, <flags> and <items_off>
+ * (where the items start). Any argument but <val> may be NULL. false when the bytes are
+ * not a response value or are cut short. Pure; any thread. */
+bool store_resp_head_decode(const unsigned char *val, size_t len, uint64_t *ts_ms, char *provider,
+                            int *shape, unsigned *flags, size_t *items_off);
+
+/* Writes the responses_by_ts key of (<ts_ms>, <id>, <id_len>) into <key>
+ * (STORE_RESP_TS_KEY_MAX bytes); returns its length. */
+size_t store_resp_ts_key(unsigned char *key, uint64_t ts_ms, const char *id, size_t id_len);
+
+/* ---- responses, writer side (store/resp.c) ---- */
+
+/* Takes the oldest queued responses off the queue, up to <max_bytes> of values (always at
+ * least one), linked through <qnext>; they stay in the table until settled. Sets <*more>
+ * when some are left queued. NULL when none. Writer thread (or main once it stopped). */
+struct store_resp *store_resp_take(struct store *s, size_t max_bytes, bool *more);
+
+/* Writes the responses of <list> (from store_resp_take) in a transaction nested in
+ * <txn>, so that a failure (MDB_MAP_FULL) aborts only them and the rows of <txn> still
+ * commit. Returns 0 when they are part of <txn> now, or the LMDB error (the nested
+ * transaction is then aborted; <txn> is unchanged). */
+int store_resp_write(struct store *s, MDB_txn *txn, struct store_resp *list);
+
+/* Removes every response of <list> from the table, counts it committed (<committed>) or
+ * dropped, and drops the table's reference. Writer thread (or main once it stopped). */
+void store_resp_settle(struct store *s, struct store_resp *list, bool committed);
+
+/* Drops one reference to <r>; the last frees it. Any thread. */
+void store_resp_unref(struct store_resp *r);
+
+/* One retention transaction over responses: deletes at most <max> responses stored with
+ * ts_ms older than <cutoff_ms>, oldest first (walking responses_by_ts); sets <*more>
+ * when it stopped at <max>; adds the count to resp_pruned and to <*n> when not NULL. */
+enum gw_code store_resp_prune_chunk(struct store *s, uint64_t cutoff_ms, unsigned max, bool *more,
+                                    uint64_t *n);
+
+/* Frees every response still in the table, counted dropped (the writer is stopped and
+ * store_q_fini committed what it could). Main thread, at close. */
+void store_resp_fini(struct store *s);
+
 /* ---- writer internals (store/writer.c) ---- */
 
 /* Sets the ring up with <size> slots (a power of two >= 4). GW_E_NOMEM. Main thread. */
@@ -138,10 +240,12 @@ enum gw_code store_open_ring(const char *path, size_t map_size_mb, unsigned ring
  * stopped. GW_E_STORE_IO. */
 enum gw_code store_schema_set(struct store *s, uint32_t version);
 
-/* Deletes every row with ts_ms older than <now_ms> - <row_days> days, in transactions of
- * at most STORE_PRUNE_CHUNK rows, adding the count to rows_pruned and to <*n> when not
- * NULL. <row_days> 0 keeps everything. Any thread (LMDB serialises write transactions);
- * the writer thread calls it at start and hourly. Blocks on disk. */
+/* Deletes every row and every stored response with ts_ms older than <now_ms> - <row_days>
+ * days, in transactions of at most STORE_PRUNE_CHUNK rows or STORE_RESP_PRUNE_CHUNK
+ * responses, adding the counts to rows_pruned and resp_pruned and to <*n> (rows and
+ * responses together) when not NULL. <row_days> 0 keeps everything. Any thread (LMDB
+ * serialises write transactions); the writer thread does the same work at start and
+ * hourly, one chunk a turn. Blocks on disk. */
 enum gw_code store_prune(struct store *s, uint64_t now_ms, unsigned row_days, uint64_t *n);
 
 /* One retention transaction: deletes at most <max> rows older than <cutoff_ms>; sets

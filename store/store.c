@@ -10,13 +10,18 @@
  *   by_client  client | NUL | be64 ts_ms | be64 seq -> empty; the key's tail is the rows
  *              key, so a per-client scan from a time is one range walk
  *   by_seq     be64 seq -> be64 ts_ms
+ *   responses        response id -> head | items JSON (store/resp.c, store/codec.c)
+ *   responses_by_ts  be64 ts_ms | response id -> empty (their retention, oldest first)
+ * The two responses databases came after schema version 1 without raising it: they are
+ * created on open when missing, and an older gw that opens the store leaves them alone
+ * (so a rollback keeps working; it just does not prune them).
  * Page cursors: the <next> of store_rows_page is the sequence number of the last row
  * returned. The next call finds that row's ts_ms in by_seq, rebuilds its rows key and
  * continues from the key before it. Retention deletes by_seq entries with their rows;
  * a cursor whose row was pruned ends the listing (every older row is gone as well).
  * The writer thread (store/writer.c) is the only writer; sequences are assigned there.
  * Every read opens and ends its own read transaction inside the call and copies the
- * rows out (decoded) before the transaction ends.
+ * rows out (decoded) before the transaction ends. Responses are read in store/resp.c.
  * Owns:    the environment, struct store.
  * Threads: open/close on main; reads and store_stats_get on any thread.
  * See:     store/store.h, store/store-priv.h, store/writer.c, store/codec.c
@@ -94,7 +99,9 @@ open_dbis(struct store *s, MDB_txn *txn)
     if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->dbi_meta)) != 0 ||
         (rc = mdb_dbi_open(txn, "rows", MDB_CREATE, &s->dbi_rows)) != 0 ||
         (rc = mdb_dbi_open(txn, "by_client", MDB_CREATE, &s->dbi_by_client)) != 0 ||
-        (rc = mdb_dbi_open(txn, "by_seq", MDB_CREATE, &s->dbi_by_seq)) != 0)
+        (rc = mdb_dbi_open(txn, "by_seq", MDB_CREATE, &s->dbi_by_seq)) != 0 ||
+        (rc = mdb_dbi_open(txn, "responses", MDB_CREATE, &s->dbi_resp)) != 0 ||
+        (rc = mdb_dbi_open(txn, "responses_by_ts", MDB_CREATE, &s->dbi_resp_ts)) != 0)
         return rc;
     return 0;
 }
@@ -261,6 +268,9 @@ store_open_ring(const char *path, size_t map_size_mb, unsigned ring_size, struct
         return GW_E_NOMEM;
     }
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->resp_mu, NULL);
+    s->resp_qtail = &s->resp_qhead;
+    s->resp_pending_max = STORE_RESP_PENDING_MAX;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the writer's timed waits */
     pthread_cond_init(&s->cv, &ca);
@@ -287,12 +297,14 @@ store_close(struct store *s)
     if (!s)
         return;
     store_writer_stop(s); /* no-op when stopped, as the contract asks */
-    store_q_fini(s);      /* commits rows submitted after the writer stopped */
+    store_q_fini(s);      /* commits rows and responses queued after the writer stopped */
+    store_resp_fini(s);   /* what could not be committed (no environment) */
     if (s->env)
         mdb_env_close(s->env);
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->done_cv);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->resp_mu);
     gw_free(s->path);
     gw_free(s);
 }
@@ -439,9 +451,13 @@ store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
 void
 store_stats_get(struct store *s, struct store_stats *out)
 {
-    /* Relaxed loads: each counter is exact on its own; the four are not a snapshot. */
+    /* Relaxed loads: each counter is exact on its own; together they are not a snapshot. */
     out->rows_committed = atomic_load_explicit(&s->rows_committed, memory_order_relaxed);
     out->rows_dropped = atomic_load_explicit(&s->rows_dropped, memory_order_relaxed);
     out->batches = atomic_load_explicit(&s->batches, memory_order_relaxed);
     out->rows_pruned = atomic_load_explicit(&s->rows_pruned, memory_order_relaxed);
+    out->resp_puts = atomic_load_explicit(&s->resp_puts, memory_order_relaxed);
+    out->resp_committed = atomic_load_explicit(&s->resp_committed, memory_order_relaxed);
+    out->resp_pruned = atomic_load_explicit(&s->resp_pruned, memory_order_relaxed);
+    out->resp_dropped = atomic_load_explicit(&s->resp_dropped, memory_order_relaxed);
 }

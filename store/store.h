@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT
- * store/store.h - the LMDB store (DESIGN.md 13): request rows, written only by the
- * store writer thread in batched transactions, read by any thread.
- * Workers hand rows over through an MPSC ck_ring (store_row_submit) and never wait
- * for disk; the writer commits at least every <batch_ms> when there is work.
- * Owns:    the LMDB environment, the writer thread, every queued row.
- * Threads: store_open/close and writer_start/stop on main; submit on any thread
- *          (workers); reads on any thread (control), each in its own read transaction.
- * See:     store/store.c, store/writer.c, tests/unit/store/
+ * store/store.h - the LMDB store (DESIGN.md 13): request rows, and the conversations of
+ * OpenAI Responses answers kept for previous_response_id (DESIGN.md 11), written only by
+ * the store writer thread in batched transactions, read by any thread.
+ * Workers hand rows over through an MPSC ck_ring (store_row_submit) and responses
+ * through a small table (store_resp_put), and never wait for disk; the writer commits
+ * both in the same transactions, at least every <batch_ms> when there is work.
+ * Owns:    the LMDB environment, the writer thread, every queued row and response.
+ * Threads: store_open/close and writer_start/stop on main; submit and put on any thread
+ *          (workers); reads on any thread (control, workers), each in its own read
+ *          transaction.
+ * See:     store/store.c, store/writer.c, store/resp.c, tests/unit/store/
  */
 #ifndef GW_STORE_STORE_H
 #define GW_STORE_STORE_H
@@ -17,6 +20,7 @@
 
 #include "core/codes.h"
 #include "core/row-t.h"
+#include "core/str.h"
 
 struct store;
 
@@ -26,17 +30,19 @@ struct store;
 enum gw_code store_open(const char *path, size_t map_size_mb, struct store **out, char *err,
                         size_t errlen);
 
-/* Starts the writer thread: commits queued rows in batches at least every <batch_ms>
- * when there is work; prunes rows older than <row_days> days (at start and hourly). */
+/* Starts the writer thread: commits queued rows and responses in batches at least every
+ * <batch_ms> when there is work; prunes rows and responses older than <row_days> days
+ * (at start and hourly). */
 enum gw_code store_writer_start(struct store *s, unsigned batch_ms, unsigned row_days);
 
-/* Stops the writer after it has committed every row queued before the call. Blocks. */
+/* Stops the writer after it has committed every row and response queued before the
+ * call. Blocks. */
 void store_writer_stop(struct store *s);
 
-/* Waits until every row queued before the call has been committed (or dropped by a
- * failed write), at most <timeout_ms>; true when it got there. For readers that must see
- * what was settled before them (the recount of key totals). Any thread but the writer
- * and the workers; blocks. */
+/* Waits until every row and response queued before the call has been committed (or
+ * dropped by a failed write), at most <timeout_ms>; true when it got there. For readers that must
+ * see what was settled before them (the recount of key totals). Any thread but the writer and the
+ * workers; blocks. */
 bool store_sync(struct store *s, unsigned timeout_ms);
 
 /* Closes the environment. Writer must be stopped. NULL is fine. */
@@ -58,11 +64,54 @@ enum gw_code store_rows_page(struct store *s, uint64_t cursor, struct gw_row *ro
 enum gw_code store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
                                   int (*fn)(void *arg, const struct gw_row *row), void *arg);
 
+/* ---- Responses conversations (DESIGN.md 11, 13) ---- */
+
+#define STORE_RESP_ID_MAX 128                   /* bytes of a response id */
+#define STORE_RESP_ITEMS_MAX ((size_t)64 << 20) /* bytes of one response's items */
+
+/* Keeps the conversation of the Responses answer <id> (the id the client saw, 1 to
+ * STORE_RESP_ID_MAX bytes, NUL-terminated): <len> bytes of <items> (the input and output
+ * items as JSON text, in the Responses item shape; stored as given, not checked), the
+ * <provider> that produced it (at most GW_NAME_MAX bytes, may be ""), the upstream
+ * <shape> (0..255; the caller's enum) and its time <ts_ms> (wall clock, ms; retention
+ * deletes it <row_days> after that). Copies everything: the caller keeps its buffers.
+ * A later put of the same id replaces the earlier one.
+ * Visible to store_resp_get on every thread as soon as this returns, before the writer
+ * commits it (it is held in memory until its batch commits); durable once that batch
+ * commits, like a row (store_sync waits for it; store_writer_stop and store_close
+ * commit it).
+ * GW_OK; GW_E_BAD_REQUEST for an empty or too long <id>, a too long <provider> or a
+ * <shape> out of range (nothing is kept, nothing counted); GW_E_BODY_TOO_LARGE when <len>
+ * exceeds STORE_RESP_ITEMS_MAX; GW_E_STORE_QUEUE_FULL when the responses waiting for a
+ * commit already hold 256 MiB (the writer is behind), and GW_E_NOMEM;
+ * these three are counted in resp_dropped. Whether to call it at all (store: false in
+ * the request, store.responses: false in the config) is the caller's decision.
+ * Any thread; never waits for disk (takes a mutex held for a few pointer updates;
+ * copies <len> bytes). */
+enum gw_code store_resp_put(struct store *s, const char *id, const char *provider, int shape,
+                            uint64_t ts_ms, const char *items, size_t len);
+
+/* Reads the conversation of response <id> (NUL-terminated): the newest put of that id,
+ * whether committed yet or not. On GW_OK, <provider> holds the provider's name
+ * (NUL-terminated), <*shape> the shape given to the put, and <items> exactly the items
+ * bytes (its earlier content is replaced; NUL-terminated as every gw_buf; the caller
+ * keeps and frees it). GW_E_NOT_FOUND when no such response is kept (never stored,
+ * pruned by retention, dropped, or an id no put accepts); GW_E_STORE_IO when the stored
+ * value cannot be read; GW_E_NOMEM. On an error <items> is left empty.
+ * Any thread (workers); copies the items (several MB at most) in its own read
+ * transaction or from memory; never waits for the writer. */
+enum gw_code store_resp_get(struct store *s, const char *id, char provider[GW_NAME_MAX + 1],
+                            int *shape, struct gw_buf *items);
+
 struct store_stats {
     uint64_t rows_committed; /* since open */
     uint64_t rows_dropped;   /* queue full */
     uint64_t batches;
     uint64_t rows_pruned;
+    uint64_t resp_puts;      /* responses accepted by store_resp_put */
+    uint64_t resp_committed; /* written by a committed batch */
+    uint64_t resp_pruned;    /* deleted by retention */
+    uint64_t resp_dropped;   /* refused (memory bound, no memory) or lost to a failed write */
 };
 void store_stats_get(struct store *s, struct store_stats *out);
 

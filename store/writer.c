@@ -2,17 +2,21 @@
  * store/writer.c - the row queue (store_q_mpsc), the writer thread, batched commits
  * and retention.
  * Workers call store_row_submit, which puts the row pointer on an MPSC ck_ring and
- * returns: it never blocks, never takes a lock and never signals. The writer thread
- * wakes every <batch_ms> (a timed wait on a condvar that store_writer_stop and
- * store_sync signal), takes every queued row and commits them in one write transaction, so a row
- * is durable at most about one batch interval after it was queued. Between batches it
- * prunes rows older than <row_days> days, one bounded transaction per turn (at start
- * and then hourly), so retention never holds commits back for long.
+ * returns: it never blocks, never takes a lock and never signals. Responses wait in
+ * their own table (store/resp.c). The writer thread wakes every <batch_ms> (a timed
+ * wait on a condvar that store_writer_stop and store_sync signal), takes every queued
+ * row and response and commits them in one write transaction, so either is durable at
+ * most about one batch interval after it was queued. Between batches it prunes rows,
+ * then responses, older than <row_days> days, one bounded transaction per turn (at
+ * start and then hourly), so retention never holds commits back for long.
  * A failed write transaction (MDB_MAP_FULL: the map is too small) drops that batch:
- * the rows are counted in rows_dropped and the first failure of each kind is reported
- * on stderr; the writer keeps running (retention may free space again).
- * store_sync waits (on done_cv) until the writer has handled as many rows as had been
- * queued when it was called; while a sync waits, the writer takes no timed pause.
+ * the rows are counted in rows_dropped (responses in resp_dropped) and the first
+ * failure of each kind is reported on stderr; the writer keeps running (retention may
+ * free space again). Responses are written in a nested transaction, so when they alone
+ * do not fit, only they are dropped and the rows commit.
+ * store_sync waits (on done_cv) until the writer has handled as many rows and responses
+ * as had been queued when it was called; while a sync waits, the writer takes no timed
+ * pause.
  * Owns:    the writer thread; every row from submit until it is committed or dropped.
  * Threads: submit on any thread; start/stop on main; the rest on the writer thread
  *          (or on main once the writer is stopped: store_q_fini).
@@ -184,9 +188,23 @@ put_row(struct store *s, MDB_txn *txn, const struct gw_row *row, uint64_t seq)
     return mdb_put(txn, s->dbi_by_seq, &k, &v, MDB_APPEND);
 }
 
-/* Takes up to <max> queued rows and commits them in one write transaction (on a failed
- * transaction, the rows taken are dropped and counted). Returns true when it stopped
- * before finding the queue empty, so more rows may be waiting. */
+static void
+report_resp_error(struct store *s, int rc)
+{
+    if (!s->resp_logged)
+        fprintf(stderr,
+                "gw store %s: cannot write Responses conversations: %s%s; dropping them "
+                "(the rows of the batch are kept), counted in resp_dropped\n",
+                s->path, mdb_strerror(rc),
+                rc == MDB_MAP_FULL ? " (raise store.map_size_mb or lower retention.row_days)" : "");
+    s->resp_logged = true;
+}
+
+/* Takes up to <max> queued rows and the queued responses (up to STORE_RESP_BATCH_BYTES)
+ * and commits them in one write transaction, so responses cost no sync of their own. On
+ * a failed transaction, what was taken is dropped and counted; responses that fail
+ * alone (store_resp_write) are dropped without the rows. Returns true when it stopped
+ * before finding both queues empty, so more may be waiting. */
 static bool
 commit_batch(struct store *s, unsigned max)
 {
@@ -195,56 +213,71 @@ commit_batch(struct store *s, unsigned max)
     MDB_val v;
     unsigned char seqbuf[8];
     struct gw_row *row;
+    struct store_resp *resp;
     uint64_t seq0 = s->seq;
     unsigned n = 0;
-    bool more = true;
+    bool more = false, resp_more = false, resp_ok = false;
     int rc;
 
     row = q_mpsc_take(s);
-    if (!row)
+    resp = store_resp_take(s, STORE_RESP_BATCH_BYTES, &resp_more);
+    if (!row && !resp)
         return false;
     rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     if (rc != 0) {
-        gw_free(row);
-        report_write_error(s, rc, drop(s, 1));
-        atomic_fetch_add(&s->rows_handled, 1);
+        if (row) {
+            gw_free(row);
+            report_write_error(s, rc, drop(s, 1));
+            atomic_fetch_add(&s->rows_handled, 1);
+        }
+        store_resp_settle(s, resp, false);
         return true;
     }
-    for (;;) {
+    while (row) {
         n++;
         rc = put_row(s, txn, row, ++s->seq);
         gw_free(row); /* LMDB holds a copy now */
-        if (rc != 0 || n >= max)
-            break;
-        row = q_mpsc_take(s);
-        if (!row) {
-            more = false;
+        if (rc != 0 || n >= max) {
+            more = true;
             break;
         }
+        row = q_mpsc_take(s);
     }
-    if (rc == 0) {
+    if (rc == 0 && n > 0) {
         store_be64_put(seqbuf, s->seq);
         v.mv_size = sizeof seqbuf;
         v.mv_data = seqbuf;
         rc = mdb_put(txn, s->dbi_meta, &k, &v, 0);
-        if (rc == 0)
-            rc = mdb_txn_commit(txn); /* frees txn, also on failure */
-        else
-            mdb_txn_abort(txn);
-    } else {
-        mdb_txn_abort(txn);
     }
+    if (rc == 0 && resp) {
+        int rrc = store_resp_write(s, txn, resp);
+
+        resp_ok = rrc == 0;
+        if (!resp_ok)
+            report_resp_error(s, rrc);
+    }
+    if (rc == 0)
+        rc = mdb_txn_commit(txn); /* frees txn, also on failure */
+    else
+        mdb_txn_abort(txn);
     if (rc != 0) {
         s->seq = seq0; /* nothing of this batch was written */
-        report_write_error(s, rc, drop(s, n));
+        if (n > 0)
+            report_write_error(s, rc, drop(s, n));
+        else if (resp_ok)
+            report_resp_error(s, rc);
         atomic_fetch_add(&s->rows_handled, n);
-        return more;
+        store_resp_settle(s, resp, false);
+        return more || resp_more;
     }
     /* Counts only (relaxed); store_stats_get reads them on any thread. */
     atomic_fetch_add_explicit(&s->rows_committed, n, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->batches, 1, memory_order_relaxed);
+    if (n > 0 || resp_ok) /* not a transaction left empty by failed responses */
+        atomic_fetch_add_explicit(&s->batches, 1, memory_order_relaxed);
     atomic_fetch_add(&s->rows_handled, n);
-    return more;
+    /* Only now, after the commit, do the responses leave the table (store/resp.c). */
+    store_resp_settle(s, resp, resp_ok);
+    return more || resp_more;
 }
 
 void
@@ -256,7 +289,8 @@ store_q_fini(struct store *s)
     if (!s->q_buf)
         return;
     if (s->env) {
-        /* Rows submitted after the writer stopped: commit rather than lose them. */
+        /* Rows and responses queued after the writer stopped: commit rather than lose
+         * them. */
         while (commit_batch(s, cap))
             ;
     }
@@ -346,6 +380,12 @@ store_prune(struct store *s, uint64_t now_ms, unsigned row_days, uint64_t *n)
         if (code != GW_OK)
             return code;
     }
+    more = true;
+    while (more) {
+        code = store_resp_prune_chunk(s, now_ms - span, STORE_RESP_PRUNE_CHUNK, &more, n);
+        if (code != GW_OK)
+            return code;
+    }
     return GW_OK;
 }
 
@@ -360,6 +400,14 @@ clock_ms(clockid_t id)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static void
+report_prune_error(struct store *s)
+{
+    if (!s->io_logged)
+        fprintf(stderr, "gw store %s: retention failed; retrying in an hour\n", s->path);
+    s->io_logged = true;
+}
+
 static void *
 writer_main(void *arg)
 {
@@ -368,31 +416,34 @@ writer_main(void *arg)
     uint64_t span = (uint64_t)s->row_days * STORE_DAY_MS;
     uint64_t next_prune = clock_ms(CLOCK_MONOTONIC); /* prune at start */
     uint64_t cutoff = 0;
-    bool pruning = false;
+    bool prune_rows = false, prune_resp = false;
     bool busy, stop;
     struct timespec until;
     uint64_t wake;
 
     for (;;) {
         busy = commit_batch(s, cap); /* more may be waiting: no sleep */
-        if (s->row_days != 0 && !pruning && clock_ms(CLOCK_MONOTONIC) >= next_prune) {
+        if (s->row_days != 0 && !prune_rows && !prune_resp &&
+            clock_ms(CLOCK_MONOTONIC) >= next_prune) {
             uint64_t now = clock_ms(CLOCK_REALTIME);
 
             next_prune = clock_ms(CLOCK_MONOTONIC) + STORE_PRUNE_EVERY_MS;
             if (now > span) {
                 cutoff = now - span;
-                pruning = true;
+                prune_rows = prune_resp = true;
             }
         }
-        if (pruning) {
-            /* One bounded transaction per turn so commits keep their pace. */
-            if (store_prune_chunk(s, cutoff, STORE_PRUNE_CHUNK, &pruning, NULL) != GW_OK &&
-                !s->io_logged) {
-                fprintf(stderr, "gw store %s: retention failed; retrying in an hour\n", s->path);
-                s->io_logged = true;
-            }
-            busy = busy || pruning;
+        /* One bounded transaction per turn so commits keep their pace: rows first, then
+         * responses (a failed chunk ends its kind's run until the next hour). */
+        if (prune_rows) {
+            if (store_prune_chunk(s, cutoff, STORE_PRUNE_CHUNK, &prune_rows, NULL) != GW_OK)
+                report_prune_error(s);
+        } else if (prune_resp) {
+            if (store_resp_prune_chunk(s, cutoff, STORE_RESP_PRUNE_CHUNK, &prune_resp, NULL) !=
+                GW_OK)
+                report_prune_error(s);
         }
+        busy = busy || prune_rows || prune_resp;
         pthread_mutex_lock(&s->mu);
         if (s->sync_waiters > 0)
             pthread_cond_broadcast(&s->done_cv);
@@ -408,8 +459,9 @@ writer_main(void *arg)
         if (stop)
             break;
     }
-    /* Everything queued before store_writer_stop: stop once a batch found the queue empty
-     * (each turn takes rows, so this ends even when every commit fails). */
+    /* Everything queued before store_writer_stop: stop once a batch found the queues
+     * empty (each turn takes rows or responses, so this ends even when every commit
+     * fails). */
     while (commit_batch(s, cap))
         ;
     return NULL;
@@ -439,10 +491,18 @@ store_writer_start(struct store *s, unsigned batch_ms, unsigned row_days)
     return GW_OK;
 }
 
+/* true when the writer has handled everything queued up to the targets. */
+static bool
+sync_reached(struct store *s, uint64_t rows, uint64_t resp)
+{
+    return atomic_load(&s->rows_handled) >= rows && atomic_load(&s->resp_handled) >= resp;
+}
+
 bool
 store_sync(struct store *s, unsigned timeout_ms)
 {
-    const uint64_t target = atomic_load(&s->rows_queued);
+    const uint64_t rows = atomic_load(&s->rows_queued);
+    const uint64_t resp = atomic_load(&s->resp_queued);
     const uint64_t deadline = clock_ms(CLOCK_MONOTONIC) + timeout_ms;
     struct timespec until = {.tv_sec = (time_t)(deadline / 1000),
                              .tv_nsec = (long)(deadline % 1000) * 1000000};
@@ -451,9 +511,9 @@ store_sync(struct store *s, unsigned timeout_ms)
     pthread_mutex_lock(&s->mu);
     s->sync_waiters++;
     pthread_cond_signal(&s->cv);
-    while (!(done = atomic_load(&s->rows_handled) >= target))
+    while (!(done = sync_reached(s, rows, resp)))
         if (pthread_cond_timedwait(&s->done_cv, &s->mu, &until) == ETIMEDOUT) {
-            done = atomic_load(&s->rows_handled) >= target;
+            done = sync_reached(s, rows, resp);
             break;
         }
     s->sync_waiters--;

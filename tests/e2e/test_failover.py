@@ -158,21 +158,3 @@ def test_drop_after_content_ends_stream_with_error_chunk(tmp_path, bench, gwd):
     assert row["code"] is not None
     assert row["usage"]["output_tokens"] >= 1
     assert row["usage"]["estimated"] is True
-
-
-def test_provider_of_another_shape_is_never_chosen_and_startup_warns(tmp_path, bench, gwd):
-    # This build sends Chat Completions requests as they are or converted to Anthropic
-    # Messages: a provider of another API shape listed first for the model is passed
-    # over (and gwd says so at startup), not sent bodies it would not understand.
-    a = bench()
-    b = bench("--chunks", 1)
-    g = gwd(config(tmp_path, [provider("gem", a, dialect="gemini"), provider("b", b)]))
-    g.err.wait_for(r"code=provider_unused .*provider gem: dialect gemini")
-
-    r = g.chat(chat_body())
-
-    assert r.status == 200, r
-    assert a.stats()["requests"] == 0
-    assert b.stats()["requests"] == 1
-    row = g.wait_row(r.headers["x-request-id"])
-    assert [x["upstream"] for x in row["attempts"]] == ["b"]

@@ -159,6 +159,7 @@ test_conf_defaults_apply_when_keys_absent(void **state)
     assert_null(c->control.token);
     assert_string_equal(c->store.path, "/etc/gw/gw-data");
     assert_int_equal(c->store.map_size_mb, 4096);
+    assert_true(c->store.responses);
     assert_int_equal(c->retention.row_days, 31);
     /* prices absent: the default file next to the config, marked not explicit */
     assert_string_equal(c->prices_path, "/etc/gw/prices.yaml");
@@ -200,7 +201,7 @@ test_conf_written_values_replace_defaults(void **state)
         "  idle_timeout_secs: 7\n"
         "  drain_secs: 0\n"
         "control: {listen: \"[::1]:9000\", token_env: MY_TOKEN}\n"
-        "store: {path: /var/lib/gw, map_size_mb: 16}\n"
+        "store: {path: /var/lib/gw, map_size_mb: 16, responses: false}\n"
         "retention: {row_days: 3650}\n"
         "prices: prices.yaml\n"
         "failover: {failures_to_pause: 100, pause_secs: 5, max_pause_secs: 5,\n"
@@ -234,6 +235,7 @@ test_conf_written_values_replace_defaults(void **state)
     assert_string_equal(c->control.token, "tok-123");
     assert_string_equal(c->store.path, "/var/lib/gw");
     assert_int_equal(c->store.map_size_mb, 16);
+    assert_false(c->store.responses);
     assert_int_equal(c->retention.row_days, 3650);
     assert_string_equal(c->prices_path, "/etc/gw/prices.yaml");
     assert_true(c->prices_explicit);
@@ -286,6 +288,35 @@ test_conf_listen_port_zero_means_any_free_port(void **state)
               &c, &p),
         GW_OK);
     assert_true(has_problem(&p, GW_E_CFG_BAD_URL, "providers[0].base_url", "http://h:0"));
+    gw_conf_problems_fini(&p);
+}
+
+/* store.responses: kept unless switched off, with the strict boolean words. */
+static void
+test_conf_store_responses_defaults_to_true_and_turns_off(void **state)
+{
+    struct gw_conf_problems p = {0};
+    struct gw_conf *c;
+
+    (void)state;
+    assert_int_equal(parse(MINIMAL "store: {path: data}\n", &c, &p), GW_OK);
+    assert_true(c->store.responses);
+    gw_conf_free(c);
+    gw_conf_problems_fini(&p);
+    assert_int_equal(parse(MINIMAL "store: {responses: false}\n", &c, &p), GW_OK);
+    assert_false(c->store.responses);
+    gw_conf_free(c);
+    gw_conf_problems_fini(&p);
+    assert_int_equal(parse(MINIMAL "store: {responses: off}\n", &c, &p), GW_OK);
+    assert_false(c->store.responses);
+    gw_conf_free(c);
+    gw_conf_problems_fini(&p);
+    assert_int_equal(parse(MINIMAL "store: {responses: true}\n", &c, &p), GW_OK);
+    assert_true(c->store.responses);
+    gw_conf_free(c);
+    gw_conf_problems_fini(&p);
+    assert_int_equal(parse(MINIMAL "store: {responses: sometimes}\n", &c, &p), GW_E_CFG_WRONG_TYPE);
+    assert_true(has_problem(&p, GW_E_CFG_WRONG_TYPE, "store.responses", "sometimes"));
     gw_conf_problems_fini(&p);
 }
 
@@ -1460,6 +1491,7 @@ test_conf_loads_example_config(void **state)
     assert_false(c->providers[2].enabled);
     assert_string_equal(c->prices_path, "/etc/gw/prices.yaml");
     assert_string_equal(c->server.tls_cert, "/etc/gw/tls/cert.pem");
+    assert_true(c->store.responses);
     gw_conf_free(c);
     free(yaml);
 
@@ -1542,6 +1574,7 @@ main(void)
         cmocka_unit_test(test_conf_written_values_replace_defaults),
         cmocka_unit_test(test_conf_control_token_unset_is_null_not_an_error),
         cmocka_unit_test(test_conf_listen_port_zero_means_any_free_port),
+        cmocka_unit_test(test_conf_store_responses_defaults_to_true_and_turns_off),
         cmocka_unit_test(test_conf_relative_paths_without_dir_stay_as_written),
         cmocka_unit_test(test_conf_each_bad_value_gets_its_code_path_and_value),
         cmocka_unit_test(test_conf_max_buffered_body_follows_max_body_when_absent),

@@ -140,6 +140,7 @@ t_full_row(void)
     r.usage.output_tokens = 42;
     r.usage.cache_read_tokens = 1u << 20;
     r.usage.cache_write_tokens = 7;
+    r.usage.reasoning_tokens = 300;
     r.usage.estimated = true;
     r.cost_micros = -1234567; /* a refund: negative survives */
     r.ttfb_ms = 321;
@@ -187,6 +188,7 @@ t_assert_row_equal(const struct gw_row *a, const struct gw_row *b)
     assert_int_equal(a->usage.output_tokens, b->usage.output_tokens);
     assert_int_equal(a->usage.cache_read_tokens, b->usage.cache_read_tokens);
     assert_int_equal(a->usage.cache_write_tokens, b->usage.cache_write_tokens);
+    assert_int_equal(a->usage.reasoning_tokens, b->usage.reasoning_tokens);
     assert_int_equal(a->usage.estimated, b->usage.estimated);
     assert_true(a->cost_micros == b->cost_micros);
     assert_int_equal(a->ttfb_ms, b->ttfb_ms);
@@ -275,6 +277,22 @@ test_codec_newer_version_with_appended_field_still_reads(void **state)
 }
 
 static void
+test_codec_version_2_row_reads_without_reasoning(void **state)
+{
+    struct gw_row a = t_full_row(), b;
+    unsigned char buf[STORE_ROW_ENC_MAX];
+    size_t len;
+
+    (void)state;
+    a.usage.reasoning_tokens = 0; /* one byte, the last */
+    len = store_row_encode(&a, buf, sizeof buf);
+    buf[0] = 2; /* written before reasoning_tokens was appended */
+    assert_true(store_row_decode(buf, len - 1, &b));
+    t_assert_row_equal(&a, &b);
+    assert_int_equal(b.usage.reasoning_tokens, 0);
+}
+
+static void
 test_codec_too_many_attempts_is_refused(void **state)
 {
     struct gw_row a = t_full_row(), b;
@@ -282,9 +300,13 @@ test_codec_too_many_attempts_is_refused(void **state)
     size_t len;
 
     (void)state;
-    a.n_attempts = 0; /* n_attempts is then the last byte */
+    /* No attempts, nothing dropped, no reasoning: n_attempts is then the third byte from
+     * the end, before dropped's length (0) and reasoning_tokens (0). */
+    a.n_attempts = 0;
+    a.dropped[0] = '\0';
+    a.usage.reasoning_tokens = 0;
     len = store_row_encode(&a, buf, sizeof buf);
-    buf[len - 1] = GW_ROW_MAX_ATTEMPTS + 1;
+    buf[len - 3] = GW_ROW_MAX_ATTEMPTS + 1;
     assert_false(store_row_decode(buf, len, &b));
 }
 
@@ -874,6 +896,7 @@ main(void)
         cmocka_unit_test(test_codec_full_row_round_trip),
         cmocka_unit_test(test_codec_rejects_every_truncation),
         cmocka_unit_test(test_codec_newer_version_with_appended_field_still_reads),
+        cmocka_unit_test(test_codec_version_2_row_reads_without_reasoning),
         cmocka_unit_test(test_codec_too_many_attempts_is_refused),
         cmocka_unit_test(test_codec_small_buffer_returns_zero),
         T_TEST(test_store_open_creates_nested_folders),
