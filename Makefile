@@ -4,7 +4,8 @@
 MODE ?= release
 O ?= build/$(MODE)
 
-PKGS := libevent libevent_pthreads libevent_openssl libnghttp2 openssl jansson libcyaml yaml-0.1 lmdb ck
+PKGS := libevent libevent_pthreads libevent_openssl libnghttp2 openssl jansson libcyaml yaml-0.1 lmdb ck \
+        zlib libbrotlidec libzstd
 CC ?= cc
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wcast-qual \
         -Wwrite-strings -Wpointer-arith -Wformat=2 -Wundef -Wvla

@@ -39,7 +39,7 @@ struct gw_usage {
     uint64_t cache_write_tokens;
     uint64_t reasoning_tokens; /* of output_tokens, the reasoning (thinking) part, when the
                                 * upstream reports it (Chat, Responses, Gemini) */
-    bool estimated; /* the gateway's estimate, the upstream reported none */
+    bool estimated;            /* the gateway's estimate, the upstream reported none */
 };
 
 struct gw_attempt {

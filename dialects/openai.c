@@ -751,7 +751,7 @@ read_detail(struct dl_json *j, const char *name, uint64_t *count)
         return false;
     while ((rc = dl_json_obj_next(j, &first, &k)) > 0)
         if (!(dl_json_key_is(j, &k, name, strlen(name)) ? read_count(j, count)
-                                                       : dl_json_skip(j, NULL)))
+                                                        : dl_json_skip(j, NULL)))
             return false;
     return rc == 0;
 }

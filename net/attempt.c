@@ -124,6 +124,7 @@ is_forwarded(struct gw_str name)
     static const struct gw_str drop[] = {
         GW_STR_LIT("host"),
         GW_STR_LIT("content-length"),
+        GW_STR_LIT("content-encoding"), /* the body sent is always plain (net/decode.c) */
         GW_STR_LIT("connection"),
         GW_STR_LIT("keep-alive"),
         GW_STR_LIT("proxy-connection"),

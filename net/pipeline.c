@@ -37,6 +37,7 @@
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
 #include "net/calendar.h"
+#include "net/decode.h"
 #include "net/logger.h"
 #include "net/sink.h"
 #include "net/upstream.h"
@@ -499,6 +500,9 @@ net_stream_read_request(struct net_stream *s)
     struct gw_buf why = {0};
     enum gw_code rc;
 
+    rc = net_stream_decode_body(s); /* a compressed body: plain from here on */
+    if (rc != GW_OK)
+        return rc;
     if (s->client_shape == DL_SHAPE_CHAT) {
         rc = dl_openai_req_parse(s->body.data, s->body.len, &s->req, &why);
         if (rc == GW_OK) {

@@ -93,8 +93,7 @@ net_resp_body_for(struct net_stream *s, const struct gw_conf_provider *p, enum d
 {
     if (s->client_shape != DL_SHAPE_RESPONSES || !s->prev_id.len)
         return NET_RESP_AS_SENT;
-    if (up == DL_SHAPE_RESPONSES &&
-        (!s->prev_found || strcmp(p->name, s->prev_provider) == 0))
+    if (up == DL_SHAPE_RESPONSES && (!s->prev_found || strcmp(p->name, s->prev_provider) == 0))
         return NET_RESP_AS_SENT; /* it (may have) made the previous response */
     if (!s->prev_found) {
         snprintf(s->unconvertible, sizeof(s->unconvertible),
@@ -135,8 +134,8 @@ append_items(struct gw_buf *out, struct gw_str arr)
         return GW_OK;
     a++;
     b--;
-    while (a < b && (arr.ptr[a] == ' ' || arr.ptr[a] == '\n' || arr.ptr[a] == '\r' ||
-                     arr.ptr[a] == '\t'))
+    while (a < b &&
+           (arr.ptr[a] == ' ' || arr.ptr[a] == '\n' || arr.ptr[a] == '\r' || arr.ptr[a] == '\t'))
         a++;
     if (a == b)
         return GW_OK;

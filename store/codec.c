@@ -135,7 +135,7 @@ store_row_encode(const struct gw_row *row, unsigned char *buf, size_t cap)
         enc_sv(&e, a->ttfb_ms);
     }
     enc_str(&e, row->dropped, sizeof row->dropped); /* version 2 */
-    enc_uv(&e, row->usage.reasoning_tokens);         /* version 3 */
+    enc_uv(&e, row->usage.reasoning_tokens);        /* version 3 */
     return e.full ? 0 : e.len;
 }
 

@@ -12,10 +12,15 @@ UNIT_LIBS := $(O)/libgwnet.a $(O)/libgwstore.a $(O)/libgwcore.a
 unit-bins: $(UNIT_BIN)
 fuzz-bins: $(FUZZ_BIN)
 
+# What unit tests link beyond gw's own libraries: libbrotlienc makes the br bodies
+# tests/unit/core/test_decode.c decodes (zlib and libzstd compress as well as decode).
+UNIT_PKG_LIBS = $(shell pkg-config --libs libbrotlienc 2>/dev/null)
+
 # tests/unit/oom.c, in every unit binary, is the hook of `make test-oom` (off unless
 # GW_OOM_FAIL is set).
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(O)/tests/unit/oom.o $(UNIT_LIBS)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(O)/tests/unit/oom.o $(UNIT_LIBS) $(PKG_LIBS) -lcmocka -lm
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(O)/tests/unit/oom.o $(UNIT_LIBS) $(PKG_LIBS) $(UNIT_PKG_LIBS) \
+	    -lcmocka -lm
 
 # The net/ files a fuzz target may link besides core/ and dialects/: pure ones that use
 # no libevent (http-parser is in PKG_LIBS). One wildcard each, so that the line holds

@@ -156,6 +156,10 @@ ban_include '* !core/conf*' 'cyaml/' 'libcyaml (core/conf* only)'
 # yaml_edit.c splices one model_specs entry of the config text (docs/ARCHITECTURE.md).
 ban_call '* !core/conf* !core/yaml_edit.c' 'yaml_[[:alnum:]_]+' 'libyaml (core/conf*, core/yaml_edit.c only)'
 ban_include '* !core/conf* !core/yaml_edit.c' 'yaml\.h' 'libyaml (core/conf*, core/yaml_edit.c only)'
+# zlib, libbrotlidec, libzstd: pure decoders, called only from the one file that
+# decodes request bodies (core/decode.h), so that every body limit lives in one place.
+ban_call '* !core/decode.c' '(inflate|deflate)[[:alnum:]_]*|Brotli[[:alnum:]_]+|ZSTD_[[:alnum:]_]+' 'zlib, brotli, zstd (core/decode.c only)'
+ban_include '* !core/decode.c' 'zlib\.h|brotli/|zstd\.h|zstd_errors\.h|zdict\.h' 'zlib, brotli, zstd (core/decode.c only)'
 ban_call 'core/* dialects/* store/*' 'http_parser_[[:alnum:]_]+' 'http-parser (net, cli, bench only)'
 ban_include 'core/* dialects/* store/*' 'http_parser\.h' 'http-parser (net, cli, bench only)'
 ban_call 'dialects/* cli/* bench/*' 'ck_[[:alnum:]_]+' 'ConcurrencyKit (core, store, net only)'

@@ -3,11 +3,16 @@
 # Checks with dpkg first, so a machine that has everything runs no apt-get at all.
 # clang and libclang-rt-dev (the libFuzzer and sanitizer runtimes, which clang only
 # recommends) build the fuzz targets that `make test` and `make fuzz` run; clang-format
-# is `make check-fmt`, which `make test` runs.
+# is `make check-fmt`, which `make test` runs. zlib1g-dev, libbrotli-dev and libzstd-dev
+# decode compressed request bodies (core/decode.c; libbrotli-dev's encoder makes the
+# unit tests' br bodies); python3-brotli and python3-zstandard make the end-to-end
+# tests' br and zstd bodies (tests/e2e/test_compressed_body.py).
 set -e
 PKGS="build-essential pkg-config libevent-dev libnghttp2-dev libssl-dev libjansson-dev
 libcyaml-dev libyaml-dev liblmdb-dev libck-dev libcmocka-dev libhttp-parser-dev libwslay-dev
-python3 python3-pytest nginx-light nodejs npm clang libclang-rt-dev clang-format curl"
+zlib1g-dev libbrotli-dev libzstd-dev
+python3 python3-pytest python3-brotli python3-zstandard nginx-light nodejs npm clang
+libclang-rt-dev clang-format curl"
 missing=""
 for p in $PKGS; do
     # nodejs/npm may come from outside Debian (a preinstalled node); take a working npm as enough.

@@ -32,7 +32,7 @@ test_cost_prices_each_kind_of_token(void **state)
 {
     /* gpt-4.1-like: $2 in, $8 out, $0.50 cache read, $2 cache write per 1M tokens */
     struct gw_model_spec s = spec(2.0, 8.0, 0.5, 2.0);
-    struct gw_usage u = {1000, 500, 2000, 100, false};
+    struct gw_usage u = {1000, 500, 2000, 100, 0, false};
     bool priced = false;
 
     (void)state;
@@ -45,7 +45,7 @@ static void
 test_cost_cache_without_price_costs_the_input_price(void **state)
 {
     struct gw_model_spec s = spec(3.0, 15.0, -1, -1);
-    struct gw_usage u = {0, 0, 10, 20, false};
+    struct gw_usage u = {0, 0, 10, 20, 0, false};
 
     (void)state;
     assert_int_equal(gw_cost_micros(&s, &u, NULL), 90);
@@ -55,7 +55,7 @@ static void
 test_cost_unpriced_model_is_zero(void **state)
 {
     struct gw_model_spec s = spec(-1, 8.0, -1, -1);
-    struct gw_usage u = {1000, 1000, 0, 0, false};
+    struct gw_usage u = {1000, 1000, 0, 0, 0, false};
     bool priced = true;
 
     (void)state;
@@ -67,7 +67,7 @@ static void
 test_cost_rounds_to_the_nearest_micro_dollar(void **state)
 {
     struct gw_model_spec s = spec(0.15, 0.6, -1, -1);
-    struct gw_usage u = {3, 1, 0, 0, false};
+    struct gw_usage u = {3, 1, 0, 0, 0, false};
 
     (void)state;
     /* 3*0.15 + 0.6 = 1.05 -> 1 */

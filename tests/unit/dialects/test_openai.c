@@ -337,7 +337,8 @@ test_openai_answer_usage_reads_usage_and_content(void **state)
         "[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}"
         ","
         "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":7,"
-        "\"prompt_tokens_details\":{\"cached_tokens\":20}}}";
+        "\"prompt_tokens_details\":{\"cached_tokens\":20},"
+        "\"completion_tokens_details\":{\"audio_tokens\":0,\"reasoning_tokens\":5}}}";
     struct gw_usage u;
     size_t bytes;
 
@@ -346,6 +347,7 @@ test_openai_answer_usage_reads_usage_and_content(void **state)
     assert_int_equal(u.input_tokens, 30);
     assert_int_equal(u.cache_read_tokens, 20);
     assert_int_equal(u.output_tokens, 7);
+    assert_int_equal(u.reasoning_tokens, 5);
     assert_int_equal(u.cache_write_tokens, 0);
     assert_int_equal(bytes, 11 + 1 + 2);
 }

@@ -707,7 +707,8 @@ test_openai_answer_render_holds_done_for_usage_after_finish(void **state)
         t_text_eq(&out, "data: {\"id\":\"chatcmpl-req1\",\"object\":\"chat.completion.chunk\","
                         "\"created\":3,\"model\":\"asked\",\"choices\":[],\"usage\":{"
                         "\"prompt_tokens\":8,\"completion_tokens\":2,\"total_tokens\":10,"
-                        "\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\n"
+                        "\"prompt_tokens_details\":{\"cached_tokens\":3},"
+                        "\"completion_tokens_details\":{\"reasoning_tokens\":0}}}\n\n"
                         "data: [DONE]\n\n");
         gw_buf_reset(&out);
         assert_int_equal(dl_openai_shape.render_end(&st, &out), GW_OK); /* once */
