@@ -2,7 +2,8 @@
  * dialects/anthropic-priv.h - what the files of the Anthropic Messages shape share
  * (dialects/anthropic.c, anthropic_request.c, anthropic_answer.c) and their unit and
  * fuzz tests: the shape's operations one by one, a small field collector over
- * dialects/json_scan.h, the error type table, number writing.
+ * dialects/json_scan.h, the error type table, number writing. The OpenAI Responses
+ * shape's files (dialects/responses*.c) use the collector and the number writers too.
  * Owns:    nothing beyond each call.
  * Threads: any; a stream state belongs to one thread at a time.
  * See:     dialects/anthropic.c, tests/unit/dialects/test_anthropic*.c,

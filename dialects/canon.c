@@ -12,8 +12,10 @@
 
 #include "dialects/json_scan.h"
 
-/* Each shape's file defines its row (dialects/openai.c, dialects/anthropic.c). */
+/* Each shape's file defines its row (dialects/openai.c, dialects/responses.c,
+ * dialects/anthropic.c). */
 extern const struct dl_shape_ops dl_openai_shape;
+extern const struct dl_shape_ops dl_responses_shape;
 extern const struct dl_shape_ops dl_anthropic_shape;
 
 #define DL_IMAGE_ESTIMATE_BYTES 1000u
@@ -282,8 +284,8 @@ dl_shape_ops(enum dl_shape shape)
 {
     switch (shape) {
     case DL_SHAPE_CHAT: return &dl_openai_shape;
+    case DL_SHAPE_RESPONSES: return &dl_responses_shape;
     case DL_SHAPE_MESSAGES: return &dl_anthropic_shape;
-    case DL_SHAPE_RESPONSES:
     case DL_SHAPE_GEMINI:
     case DL_SHAPE_BEDROCK:
     case DL_SHAPE__COUNT: break;

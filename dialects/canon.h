@@ -3,8 +3,9 @@
  * canonical events that every API shape parses into and renders from, so N shapes cost
  * N parsers and N renderers, never N x N converters.
  *
- * A shape's file (dialects/openai.c for Chat Completions, anthropic.c for Messages,
- * later responses.c, gemini.c, bedrock.c) provides, under its prefix dl_<shape>_:
+ * A shape's file (dialects/openai.c for Chat Completions, responses.c for Responses,
+ * anthropic.c for Messages, later gemini.c, bedrock.c) provides, under its prefix
+ * dl_<shape>_:
  *   request  parse  bytes -> struct dl_request      (a client's body; refusals get codes)
  *            render struct dl_request -> bytes      (the body for an upstream of the shape)
  *   events   parse  one upstream frame -> dl_event* (through a dl_event_fn, with state)
@@ -81,7 +82,9 @@ struct dl_part {
     struct gw_str data;       /* base64 bytes; OTHER: the block's raw JSON */
     struct gw_str detail;     /* IMAGE: Chat's "detail" (low/high/auto), when given */
     struct gw_str id;         /* TOOL_CALL: the call's id, as given (kept across shapes; a
-                               * shape without ids gets stable generated ones) */
+                               * shape without ids gets stable generated ones); REASONING:
+                               * the Responses item id ("rs_..."), when a Responses client
+                               * sent one (its renderer sends it back with the item) */
     struct gw_str name;       /* TOOL_CALL: the function's name; TOOL_RESULT: the called
                                * function's name when the shape gives it (Gemini needs it);
                                * OTHER: the block's type */

@@ -2,7 +2,9 @@
  * dialects/openai-priv.h - what the files of the Chat Completions shape share: the
  * request checks and the usage reader of dialects/openai.c, and the operations of the
  * shape's row (dl_openai_shape) defined in dialects/openai_request.c and
- * dialects/openai_answer.c. Callers outside the shape use dl_openai_shape (openai.h).
+ * dialects/openai_answer.c. Callers outside the shape use dl_openai_shape (openai.h);
+ * the OpenAI Responses shape (dialects/responses.c), whose error bodies are Chat's,
+ * takes the upstream error reader and renderer from here.
  * Owns:    nothing.
  * Threads: any; one request on one thread.
  * See:     dialects/openai.c, dialects/openai_request.c, dialects/openai_answer.c

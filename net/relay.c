@@ -34,6 +34,7 @@
 #include "dialects/anthropic.h"
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
+#include "dialects/responses.h"
 #include "net/calendar.h"
 #include "net/logger.h"
 #include "net/sink.h"
@@ -51,6 +52,11 @@ error_frame(struct net_stream *s, enum gw_code code, struct gw_str message)
         gw_buf_append_cstr(&s->out, ",\r\n");
         s->client_ops->error_render(code, message, &s->out);
         gw_buf_append_cstr(&s->out, "]");
+        return;
+    }
+    if (s->convert && s->client_shape == DL_SHAPE_RESPONSES) {
+        /* response.failed must carry the stream's own response id (the SDK checks) */
+        dl_responses_render_failed(&s->rst, code, message, &s->out);
         return;
     }
     s->client_ops->error_frame(code, message, &s->out);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT
  * tests/unit/dialects/t_messages.h - helpers of the Messages shape's unit tests
- * (test_anthropic_request.c, test_anthropic_answer.c): fixtures of
- * tests/fixtures/messages/ read from the repository root (where tools/test.sh runs the
- * tests), JSON compared structurally (numbers by value), SSE text split into events,
- * canonical events written as one line each so a sequence compares as text.
+ * (test_anthropic_request.c, test_anthropic_answer.c; the Responses shape's too, with
+ * its own T_FIXTURES): fixtures of tests/fixtures/messages/ read from the repository
+ * root (where tools/test.sh runs the tests), JSON compared structurally (numbers by
+ * value), SSE text split into events, canonical events written as one line each so a
+ * sequence compares as text.
  * Owns:    what each helper returns (freed by the caller, as said).
  * Threads: single-threaded tests.
  */
@@ -18,7 +19,10 @@
 #include "core/str.h"
 #include "dialects/canon.h"
 
+/* A test of another shape defines its own folder before including this file. */
+#ifndef T_FIXTURES
 #define T_FIXTURES "tests/fixtures/messages/"
+#endif
 
 /* The bytes of fixture <name> (NUL-terminated, free with free()); fails the test when
  * it cannot be read. */
