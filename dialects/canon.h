@@ -113,14 +113,19 @@ struct dl_message {
 struct dl_tool {
     struct gw_str name;
     struct gw_str description;
-    struct gw_str parameters; /* the JSON schema, raw JSON text ("" when none) */
-    bool strict;              /* OpenAI strict mode */
-    bool cache;               /* a cache hint on the tool (Messages cache_control) */
-    struct gw_str hosted;     /* a tool the provider defines or runs (web search, code
-                               * execution, computer use...): its JSON as the source shape
-                               * wrote it, "" for a function tool. Parse also sets
-                               * DL_NEED_F_HOSTED_TOOLS; only a renderer of the request's
-                               * source shape can send it */
+    struct gw_str parameters;        /* the JSON schema, raw JSON text ("" when none) */
+    bool strict;                     /* OpenAI strict mode */
+    bool cache;                      /* a cache hint on the tool (Messages cache_control) */
+    struct gw_str hosted;            /* a tool the provider defines or runs (web search, code
+                                      * execution, computer use...): its JSON as the source shape
+                                      * wrote it, "" for a function tool. Parse also sets
+                                      * DL_NEED_F_HOSTED_TOOLS; only a renderer of the request's
+                                      * source shape can send it */
+    struct gw_str source_parameters; /* the schema as the source shape wrote it when parse
+                                      * rewrote it into <parameters> for JSON Schema
+                                      * consumers (Gemini's OpenAPI subset with upper-case
+                                      * types): only a renderer of the source shape sends
+                                      * it, "" otherwise */
 };
 
 enum dl_tool_choice {
@@ -175,8 +180,11 @@ struct dl_request {
     uint64_t max_output_tokens; /* 0: unset */
     /* response format */
     enum dl_format format;
-    struct gw_str format_name;   /* JSON_SCHEMA: its name */
-    struct gw_str format_schema; /* JSON_SCHEMA: raw JSON text */
+    struct gw_str format_name;          /* JSON_SCHEMA: its name */
+    struct gw_str format_schema;        /* JSON_SCHEMA: raw JSON text */
+    struct gw_str format_source_schema; /* JSON_SCHEMA: as the source shape wrote it when
+                                         * parse rewrote it into <format_schema> (see
+                                         * dl_tool.source_parameters), "" otherwise */
     bool format_strict;
     /* reasoning: an effort (Chat/Responses "low".."high") or a budget (Messages, Gemini) */
     bool thinking;                  /* reasoning asked for */
