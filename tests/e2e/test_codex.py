@@ -126,14 +126,19 @@ def describe(p, ex):
                       for e in ex))
 
 
-def check_common(p, ex, events, output_tokens=2):
+def agent_text(events):
+    """The text of codex's last agent message ("" when none)."""
+    texts = [e["item"]["text"] for e in events
+             if e.get("type") == "item.completed" and e["item"].get("type") == "agent_message"]
+    return texts[-1] if texts else ""
+
+
+def check_common(p, ex, events, output_tokens=2, text=TEXT * 2):
     """codex answered with the upstream's text through /v1/responses only, every exchange
     200, nothing failed for want of a network; returns the exchanges."""
     why = describe(p, ex)
     assert p.returncode == 0, why
-    texts = [e["item"]["text"] for e in events
-             if e.get("type") == "item.completed" and e["item"].get("type") == "agent_message"]
-    assert texts and texts[-1].strip() == (TEXT * 2).strip(), why
+    assert agent_text(events).strip() == text.strip(), why
     done = [e for e in events if e.get("type") == "turn.completed"]
     assert done, why
     assert done[-1]["usage"]["output_tokens"] == output_tokens, done[-1]
@@ -201,13 +206,16 @@ def test_codex_through_an_upstream_of_each_shape(tmp_path, bench, gwd, dialect):
     assert sorted(row[0]["dropped"]) == sorted(dropped), (row[0], dropped)
 
 
-def test_codex_through_a_fallback_group(tmp_path, bench, gwd):
-    """The group's first member answers 503; the gateway fails over to the second before
-    anything reached codex, which sees one clean answer."""
+@pytest.mark.parametrize("second", ["responses", "openai"])
+def test_codex_through_a_fallback_group(tmp_path, bench, gwd, second):
+    """The group's first member (a Responses upstream) answers 503; the gateway fails
+    over to the second (same shape, or Chat) before anything reached codex, which sees
+    one clean answer. The group's name is no model codex knows: it then sends its
+    fallback tool set (a `namespace` of function tools among them)."""
     a = bench("--fault", "status", "--status", 503)
     b = bench("--chunks", 2, "--text", TEXT)
     g = gwd(config(tmp_path, [provider("a", a, dialect="responses"),
-                              provider("b", b, dialect="openai")],
+                              provider("b", b, dialect=second)],
                    groups=[{"name": "codex-group", "type": "fallback", "model": "up-model",
                             "providers": ["a", "b"]}]))
 
@@ -223,3 +231,38 @@ def test_codex_through_a_fallback_group(tmp_path, bench, gwd):
         assert [(x["upstream"], x["outcome"]) for x in r["attempts"]] == [
             ("a", "failed"), ("b", "ok")], r["attempts"]
         assert r["attempts"][0]["status"] == 503, r["attempts"]
+
+
+# The id a tool result reaches each upstream shape with, as gwbench echoes it: the call's
+# id (Chat and Responses call_bench_1_0, Anthropic toolu_bench_1_0); a Gemini upstream
+# gets no ids, gwbench echoes the function's name (docs/gwbench.md, Tool calls).
+ECHOED_ID = {"openai": "call_bench_1_0", "responses": "call_bench_1_0",
+             "anthropic": "toolu_bench_1_0", "gemini": "get_weather"}
+
+
+@pytest.mark.parametrize("dialect", ["openai", "responses", "anthropic", "gemini"])
+def test_codex_tool_call_round_trip(tmp_path, bench, gwd, dialect):
+    """The upstream calls a function codex does not have (get_weather); codex answers the
+    call with a function_call_output under the call's id, and the upstream's second answer
+    (gwbench echoes the result and the id it got) is codex's final message."""
+    b = bench("--chunks", 2, "--text", TEXT, "--tool-call", "get_weather")
+    g = gwd(config(tmp_path, [provider("up", b, dialect=dialect)]))
+
+    p, ex, events = run_codex(g, tmp_path)
+
+    text = agent_text(events)
+    assert text.startswith("tool said: ") and "get_weather" in text, describe(p, ex)
+    # codex sums a turn's usage: the call (4 chunks, 1 on the Gemini route) and the text
+    ex = check_common(p, ex, events, output_tokens=(1 if dialect == "gemini" else 4) + 1,
+                      text=text)
+    assert len(ex) == 2, describe(p, ex)
+    assert text.endswith(f" [{ECHOED_ID[dialect]}]"), text
+    # codex's second request: the call as it got it, then its output under the same id
+    second = json.loads(ex[1]["body"])
+    items = [i for i in second["input"] if i.get("type") in ("function_call",
+                                                              "function_call_output")]
+    assert [i["type"] for i in items] == ["function_call", "function_call_output"], items
+    assert items[0]["name"] == "get_weather", items[0]
+    assert items[0]["call_id"] and items[0]["call_id"] == items[1]["call_id"], items
+    rows = rows_for(g, 2)
+    assert all(r["status"] == 200 and r["upstream"] == "up" for r in rows), rows
