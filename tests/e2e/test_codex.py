@@ -8,7 +8,10 @@
 # second answers. Codex runs its default tool set (function tools, the freeform `custom`
 # apply_patch, tool_search, the hosted web_search), only made quiet and offline by its
 # own settings (no update check, analytics, feedback, plugins or apps; no retries, so a
-# failure shows at once). What it sends is in /work/notes/clients.md.
+# failure shows at once). It sends only POST /v1/responses, streamed, with its system
+# prompt as a developer message (no `instructions`), store false, reasoning,
+# include ["reasoning.encrypted_content"], prompt_cache_key and client_metadata; and it
+# needs response.output_item.done (the item it shows) and response.completed with an id.
 #
 # No request leaves the machine: codex runs in its own network namespace through
 # claude-code/netns_run.py (the same way out as test_claude_code.py: a Unix socket this
@@ -148,7 +151,8 @@ def check_common(p, ex, events, output_tokens=2, text=TEXT * 2):
         assert e["request"] == "POST /v1/responses", f"{e['request']}\n{why}"
         assert e["status"] == 200, f"{e['request']} answered {e['status']}\n{why}"
         assert e["request_headers"].get("authorization") == f"Bearer {ALICE_KEY}", e
-        assert "content-encoding" not in e["request_headers"], e  # see clients.md
+        # zstd bodies are for OpenAI's own backend (ChatGPT login), not an API-key provider
+        assert "content-encoding" not in e["request_headers"], e
     net = [ln for ln in p.stderr.decode(errors="replace").splitlines()
            if NET_FAILURE_RE.search(ln)]
     assert not net, "network failures in codex's log:\n" + "\n".join(net[:20])

@@ -12,7 +12,8 @@
 # and models.get in the Gemini shape; every call with a bad key refused with the SDK's
 # ApiError, status 401, naming the gw code; one traffic row per generate call with usage.
 # The SDK's own default API version is v1 (3.x), not v1beta: the tests pass v1beta, and
-# test_gemini_sdk_default_api_version runs it without (see /work/notes/clients.md).
+# test_gemini_sdk_default_api_version runs it without (/v1/models/{m}:generateContent, and
+# GET /v1/models with x-goog-api-key for the listing).
 # Needs node and npm; `npm ci` installs sdk/node_modules from the lock file when missing.
 
 import json
