@@ -29,6 +29,7 @@ enum gw_outcome {
     GW_OUT_SKIPPED_NO_MODEL = 8,
     GW_OUT_SKIPPED_CONTEXT = 9,
     GW_OUT_REFUSED = 10, /* the gateway refused the request (auth, limits, bad input) */
+    GW_OUT_SKIPPED_UNCONVERTIBLE = 11, /* the request cannot be said in its shape */
     GW_OUT__COUNT
 };
 

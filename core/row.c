@@ -18,6 +18,7 @@ static const char *const outcome_names[GW_OUT__COUNT] = {
     [GW_OUT_SKIPPED_NO_MODEL] = "skipped:no_model",
     [GW_OUT_SKIPPED_CONTEXT] = "skipped:context",
     [GW_OUT_REFUSED] = "refused",
+    [GW_OUT_SKIPPED_UNCONVERTIBLE] = "skipped:unconvertible",
 };
 
 const char *

@@ -38,6 +38,39 @@ dl_dropped_add(struct dl_dropped *d, struct gw_str name)
     d->name[d->n++] = name;
 }
 
+/* ---- tools only some shapes have ---- */
+
+void
+dl_request_drop_offered(const struct dl_request *r, enum dl_shape target, struct dl_dropped *d)
+{
+    static const struct {
+        const char *type, *name;
+    } names[] = {{"namespace", "tools.namespace"}, {"tool_search", "tools.tool_search"}};
+    size_t i, k;
+
+    if (target == r->source)
+        return;
+    for (i = 0; i < r->n_offered; i++) {
+        struct gw_str name = GW_STR_LIT("tools");
+
+        for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+            if (gw_str_eq(r->offered[i].name, gw_str_c(names[k].type)))
+                name = gw_str_c(names[k].name);
+        dl_dropped_add(d, name);
+    }
+}
+
+const struct dl_tool *
+dl_request_freeform(const struct dl_request *r, struct gw_str name)
+{
+    size_t i;
+
+    for (i = 0; r && i < r->n_tools; i++)
+        if (r->tools[i].freeform.len && gw_str_eq(r->tools[i].name, name))
+            return &r->tools[i];
+    return NULL;
+}
+
 /* ---- the input estimate ---- */
 
 static uint64_t

@@ -126,6 +126,12 @@ struct dl_tool {
                                       * consumers (Gemini's OpenAPI subset with upper-case
                                       * types): only a renderer of the source shape sends
                                       * it, "" otherwise */
+    struct gw_str freeform;          /* a client tool taking free-form text (Responses
+                                      * "custom", e.g. Codex's apply_patch): its JSON as
+                                      * written. It is also a function tool of one string
+                                      * parameter "input" (name, description, parameters
+                                      * set), so every shape can offer it; a call's
+                                      * arguments are then {"input": TEXT} */
 };
 
 enum dl_tool_choice {
@@ -168,6 +174,12 @@ struct dl_request {
     size_t n_messages;
     struct dl_tool *tools;
     size_t n_tools;
+    struct dl_tool *offered; /* client tools only the source shape can express (Responses
+                              * namespace, tool_search): <hosted> holds their JSON, <name>
+                              * their type. The model may use them, the answer does not
+                              * depend on them: another shape's upstream gets the request
+                              * without them, each dropped by name (dl_request_drop_offered) */
+    size_t n_offered;
     enum dl_tool_choice tool_choice;
     struct gw_str tool_choice_name; /* DL_TOOL_CHOICE_NAMED */
     int parallel_tool_calls;        /* -1 unset, 0 no, 1 yes */
@@ -217,6 +229,14 @@ struct dl_dropped {
 
 /* Adds <name> once (no duplicates). */
 void dl_dropped_add(struct dl_dropped *d, struct gw_str name);
+
+/* Names in <d> each tool of <r>->offered as dropped ("tools.<type>") when <target> is not
+ * the request's source shape. */
+void dl_request_drop_offered(const struct dl_request *r, enum dl_shape target,
+                             struct dl_dropped *d);
+
+/* The tool of <r> named <name> when it is a free-form one, else NULL. */
+const struct dl_tool *dl_request_freeform(const struct dl_request *r, struct gw_str name);
 
 /* Estimated input tokens of <r>: bytes of text, tool arguments and results, tool schemas
  * and system parts, divided by 4 (DESIGN.md 18), images counted as a fixed 1 000 bytes. */
@@ -345,6 +365,8 @@ struct dl_render_ctx {
     bool json_array;        /* Gemini: a stream asked without ?alt=sse is one JSON array
                              * ("[" obj "," obj ... "]"), not SSE */
     struct gw_arena *arena;
+    const struct dl_request *req; /* the client's request when parsed (NULL: unknown): a
+                                   * renderer may look up its tools (free-form ones) */
 };
 
 struct dl_shape_ops {

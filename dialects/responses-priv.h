@@ -71,4 +71,9 @@ dl_responses_restore(struct gw_buf *out, size_t start)
         out->data[start] = '\0';
 }
 
+/* The "input" text of a free-form tool call's arguments {"input": TEXT} (canon.h,
+ * dl_tool.freeform), appended as a JSON string; arguments of another form go whole, as
+ * one string. */
+enum gw_code dl_responses_freeform_input(struct gw_buf *out, struct gw_str args);
+
 #endif

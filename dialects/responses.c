@@ -425,3 +425,28 @@ const struct dl_shape_ops dl_responses_shape = {
     .upstream_error_read = dl_openai_upstream_error_read,
     .answer_usage = dl_responses_answer_usage,
 };
+
+enum gw_code
+dl_responses_freeform_input(struct gw_buf *out, struct gw_str args)
+{
+    struct dl_json j;
+    struct dl_json_str k, v;
+    bool first = true;
+
+    dl_json_init(&j, args.ptr, args.len);
+    if (dl_json_peek(&j) == '{' && dl_json_obj_enter(&j)) {
+        while (dl_json_obj_next(&j, &first, &k) > 0) {
+            if (dl_json_key_is(&j, &k, "input", 5) && dl_json_peek(&j) == '"') {
+                size_t at = j.i;
+
+                if (!dl_json_string(&j, &v))
+                    break;
+                /* a valid JSON string already: its bytes as they are */
+                return gw_buf_append(out, args.ptr + at, j.i - at);
+            }
+            if (!dl_json_skip(&j, NULL))
+                break;
+        }
+    }
+    return gw_buf_append_json_str(out, args);
+}

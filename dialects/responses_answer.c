@@ -1272,9 +1272,16 @@ item_json(struct gw_buf *out, const struct dl_answer_block *b, size_t n,
         W(gw_buf_append_json_str(out, buf_str(&b->text)));
         return gw_buf_append_cstr(out, ",\"annotations\":[],\"logprobs\":[]}]}");
     case DL_BLOCK_TOOL_CALL:
-        W(gw_buf_append_cstr(out, ",\"type\":\"function_call\",\"status\":\"completed\","
-                                  "\"arguments\":"));
-        W(arguments_json(out, b));
+        if (dl_request_freeform(ctx->req, b->name)) {
+            /* a free-form tool's call: its text, not the {"input": TEXT} it went as */
+            W(gw_buf_append_cstr(out, ",\"type\":\"custom_tool_call\",\"status\":"
+                                      "\"completed\",\"input\":"));
+            W(dl_responses_freeform_input(out, buf_str(&b->text)));
+        } else {
+            W(gw_buf_append_cstr(out, ",\"type\":\"function_call\",\"status\":\"completed\","
+                                      "\"arguments\":"));
+            W(arguments_json(out, b));
+        }
         W(gw_buf_append_cstr(out, ",\"call_id\":"));
         W(b->id.len ? gw_buf_append_json_str(out, b->id) : item_id_json(out, "call_", ctx, n));
         W(gw_buf_append_cstr(out, ",\"name\":"));
@@ -1564,6 +1571,12 @@ tools_done(struct er *s, struct gw_buf *out)
     for (k = 0; k < s->n_tools; k++) {
         const struct dl_answer_block *b = &s->ans->blocks[s->tool_out[k]];
 
+        if (dl_request_freeform(s->ctx.req, b->name)) {
+            /* a free-form call: its text whole in output_item.done (its arguments came
+             * as {"input": ...} fragments, not the text's) */
+            W(item_done(s, out, s->tool_out[k]));
+            continue;
+        }
         W(frame_open(s, out, "response.function_call_arguments.done"));
         W(scoped(s, out, DL_BLOCK_TOOL_CALL, s->tool_out[k]));
         W(gw_buf_append_cstr(out, ",\"name\":"));
@@ -1653,8 +1666,11 @@ item_added(struct er *s, struct gw_buf *out, enum dl_block kind, struct gw_str i
                                   "\"assistant\",\"content\":[]}"));
         break;
     case DL_BLOCK_TOOL_CALL:
-        W(gw_buf_append_cstr(out, ",\"type\":\"function_call\",\"status\":\"in_progress\","
-                                  "\"arguments\":\"\",\"call_id\":"));
+        W(gw_buf_append_cstr(out, dl_request_freeform(s->ctx.req, name)
+                                      ? ",\"type\":\"custom_tool_call\",\"status\":"
+                                        "\"in_progress\",\"input\":\"\",\"call_id\":"
+                                      : ",\"type\":\"function_call\",\"status\":\"in_progress\","
+                                        "\"arguments\":\"\",\"call_id\":"));
         W(gw_buf_append_json_str(out, s->ans->blocks[n].id));
         W(gw_buf_append_cstr(out, ",\"name\":"));
         W(gw_buf_append_json_str(out, s->ans->blocks[n].name));
@@ -1699,6 +1715,8 @@ on_tool_delta(struct er *s, const struct dl_event *ev, struct gw_buf *out)
     d.index = s->tool_out[k];
     d.signature = (struct gw_str){"", 0};
     W(fold(s, &d));
+    if (dl_request_freeform(s->ctx.req, s->ans->blocks[s->tool_out[k]].name))
+        return GW_OK; /* written whole when done */
     W(frame_open(s, out, "response.function_call_arguments.delta"));
     W(scoped(s, out, DL_BLOCK_TOOL_CALL, s->tool_out[k]));
     W(gw_buf_append_cstr(out, ",\"delta\":"));

@@ -178,7 +178,7 @@ struct rp {
     struct gw_arena *a;
     struct dl_request *r;
     struct gw_buf *why;
-    size_t cap_messages, cap_system, cap_tools, cap_extras;
+    size_t cap_messages, cap_system, cap_tools, cap_extras, cap_offered;
     bool run;       /* the last message is an assistant message the next items may join */
     size_t cap_run; /* ... the capacity of its parts */
     struct dl_part *late_system; /* of system and developer messages: after instructions */
@@ -556,6 +556,7 @@ enum itf {
     IT_OUTPUT,
     IT_SUMMARY,
     IT_ENC,
+    IT_INPUT,
     IT__COUNT,
 };
 
@@ -564,7 +565,7 @@ enum itf {
         DL_ANTH_FIELD("type"), DL_ANTH_FIELD("role"), DL_ANTH_FIELD("content"),                    \
             DL_ANTH_FIELD("call_id"), DL_ANTH_FIELD("name"), DL_ANTH_FIELD("arguments"),           \
             DL_ANTH_FIELD("id"), DL_ANTH_FIELD("output"), DL_ANTH_FIELD("summary"),                \
-            DL_ANTH_FIELD("encrypted_content")                                                     \
+            DL_ANTH_FIELD("encrypted_content"), DL_ANTH_FIELD("input")                             \
     }
 
 /* System and developer parts, after instructions whatever their place in the body. */
@@ -640,6 +641,37 @@ rp_call_item(struct rp *p, const struct dl_anth_field *f, size_t i)
     if (rc == GW_OK)
         rc = rp_need_str(p, &p->j, &f[IT_ARGUMENTS], path, &call.arguments);
     return rc == GW_OK ? rp_assistant(p, &call, 1) : rc;
+}
+
+/* input[<i>], a custom_tool_call item {call_id, name, input}: a call whose arguments
+ * are {"input": TEXT} (canon.h, dl_tool.freeform). */
+static enum gw_code
+rp_custom_call_item(struct rp *p, const struct dl_anth_field *f, size_t i)
+{
+    struct dl_part call = {.kind = DL_PART_TOOL_CALL};
+    char path[PATH_MAX_LEN];
+    struct gw_str input;
+    struct gw_buf args = {0};
+    enum gw_code rc;
+
+    snprintf(path, sizeof(path), "input[%zu]", i);
+    rc = rp_need_str(p, &p->j, &f[IT_CALL_ID], path, &call.id);
+    if (rc == GW_OK)
+        rc = rp_need_str(p, &p->j, &f[IT_NAME], path, &call.name);
+    if (rc == GW_OK)
+        rc = rp_need_str(p, &p->j, &f[IT_INPUT], path, &input);
+    if (rc != GW_OK)
+        return rc;
+    if (gw_buf_append_cstr(&args, "{\"input\":") != GW_OK ||
+        gw_buf_append_json_str(&args, input) != GW_OK || gw_buf_append_cstr(&args, "}") != GW_OK) {
+        gw_buf_fini(&args);
+        return GW_E_NOMEM;
+    }
+    call.arguments = gw_arena_str(p->a, (struct gw_str){args.data, args.len});
+    gw_buf_fini(&args);
+    if (!call.arguments.ptr)
+        return GW_E_NOMEM;
+    return rp_assistant(p, &call, 1);
 }
 
 /* input[<i>], a function_call_output item (its bytes <raw>). */
@@ -776,8 +808,11 @@ rp_item(struct rp *p, size_t i)
         return rp_bad(p, "input[%zu].type: must be a string", i);
     if (dl_anthropic_is(j, &f[IT_TYPE], "function_call"))
         return rp_call_item(p, f, i);
-    if (dl_anthropic_is(j, &f[IT_TYPE], "function_call_output"))
+    if (dl_anthropic_is(j, &f[IT_TYPE], "function_call_output") ||
+        dl_anthropic_is(j, &f[IT_TYPE], "custom_tool_call_output"))
         return rp_output_item(p, f, i, raw);
+    if (dl_anthropic_is(j, &f[IT_TYPE], "custom_tool_call"))
+        return rp_custom_call_item(p, f, i);
     if (dl_anthropic_is(j, &f[IT_TYPE], "reasoning"))
         return rp_reasoning_item(p, f, i);
     if (!rp_str(p, j, &f[IT_TYPE].str, &type))
@@ -825,6 +860,61 @@ rp_input(struct rp *p, const struct dl_anth_field *f)
 
 /* ---- parse: tools ---- */
 
+/* The schema of a free-form tool offered as a function (canon.h, dl_tool.freeform). */
+#define FREEFORM_SCHEMA                                                                            \
+    "{\"type\":\"object\",\"properties\":{\"input\":{\"type\":\"string\",\"description\":"         \
+    "\"the tool's free-form input, as its description says\"}},\"required\":[\"input\"]}"
+
+/* tools[<k>], a custom (free-form) tool {type, name, description, format} at <raw>: a
+ * function of one string "input" for every shape, its JSON kept for Responses. A
+ * grammar in its format goes into the description, so that a model of another shape
+ * still knows how the input must read. */
+static enum gw_code
+rp_custom_tool(struct rp *p, struct dl_json *j, const struct dl_anth_field *f, size_t k,
+               struct dl_tool *t, struct gw_str raw)
+{
+    struct dl_anth_field tf[] = {DL_ANTH_FIELD("format")};
+    struct dl_anth_field ff[] = {DL_ANTH_FIELD("syntax"), DL_ANTH_FIELD("definition")};
+    struct gw_str syntax = {"", 0}, def = {"", 0};
+    char path[PATH_MAX_LEN];
+    struct dl_json tj;
+    struct gw_buf d = {0};
+    enum gw_code rc;
+
+    snprintf(path, sizeof(path), "tools[%zu]", k);
+    if (f[1].kind != DA_STR || f[1].str.dlen == 0)
+        return rp_bad(p, "tools[%zu].name: required string", k);
+    if (!rp_str(p, j, &f[1].str, &t->name))
+        return GW_E_NOMEM;
+    t->freeform = raw;
+    t->parameters = GW_STR_LIT(FREEFORM_SCHEMA);
+    rc = rp_opt_str(p, j, &f[2], path, &t->description);
+    if (rc != GW_OK)
+        return rc;
+    dl_json_init(&tj, raw.ptr, raw.len);
+    if (!dl_anthropic_fields(&tj, tf, 1) || tf[0].kind != DA_OBJ)
+        return GW_OK;
+    tj.i = tf[0].at;
+    if (!dl_anthropic_fields(&tj, ff, 2) || ff[1].kind != DA_STR)
+        return GW_OK;
+    if ((ff[0].kind == DA_STR && !rp_str(p, &tj, &ff[0].str, &syntax)) ||
+        !rp_str(p, &tj, &ff[1].str, &def))
+        return GW_E_NOMEM;
+    if (gw_buf_append_str(&d, t->description) != GW_OK ||
+        gw_buf_append_cstr(&d, t->description.len ? "\n\nThe input follows this "
+                                                  : "The input "
+                                                    "follows this ") != GW_OK ||
+        gw_buf_append_str(&d, syntax.len ? syntax : GW_STR_LIT("")) != GW_OK ||
+        gw_buf_append_cstr(&d, syntax.len ? " grammar:\n" : "grammar:\n") != GW_OK ||
+        gw_buf_append_str(&d, def) != GW_OK) {
+        gw_buf_fini(&d);
+        return GW_E_NOMEM;
+    }
+    t->description = gw_arena_str(p->a, (struct gw_str){d.data, d.len});
+    gw_buf_fini(&d);
+    return t->description.ptr ? GW_OK : GW_E_NOMEM;
+}
+
 static enum gw_code
 rp_tool(struct rp *p, struct dl_json *j, size_t k)
 {
@@ -847,10 +937,21 @@ rp_tool(struct rp *p, struct dl_json *j, size_t k)
         return rp_json(p, j);
     if (f[0].kind != DA_STR)
         return rp_bad(p, "tools[%zu].type: required string", k);
+    if (dl_anthropic_is(j, &f[0], "namespace") || dl_anthropic_is(j, &f[0], "tool_search")) {
+        /* tools the client runs that only a Responses model knows how to call: offered
+         * to it, dropped by name for another shape's (dl_request_drop_offered) */
+        t = gw_arena_push(p->a, (void **)&r->offered, &r->n_offered, &p->cap_offered, sizeof(*t));
+        if (!t)
+            return GW_E_NOMEM;
+        t->hosted = (struct gw_str){j->s + start, j->i - start};
+        return rp_str(p, j, &f[0].str, &t->name) ? GW_OK : GW_E_NOMEM;
+    }
     t = gw_arena_push(p->a, (void **)&r->tools, &r->n_tools, &p->cap_tools, sizeof(*t));
     if (!t)
         return GW_E_NOMEM;
     snprintf(path, sizeof(path), "tools[%zu]", k);
+    if (dl_anthropic_is(j, &f[0], "custom"))
+        return rp_custom_tool(p, j, f, k, t, (struct gw_str){j->s + start, j->i - start});
     if (!dl_anthropic_is(j, &f[0], "function")) {
         /* a provider's tool (or a custom one): kept as written, only a Responses
          * upstream can take it */
@@ -959,6 +1060,8 @@ rp_allowed(struct rp *p, const struct dl_tool *t, bool *allowed)
     int r;
 
     *allowed = false;
+    if (t->freeform.len)
+        type = GW_STR_LIT("custom");
     if (t->hosted.len) {
         dl_json_init(&tj, t->hosted.ptr, t->hosted.len);
         if (!dl_anthropic_fields(&tj, h, 1) || h[0].kind != DA_STR)
@@ -1727,6 +1830,15 @@ rr_call(struct rr *w, struct items *it, const struct dl_part *p)
         return rr_refuse(w, "tool_calls: a tool call without an id cannot be sent to a "
                             "Responses model");
     TRY(item_start(w, it));
+    if (dl_request_freeform(w->r, p->name)) {
+        /* a free-form tool's call: its text, as Responses writes it */
+        TRY(rr_lit(w, "{\"type\":\"custom_tool_call\",\"call_id\":"));
+        TRY(rr_json(w, p->id));
+        TRY(rr_member(w, "name", p->name));
+        TRY(rr_lit(w, ",\"input\":"));
+        TRY(dl_responses_freeform_input(w->out, args));
+        return rr_lit(w, "}");
+    }
     TRY(rr_lit(w, "{\"type\":\"function_call\",\"call_id\":"));
     TRY(rr_json(w, p->id));
     TRY(rr_member(w, "name", p->name));
@@ -1745,6 +1857,22 @@ result_has_media(const struct dl_part *p)
     for (k = 0; k < p->n_content; k++)
         if (p->content[k].kind == DL_PART_IMAGE || p->content[k].kind == DL_PART_DOCUMENT)
             return true;
+    return false;
+}
+
+/* Whether the call <call_id> answers is one of a free-form tool. */
+static bool
+answers_freeform(const struct dl_request *r, struct gw_str call_id)
+{
+    size_t i, k;
+
+    for (i = 0; i < r->n_messages; i++)
+        for (k = 0; k < r->messages[i].n_parts; k++) {
+            const struct dl_part *p = &r->messages[i].parts[k];
+
+            if (p->kind == DL_PART_TOOL_CALL && gw_str_eq(p->id, call_id))
+                return dl_request_freeform(r, p->name) != NULL;
+        }
     return false;
 }
 
@@ -1769,7 +1897,9 @@ rr_result(struct rr *w, struct items *it, const struct dl_part *p)
     if (p->cache)
         rr_drop(w, "cache_control");
     TRY(item_start(w, it));
-    TRY(rr_lit(w, "{\"type\":\"function_call_output\",\"call_id\":"));
+    TRY(rr_lit(w, answers_freeform(w->r, p->call_id)
+                      ? "{\"type\":\"custom_tool_call_output\",\"call_id\":"
+                      : "{\"type\":\"function_call_output\",\"call_id\":"));
     TRY(rr_json(w, p->call_id));
     if (!result_has_media(p)) {
         /* texts joined: the string output every Responses server reads */
@@ -1942,7 +2072,7 @@ static enum gw_code
 rr_tools(struct rr *w)
 {
     const struct dl_request *r = w->r;
-    size_t k;
+    size_t k, n_offered = w->own ? r->n_offered : 0;
 
     if (r->n_tools == 0 && !w->own) {
         /* without tools they ask nothing of the model (OpenAI refuses them alone) */
@@ -1952,17 +2082,21 @@ rr_tools(struct rr *w)
             rr_drop(w, "parallel_tool_calls");
         return GW_OK;
     }
-    if (r->n_tools)
+    if (r->n_tools + n_offered)
         TRY(rr_lit(w, ",\"tools\":["));
+    for (k = 0; k < n_offered; k++) { /* the client's own namespace and tool_search tools */
+        TRY(rr_lit(w, k ? "," : ""));
+        TRY(gw_buf_append_str(w->out, trim(r->offered[k].hosted)));
+    }
     for (k = 0; k < r->n_tools; k++) {
         const struct dl_tool *t = &r->tools[k];
 
-        if (k)
+        if (k + n_offered)
             TRY(rr_lit(w, ","));
         if (t->cache)
             rr_drop(w, "cache_control");
-        if (t->hosted.len) {
-            TRY(gw_buf_append_str(w->out, trim(t->hosted)));
+        if (t->hosted.len || (w->own && t->freeform.len)) {
+            TRY(gw_buf_append_str(w->out, trim(t->hosted.len ? t->hosted : t->freeform)));
             continue;
         }
         TRY(rr_lit(w, "{\"type\":\"function\",\"name\":"));
@@ -1974,7 +2108,7 @@ rr_tools(struct rr *w)
                               : rr_lit(w, "{\"type\":\"object\",\"properties\":{}}"));
         TRY(rr_lit(w, t->strict ? ",\"strict\":true}" : ",\"strict\":false}"));
     }
-    if (r->n_tools)
+    if (r->n_tools + n_offered)
         TRY(rr_lit(w, "]"));
     TRY(rr_tool_choice(w));
     if (r->parallel_tool_calls != -1)

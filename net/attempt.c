@@ -297,6 +297,8 @@ render_body(struct net_stream *s, size_t idx)
         rc = ops->request_render(&s->creq, model,
                                  spec.max_output_tokens_known ? spec.max_output_tokens : 0,
                                  &s->dropped, &s->upbody, &why);
+        /* tools only the client's shape can express go without (named) */
+        dl_request_drop_offered(&s->creq, up, &s->dropped);
         if (rc == GW_E_UNCONVERTIBLE)
             snprintf(s->unconvertible, sizeof(s->unconvertible), "%s",
                      why.data ? why.data : "the request cannot be converted");
@@ -378,7 +380,8 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
                                     .stream_usage = s->wants_usage,
                                     .upstream = up,
                                     .json_array = net_stream_json_array(s),
-                                    .arena = &s->arena};
+                                    .arena = &s->arena,
+                                    .req = s->creq_ready ? &s->creq : NULL};
 
         s->client_ops->render_init(&s->rst, &ctx);
     }
@@ -513,6 +516,7 @@ net_hop_next(struct net_stream *s)
              * passes this candidate over (s->unconvertible says why). */
             code = render_body(s, s->cur);
             if (code == GW_E_UNCONVERTIBLE) {
+                net_attempt_add(s, c, GW_OUT_SKIPPED_UNCONVERTIBLE)->code = GW_E_UNCONVERTIBLE;
                 s->cur++;
                 continue;
             }

@@ -401,7 +401,8 @@ convert_answer(struct net_stream *s)
                                 .id = {s->id, GW_ROW_ID_LEN},
                                 .created = net_now_ms() / 1000,
                                 .upstream = s->up_shape,
-                                .arena = &s->arena};
+                                .arena = &s->arena,
+                                .req = s->creq_ready ? &s->creq : NULL};
     struct gw_buf out = {0};
     struct dl_answer a;
     enum gw_code rc;

@@ -152,7 +152,8 @@ net_resp_keep(struct net_stream *s)
                                 .id = {s->id, GW_ROW_ID_LEN},
                                 .created = net_now_ms() / 1000,
                                 .upstream = s->up_shape,
-                                .arena = &s->arena};
+                                .arena = &s->arena,
+                                .req = &s->creq};
     struct gw_buf items = {0}, part = {0};
     char id[160];
     struct gw_str rid;

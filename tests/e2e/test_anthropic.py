@@ -145,12 +145,16 @@ def test_request_the_messages_api_cannot_express_is_refused_or_sent_elsewhere(
     err = r.json()["error"]
     assert err["code"] == "gw.unconvertible" and "n" in err["message"]
     row = g.wait_row(r.headers["x-request-id"])
-    assert row["code"] == "gw.unconvertible" and row["attempts"] == []
+    assert row["code"] == "gw.unconvertible", row
+    assert [(a["upstream"], a["outcome"], a["code"]) for a in row["attempts"]] == [
+        ("claude", "skipped:unconvertible", "gw.unconvertible")], row
     assert ba.stats()["requests"] == 0
 
     r = g.chat(chat_body(model="both", n=2))  # the OpenAI member can take it as it is
     assert r.status == 200, r
     assert bo.stats()["requests"] == 1 and ba.stats()["requests"] == 0
+    row = g.wait_row(r.headers["x-request-id"])
+    assert [a["outcome"] for a in row["attempts"]] in (["ok"], ["skipped:unconvertible", "ok"])
 
 
 def test_error_event_after_content_ends_the_stream_with_an_error_chunk(tmp_path, bench, gwd):

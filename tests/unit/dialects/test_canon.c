@@ -197,6 +197,49 @@ test_canon_signature_of_another_shape_is_tagged_and_read_back(void **state)
     assert_int_equal(dl_sig_origin(&sig, DL_SHAPE_GEMINI), DL_SHAPE_GEMINI);
 }
 
+static void
+test_canon_offered_tools_are_dropped_by_name_for_other_shapes(void **state)
+{
+    /* Codex's namespace and tool_search tools, parsed from a Responses body */
+    static const char body[] =
+        "{\"model\":\"m\",\"input\":\"hi\",\"tools\":[{\"type\":\"namespace\",\"name\":"
+        "\"multi_agent_v1\",\"tools\":[]},{\"type\":\"tool_search\",\"execution\":\"client\"},"
+        "{\"type\":\"function\",\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}]}";
+    struct gw_arena a;
+    struct dl_request r;
+    struct gw_buf why = {0}, out = {0};
+    struct dl_dropped d = {0};
+
+    (void)state;
+    gw_arena_init(&a);
+    assert_int_equal(
+        dl_shape_ops(DL_SHAPE_RESPONSES)->request_parse(&a, body, sizeof(body) - 1, &r, &why),
+        GW_OK);
+    assert_int_equal(r.n_tools, 1);
+    assert_int_equal(r.n_offered, 2);
+    assert_int_equal(r.needs, 0); /* not hosted: nothing to refuse */
+    dl_request_drop_offered(&r, DL_SHAPE_RESPONSES, &d);
+    assert_int_equal(d.n, 0);
+    dl_request_drop_offered(&r, DL_SHAPE_CHAT, &d);
+    assert_int_equal(d.n, 2);
+    assert_true(gw_str_eq(d.name[0], GW_STR_LIT("tools.namespace")));
+    assert_true(gw_str_eq(d.name[1], GW_STR_LIT("tools.tool_search")));
+    /* a Chat upstream gets the function alone; a Responses one all three */
+    assert_int_equal(
+        dl_shape_ops(DL_SHAPE_CHAT)->request_render(&r, GW_STR_LIT("m"), 0, &d, &out, &why), GW_OK);
+    assert_null(strstr(out.data, "namespace"));
+    assert_non_null(strstr(out.data, "\"f\""));
+    gw_buf_reset(&out);
+    assert_int_equal(
+        dl_shape_ops(DL_SHAPE_RESPONSES)->request_render(&r, GW_STR_LIT("m"), 0, &d, &out, &why),
+        GW_OK);
+    assert_non_null(strstr(out.data, "\"multi_agent_v1\""));
+    assert_non_null(strstr(out.data, "\"tool_search\""));
+    gw_buf_fini(&out);
+    gw_buf_fini(&why);
+    gw_arena_fini(&a);
+}
+
 int
 main(void)
 {
@@ -208,6 +251,7 @@ main(void)
         cmocka_unit_test(test_canon_content_is_a_delta_with_text_or_a_tool_call_start),
         cmocka_unit_test(test_canon_events_fold_into_an_answer),
         cmocka_unit_test(test_canon_signature_of_another_shape_is_tagged_and_read_back),
+        cmocka_unit_test(test_canon_offered_tools_are_dropped_by_name_for_other_shapes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -851,6 +851,63 @@ test_responses_render_calls_stay_open_for_late_arguments(void **state)
 }
 
 static void
+test_responses_render_free_form_tool_call_is_a_custom_tool_call(void **state)
+{
+    /* the client offered apply_patch as a custom tool: the upstream (of another shape)
+     * called the function it went as, with {"input": TEXT} */
+    struct dl_tool tools[] = {
+        {.name = GW_STR_LIT("apply_patch"), .freeform = GW_STR_LIT("{\"type\":\"custom\"}")},
+        {.name = GW_STR_LIT("shell")}};
+    struct dl_request req = {.tools = tools, .n_tools = 2};
+    const struct dl_event ev[] = {
+        {.kind = DL_EV_START, .id = GW_STR_LIT("x")},
+        {.kind = DL_EV_BLOCK_START,
+         .index = 0,
+         .block = DL_BLOCK_TOOL_CALL,
+         .id = GW_STR_LIT("call_p"),
+         .name = GW_STR_LIT("apply_patch")},
+        {.kind = DL_EV_DELTA,
+         .index = 0,
+         .block = DL_BLOCK_TOOL_CALL,
+         .text = GW_STR_LIT("{\"input\":\"*** Begin")},
+        {.kind = DL_EV_DELTA,
+         .index = 0,
+         .block = DL_BLOCK_TOOL_CALL,
+         .text = GW_STR_LIT(" Patch\\n\"}")},
+        {.kind = DL_EV_BLOCK_STOP, .index = 0},
+        {.kind = DL_EV_FINISH, .finish = DL_FINISH_TOOL_CALLS},
+    };
+    struct dl_render_ctx ctx = T_CTX(NULL, DL_SHAPE_MESSAGES);
+    struct dl_render_state rs;
+    struct gw_arena a;
+    struct gw_buf out = {0};
+    json_t *final, *want;
+    size_t i;
+
+    (void)state;
+    gw_arena_init(&a);
+    ctx.arena = &a;
+    ctx.req = &req;
+    dl_responses_shape.render_init(&rs, &ctx);
+    for (i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
+        assert_int_equal(dl_responses_shape.event_render(&rs, &ev[i], &out), GW_OK);
+    assert_int_equal(dl_responses_shape.render_end(&rs, &out), GW_OK);
+    final = t_final_of(&out);
+    want = json_loads("[{\"id\":\"fc_req42_0\",\"type\":\"custom_tool_call\",\"status\":"
+                      "\"completed\",\"input\":\"*** Begin Patch\\n\",\"call_id\":\"call_p\","
+                      "\"name\":\"apply_patch\"}]",
+                      0, NULL);
+    assert_true(json_equal(json_object_get(final, "output"), want));
+    /* added as a custom call; no argument frames (they held JSON, not the text) */
+    assert_non_null(strstr(out.data, "\"type\":\"custom_tool_call\",\"status\":\"in_progress\""));
+    assert_null(strstr(out.data, "function_call_arguments"));
+    json_decref(final);
+    json_decref(want);
+    gw_buf_fini(&out);
+    gw_arena_fini(&a);
+}
+
+static void
 test_responses_render_many_parallel_calls(void **state)
 {
     struct dl_event ev[3 * 20 + 1];
@@ -1336,6 +1393,7 @@ main(void)
         cmocka_unit_test(test_responses_render_recorded_chat_stream),
         cmocka_unit_test(test_responses_render_recorded_messages_stream),
         cmocka_unit_test(test_responses_render_calls_stay_open_for_late_arguments),
+        cmocka_unit_test(test_responses_render_free_form_tool_call_is_a_custom_tool_call),
         cmocka_unit_test(test_responses_render_many_parallel_calls),
         cmocka_unit_test(test_responses_render_finishes_and_usage_after_the_finish),
         cmocka_unit_test(test_responses_render_error_ends_with_response_failed),

@@ -216,20 +216,23 @@ test_responses_request_parse_codex_fields(void **state)
     assert_int_equal(m->parts[0].n_content, 1);
     T_STR_EQ(m->parts[0].content[0].text,
              "tests/test_x.c:12: assertion \"n == 3\" failed\nmake: *** [test] Error 1");
-    /* a reasoning item with no summary, and the custom tool's call kept whole */
+    /* a reasoning item with no summary, and the custom tool's call: a call whose
+     * arguments are {"input": TEXT}, answered by its output */
     m = &r.messages[4];
     assert_int_equal(m->role, DL_ROLE_ASSISTANT);
     assert_int_equal(m->n_parts, 2);
     assert_int_equal(m->parts[0].text.len, 0);
     T_STR_EQ(m->parts[0].signature, "gAAAAABowdmwR7s9yY2zA0qX4rW8oU6nM1lK9iH7gE5tB3");
-    assert_int_equal(m->parts[1].kind, DL_PART_OTHER);
-    T_STR_EQ(m->parts[1].name, "custom_tool_call");
-    assert_int_equal(strncmp(m->parts[1].data.ptr, "{\"type\": \"custom_tool_call\"", 27), 0);
-    assert_int_equal(m->parts[1].data.ptr[m->parts[1].data.len - 1], '}');
+    assert_int_equal(m->parts[1].kind, DL_PART_TOOL_CALL);
+    T_STR_EQ(m->parts[1].name, "apply_patch");
+    T_STR_EQ(m->parts[1].id, "call_Ap9Zx8Yw7Vu6");
+    T_STR_EQ(m->parts[1].arguments,
+             "{\"input\":\"*** Begin Patch\\n*** Update File: tests/test_x.c\\n@@\\n-    "
+             "assert(n == 3);\\n+    assert(n == 4);\\n*** End Patch\\n\"}");
     m = &r.messages[5];
     assert_int_equal(m->role, DL_ROLE_TOOL);
-    assert_int_equal(m->parts[0].kind, DL_PART_OTHER);
-    T_STR_EQ(m->parts[0].name, "custom_tool_call_output");
+    assert_int_equal(m->parts[0].kind, DL_PART_TOOL_RESULT);
+    T_STR_EQ(m->parts[0].call_id, "call_Ap9Zx8Yw7Vu6");
     assert_int_equal(r.messages[6].role, DL_ROLE_ASSISTANT);
     T_STR_EQ(r.messages[6].parts[0].text,
              "The expected count was off by one; the test now expects 4.");
@@ -240,8 +243,15 @@ test_responses_request_parse_codex_fields(void **state)
     assert_false(r.tools[0].strict);
     assert_int_equal(r.tools[0].hosted.len, 0);
     assert_int_equal(strncmp(r.tools[0].parameters.ptr, "{\"type\": \"object\"", 17), 0);
+    /* the custom tool: a function of one string "input", its grammar in the
+     * description, its JSON kept for a Responses upstream */
     T_STR_EQ(r.tools[2].name, "apply_patch");
-    assert_true(r.tools[2].hosted.len > 0);
+    assert_int_equal(r.tools[2].hosted.len, 0);
+    assert_true(r.tools[2].freeform.len > 0);
+    assert_non_null(strstr(r.tools[2].parameters.ptr, "\"input\""));
+    assert_non_null(strstr(r.tools[2].description.ptr, "The input follows this lark grammar:\n"));
+    assert_ptr_equal(dl_request_freeform(&r, GW_STR_LIT("apply_patch")), &r.tools[2]);
+    assert_null(dl_request_freeform(&r, GW_STR_LIT("shell")));
     T_STR_EQ(r.tools[3].name, "web_search");
     T_STR_EQ(r.tools[3].hosted, "{\"type\": \"web_search\"}");
     /* what the hub does not model: extras by name */
@@ -300,7 +310,7 @@ test_responses_request_round_trip_plain(void **state)
 }
 
 static void
-test_responses_request_codex_refused_by_other_shapes(void **state)
+test_responses_request_codex_hosted_tool_refused_custom_tool_converted(void **state)
 {
     struct gw_arena a;
     struct dl_request r;
@@ -310,14 +320,25 @@ test_responses_request_codex_refused_by_other_shapes(void **state)
     (void)state;
     gw_arena_init(&a);
     t_parse_as(DL_SHAPE_RESPONSES, &a, body, len, &r);
-    /* apply_patch is a custom (grammar) tool and web_search a hosted one */
+    /* web_search is a hosted tool: refused (DESIGN.md 11) */
     t_render_refused(&r, DL_SHAPE_CHAT, "hosted tools");
     t_render_refused(&r, DL_SHAPE_MESSAGES, "hosted tools");
-    /* without them, the custom tool's call items are what no other shape can take */
-    r.n_tools = 2;
+    t_render_refused(&r, DL_SHAPE_GEMINI, "hosted tools");
+    /* without it, every shape takes the request: apply_patch (custom) goes as a function
+     * of one string, its call and output as a tool call and its result */
+    r.n_tools = 3;
     r.needs = 0;
-    t_render_refused(&r, DL_SHAPE_CHAT, "\"custom_tool_call\" part cannot be converted");
-    t_render_refused(&r, DL_SHAPE_MESSAGES, "custom_tool_call parts cannot be sent");
+    for (int to = DL_SHAPE_CHAT; to <= DL_SHAPE_GEMINI; to++) {
+        struct gw_buf out = {0}, why = {0};
+        struct dl_dropped d = {0};
+
+        assert_int_equal(
+            t_ops((enum dl_shape)to)->request_render(&r, T_UPSTREAM, 0, &d, &out, &why), GW_OK);
+        assert_non_null(strstr(out.data, "apply_patch"));
+        assert_non_null(strstr(out.data, "Success. Updated the following files"));
+        gw_buf_fini(&out);
+        gw_buf_fini(&why);
+    }
     gw_arena_fini(&a);
     free(body);
 }
@@ -1176,7 +1197,7 @@ main(void)
         cmocka_unit_test(test_responses_request_parse_codex_fields),
         cmocka_unit_test(test_responses_request_round_trip_codex),
         cmocka_unit_test(test_responses_request_round_trip_plain),
-        cmocka_unit_test(test_responses_request_codex_refused_by_other_shapes),
+        cmocka_unit_test(test_responses_request_codex_hosted_tool_refused_custom_tool_converted),
         cmocka_unit_test(test_responses_request_plain_to_chat),
         cmocka_unit_test(test_responses_request_plain_to_messages),
         cmocka_unit_test(test_responses_request_refuses_what_is_not_a_responses_request),
