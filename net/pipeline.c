@@ -34,6 +34,7 @@
 #include "core/sse.h"
 #include "core/sticky.h"
 #include "dialects/anthropic.h"
+#include "dialects/gemini.h"
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
 #include "net/calendar.h"
@@ -512,7 +513,11 @@ net_stream_read_request(struct net_stream *s)
             s->est_input = dl_openai_req_input_estimate(s->req);
         }
     } else {
-        rc = s->client_ops->request_parse(&s->arena, s->body.data, s->body.len, &s->creq, &why);
+        /* a Gemini countTokens body may wrap its request in generateContentRequest */
+        rc = s->tgt.ep == NET_EP_GEMINI_COUNT
+                 ? dl_gemini_count_parse(&s->arena, s->body.data, s->body.len, &s->creq, &why)
+                 : s->client_ops->request_parse(&s->arena, s->body.data, s->body.len, &s->creq,
+                                                &why);
         if (rc == GW_OK && s->client_shape == DL_SHAPE_GEMINI)
             rc = gemini_url_request(s, &why);
         if (rc == GW_OK) {

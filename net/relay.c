@@ -32,6 +32,7 @@
 #include "core/sse.h"
 #include "core/sticky.h"
 #include "dialects/anthropic.h"
+#include "dialects/gemini.h"
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
 #include "dialects/responses.h"
@@ -44,14 +45,13 @@
 static void on_speed_tick(evutil_socket_t fd, short what, void *arg);
 
 /* The frame that ends a stream broken after content (DESIGN.md 11), in the client's
- * shape; in a Gemini JSON-array stream the error object is the array's last element. */
+ * shape; in a Gemini JSON-array stream the error object is the array's last element
+ * (the render state knows whether the array was opened). */
 static void
 error_frame(struct net_stream *s, enum gw_code code, struct gw_str message)
 {
     if (net_stream_json_array(s)) {
-        gw_buf_append_cstr(&s->out, ",\r\n");
-        s->client_ops->error_render(code, message, &s->out);
-        gw_buf_append_cstr(&s->out, "]");
+        dl_gemini_render_abort(&s->rst, code, message, &s->out);
         return;
     }
     if (s->convert && s->client_shape == DL_SHAPE_RESPONSES) {

@@ -13,7 +13,10 @@
  * An answer to a Responses client with `store` not false is kept (unless
  * store.responses is false): the recorded items before it, this request's input items
  * and the answer's output items (rendered from the folded events by the one renderer of
- * Responses output items), under the response id the client saw.
+ * Responses output items), under the response id the client saw. A Responses upstream's
+ * encrypted reasoning is not kept: only its maker can read it, and the maker continues
+ * its own response. Another shape's signatures are kept tagged with their shape
+ * (dl_sig_append_json), so an expansion sends them to that shape only.
  * Owns:    the stream's record buffers (freed with the stream).
  * Threads: the owning worker only; the store's get reads in its own read transaction.
  * See:     net/pipeline-priv.h, store/store.h, dialects/responses.h
@@ -161,6 +164,15 @@ net_resp_keep(struct net_stream *s)
 
     if (!s->resp_keep || s->resp_fold.failed)
         return;
+    if (s->up_shape == DL_SHAPE_RESPONSES) {
+        /* Its encrypted reasoning is for its maker alone, which continues the response
+         * itself (previous_response_id goes back to it); the record serves the others. */
+        size_t i;
+
+        for (i = 0; i < s->resp_fold.n_blocks; i++)
+            if (s->resp_fold.blocks[i].block == DL_BLOCK_REASONING)
+                gw_buf_reset(&s->resp_fold.blocks[i].signature);
+    }
     /* The id the client saw: the upstream's when relayed as it came, else the
      * renderer's, made from the request id (dialects/responses.c). */
     if (!s->convert && s->resp_fold.id.len) {

@@ -6,9 +6,11 @@
 # (same shape: spliced, the body as Codex sent it), Anthropic Messages and Gemini; and
 # through a fallback group whose first member fails (gwbench --fault status) and whose
 # second answers. Codex runs its default tool set (function tools, the freeform `custom`
-# apply_patch, tool_search, the hosted web_search), only made quiet and offline by its
-# own settings (no update check, analytics, feedback, plugins or apps; no retries, so a
-# failure shows at once). It sends only POST /v1/responses, streamed, with its system
+# apply_patch, tool_search) but for the hosted web_search, which only OpenAI runs: gwd
+# refuses a hosted tool for another shape (DESIGN.md 11), so the config says
+# `web_search = "disabled"`, as README tells Codex users to; otherwise only quiet and
+# offline by its own settings (no update check, analytics, feedback, plugins or apps; no
+# retries, so a failure shows at once). It sends only POST /v1/responses, streamed, with its system
 # prompt as a developer message (no `instructions`), store false, reasoning,
 # include ["reasoning.encrypted_content"], prompt_cache_key and client_metadata; and it
 # needs response.output_item.done (the item it shows) and response.completed with an id.
@@ -42,10 +44,12 @@ TASK = "Reply with one short line: say hello."
 # ~/.codex/config.toml: the provider, and Codex's own switches for what would reach the
 # network besides the model (update check, analytics, feedback, the plugin and app
 # syncs with github.com and chatgpt.com). Retries off: a failure must show, not repeat.
+# web_search off: a hosted tool cannot go to a non-Responses upstream.
 CONFIG = """\
 model = "{model}"
 model_provider = "gw"
 check_for_update_on_startup = false
+web_search = "disabled"
 
 [analytics]
 enabled = false

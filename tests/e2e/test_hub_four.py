@@ -466,7 +466,8 @@ def test_issue_10_previous_response_id_goes_back_to_the_upstream_that_made_it(tm
     b2 = bench("--chunks", 1, "--text", "two ")
     g = gwd(config(tmp_path, [provider("r1", b1, dialect="responses", models=["m"]),
                               provider("r2", b2, dialect="responses", models=["m"])],
-                   groups=[{"name": "m", "providers": ["r1", "r2"]}]))
+                   groups=[{"name": "m", "type": "load-balance",
+                            "providers": ["r1", "r2"]}]))
     first = responses(g, "m", "hi")
     maker = g.wait_row(first.headers["x-request-id"])["upstream"]
     bm = b1 if maker == "r1" else b2
@@ -478,6 +479,32 @@ def test_issue_10_previous_response_id_goes_back_to_the_upstream_that_made_it(tm
         assert bm.stats()["requests"] == before + 1
         # the body went as it came: the upstream continues its own response
         assert bm.last_body()["previous_response_id"] == first.json()["id"], bm.last_body()
+
+
+def test_issue_10_encrypted_reasoning_goes_to_no_other_upstream(tmp_path, bench, gwd):
+    # The maker of a response is gone: the next turn is expanded for the other Responses
+    # upstream, with the reasoning's summary but not the maker's encrypted content.
+    b1 = bench("--chunks", 1, "--text", "one ", "--reasoning", 2)
+    b2 = bench("--chunks", 1, "--text", "two ")
+    g = gwd(config(tmp_path, [provider("r1", b1, dialect="responses", models=["m"]),
+                              provider("r2", b2, dialect="responses", models=["m"])],
+                   groups=[{"name": "m", "providers": ["r1", "r2"]}]))  # fallback: r1 first
+    first = responses(g, "m", "think first")
+    assert first.status == 200, first
+    made = [i for i in first.json()["output"] if i["type"] == "reasoning"]
+    assert made and made[0].get("encrypted_content"), first.json()
+    b1.stop()
+
+    r = responses(g, "m", "again", prev=first.json()["id"])
+
+    assert r.status == 200, r
+    assert g.wait_row(r.headers["x-request-id"])["upstream"] == "r2"
+    sent = b2.last_body()
+    assert "previous_response_id" not in sent, sent
+    kept = [i for i in sent["input"] if i.get("type") == "reasoning"]
+    assert kept and "encrypted_content" not in kept[0], sent["input"]
+    assert kept[0]["summary"], kept[0]
+    assert made[0]["encrypted_content"] not in json.dumps(sent)
 
 
 def test_issue_10_unknown_or_unkept_previous_response_is_unconvertible(tmp_path, bench, gwd):
