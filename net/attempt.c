@@ -367,9 +367,6 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     s->up_ok = s->up_sse = s->stream_error = s->up_failed = s->finish_seen = false;
     s->up_shape = up;
     s->up_ops = dl_shape_ops(up);
-    s->convert = up != s->client_shape;
-    if (s->up_ops)
-        s->up_ops->parse_init(&s->pst);
     s->convert = up != s->client_shape || net_stream_json_array(s);
     if (s->up_ops)
         s->up_ops->parse_init(&s->pst);
