@@ -560,3 +560,140 @@ def test_issue_10_reasoning_signature_goes_back_to_its_own_shape_only(tmp_path, 
     assert r.status == 200, r
     sent = [i for i in b.last_body()["input"] if i.get("type") == "reasoning"]
     assert sent and sent[0]["encrypted_content"] == made, b.last_body()
+
+
+# ---- what each cell carries over ----
+
+SYS = "answer in one line"
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+FORMAT_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}},
+                 "required": ["city"]}
+
+
+def rich(shape, fmt=False):
+    """(path, headers, body): a system prompt, text and an image, a stop sequence (not in
+    Responses, which has none), temperature 0.25, 77 output tokens, two tools with one
+    forced by name, and with <fmt> a JSON-schema response format."""
+    path, hdr, body = build(shape, "m", False, [("user", "look")], tools=True)
+    if shape == "chat":
+        body["messages"] = [{"role": "system", "content": SYS}, {"role": "user", "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]}]
+        body.update(stop=["STOP1"], temperature=0.25, max_completion_tokens=77,
+                    tool_choice={"type": "function", "function": {"name": "get_time"}})
+        if fmt:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "place", "schema": FORMAT_SCHEMA}}
+    elif shape == "responses":
+        body["instructions"] = SYS
+        body["input"] = [{"role": "user", "content": [
+            {"type": "input_text", "text": "look"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"}]}]
+        body.update(temperature=0.25, max_output_tokens=77,
+                    tool_choice={"type": "function", "name": "get_time"})
+        if fmt:
+            body["text"] = {"format": {"type": "json_schema", "name": "place",
+                                       "schema": FORMAT_SCHEMA}}
+    elif shape == "messages":
+        body["system"] = SYS
+        body["messages"] = [{"role": "user", "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": PNG}}]}]
+        body.update(stop_sequences=["STOP1"], temperature=0.25, max_tokens=77,
+                    tool_choice={"type": "tool", "name": "get_time"})
+    else:
+        body["systemInstruction"] = {"parts": [{"text": SYS}]}
+        body["contents"] = [{"role": "user", "parts": [
+            {"text": "look"}, {"inlineData": {"mimeType": "image/png", "data": PNG}}]}]
+        body["generationConfig"] = {"temperature": 0.25, "maxOutputTokens": 77,
+                                    "stopSequences": ["STOP1"]}
+        body["toolConfig"] = {"functionCallingConfig": {"mode": "ANY",
+                                                        "allowedFunctionNames": ["get_time"]}}
+        if fmt:
+            body["generationConfig"].update(responseMimeType="application/json",
+                                            responseJsonSchema=FORMAT_SCHEMA)
+    return path, hdr, body
+
+
+def carried(dialect, b):
+    """What an upstream body of <dialect> carries: (system text, an image is there, stop
+    sequences, temperature, max output tokens, the forced tool, a JSON schema format)."""
+    if dialect == "openai":
+        sys_ = " ".join(m["content"] if isinstance(m["content"], str) else
+                        " ".join(p.get("text", "") for p in m["content"])
+                        for m in b["messages"] if m["role"] in ("system", "developer"))
+        image = any(isinstance(m.get("content"), list) and
+                    any(p.get("type") == "image_url" for p in m["content"])
+                    for m in b["messages"])
+        stop = b.get("stop")
+        stop = [stop] if isinstance(stop, str) else stop
+        return (sys_, image, stop, b.get("temperature"),
+                b.get("max_completion_tokens", b.get("max_tokens")),
+                (b.get("tool_choice") or {}).get("function", {}).get("name"),
+                (b.get("response_format") or {}).get("type") == "json_schema")
+    if dialect == "responses":
+        image = any(isinstance(i.get("content"), list) and
+                    any(p.get("type") == "input_image" for p in i["content"])
+                    for i in b["input"])
+        return (b.get("instructions", ""), image, None, b.get("temperature"),
+                b.get("max_output_tokens"), (b.get("tool_choice") or {}).get("name"),
+                ((b.get("text") or {}).get("format") or {}).get("type") == "json_schema")
+    if dialect == "anthropic":
+        sys_ = b.get("system", "")
+        sys_ = sys_ if isinstance(sys_, str) else " ".join(x["text"] for x in sys_)
+        image = any(isinstance(m["content"], list) and
+                    any(p.get("type") == "image" for p in m["content"]) for m in b["messages"])
+        return (sys_, image, b.get("stop_sequences"), b.get("temperature"),
+                b.get("max_tokens"), (b.get("tool_choice") or {}).get("name"), False)
+    gc = b.get("generationConfig", {})
+    fcc = (b.get("toolConfig") or {}).get("functionCallingConfig") or {}
+    names = fcc.get("allowedFunctionNames") or [None]
+    return (" ".join(p["text"] for p in (b.get("systemInstruction") or {}).get("parts", [])),
+            any("inlineData" in p for c in b["contents"] for p in c["parts"]),
+            gc.get("stopSequences"), gc.get("temperature"), gc.get("maxOutputTokens"),
+            names[0] if fcc.get("mode") == "ANY" else None,
+            gc.get("responseMimeType") == "application/json" and
+            ("responseJsonSchema" in gc or "responseSchema" in gc))
+
+
+@pytest.mark.parametrize("upstream", SHAPES)
+def test_issue_10_every_converted_cell_carries_system_image_sampling_and_tool_choice(
+        tmp_path, bench, gwd, upstream):
+    b, g = gwd_for(tmp_path, bench, gwd, upstream)
+    for client in SHAPES:
+        if client == upstream:
+            continue  # the splice: the body as it came (test above)
+        path, hdr, body = rich(client)
+        r = http_request(g.port, "POST", path, json.dumps(body), hdr)
+
+        assert r.status == 200, (client, r)
+        sys_, image, stop, temp, max_out, forced, fmt = carried(DIALECT[upstream],
+                                                                b.last_body())
+        assert SYS in sys_ and image, (client, b.last_body())
+        assert temp == 0.25 and max_out == 77 and forced == "get_time", (client, b.last_body())
+        if client == "responses":
+            assert not stop, (client, stop)  # Responses has no stop sequences
+        elif upstream == "responses":
+            # nor can a Responses upstream take them: dropped, and named
+            assert stop is None and "stop" in r.headers.get("x-gw-dropped", ""), (client, r)
+        else:
+            assert stop == ["STOP1"], (client, b.last_body())
+        assert not fmt
+
+
+@pytest.mark.parametrize("upstream", SHAPES)
+def test_issue_10_json_schema_format_is_kept_or_refused(tmp_path, bench, gwd, upstream):
+    b, g = gwd_for(tmp_path, bench, gwd, upstream)
+    for client in ("chat", "responses", "gemini"):
+        if client == upstream:
+            continue
+        path, hdr, body = rich(client, fmt=True)
+        r = http_request(g.port, "POST", path, json.dumps(body), hdr)
+
+        if upstream == "messages":
+            # a schema Anthropic's API would not enforce: refused, not dropped
+            assert_refusal(client, r, 400, "gw.unconvertible")
+            continue
+        assert r.status == 200, (client, r)
+        assert carried(DIALECT[upstream], b.last_body())[6], (client, b.last_body())
