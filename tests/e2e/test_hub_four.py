@@ -697,3 +697,45 @@ def test_issue_10_json_schema_format_is_kept_or_refused(tmp_path, bench, gwd, up
             continue
         assert r.status == 200, (client, r)
         assert carried(DIALECT[upstream], b.last_body())[6], (client, b.last_body())
+
+
+@pytest.mark.parametrize("upstream", SHAPES)
+def test_issue_10_an_upstream_request_error_comes_back_in_the_client_shape(tmp_path, bench,
+                                                                           gwd, upstream):
+    bodies = {  # each upstream's own 400
+        "chat": '{"error":{"message":"bad temperature","type":"invalid_request_error"}}',
+        "responses": '{"error":{"message":"bad temperature","type":"invalid_request_error"}}',
+        "messages": '{"type":"error","error":{"type":"invalid_request_error",'
+                    '"message":"bad temperature"}}',
+        "gemini": '{"error":{"code":400,"message":"bad temperature",'
+                  '"status":"INVALID_ARGUMENT"}}'}
+    _, g = gwd_for(tmp_path, bench, gwd, upstream, "--fault", "status", "--status", 400,
+                   "--error-body", bodies[upstream])
+    for client in SHAPES:
+        r = send(g, client, "m", False, [("user", "x")])
+
+        assert r.status == 400, (client, r)
+        err = r.json()
+        if client == "messages":
+            assert err["type"] == "error", err
+            assert err["error"]["type"] == "invalid_request_error", err
+            assert "bad temperature" in err["error"]["message"], err
+        elif client == "gemini":
+            assert err["error"]["status"] == "INVALID_ARGUMENT", err
+            assert err["error"]["code"] == 400 and "bad temperature" in err["error"]["message"]
+        else:
+            assert err["error"]["type"] == "invalid_request_error", err
+            assert "bad temperature" in err["error"]["message"], err
+
+
+@pytest.mark.parametrize("client", SHAPES)
+def test_issue_10_an_answer_without_usage_is_estimated(tmp_path, bench, gwd, client):
+    _, g = gwd_for(tmp_path, bench, gwd, "chat" if client != "chat" else "messages",
+                   "--no-usage")
+    for stream in (False, True):
+        r = send(g, client, "m", stream, [("user", "say hello")])
+
+        assert r.status == 200, (client, r)
+        row = g.wait_row(r.headers["x-request-id"])
+        assert row["usage"]["estimated"] is True, row
+        assert row["usage"]["output_tokens"] > 0 and row["usage"]["input_tokens"] > 0, row
