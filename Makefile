@@ -152,7 +152,7 @@ help:
 	@echo "                (ASan build in build/asan/, minutes; not part of make test)"
 	@echo "make fuzz       build the libFuzzer targets with clang (build/fuzz/) and run each"
 	@echo "                FUZZ_SECS seconds (default 60) on a copy of its corpus"
-	@echo "make bench      benchmark tables: direct, the four cells of the hub, gwd+adm, nginx"
+	@echo "make bench      benchmark tables: direct, eight cells of the hub (four shapes, spliced and converted), gwd+adm, nginx"
 	@echo "make check-deps module boundary check;  make fmt / check-fmt"
 	@echo "make clean"
 
