@@ -231,3 +231,79 @@ gw_hex_encode(const unsigned char *in, size_t n, char *out)
     }
     out[2 * n] = '\0';
 }
+
+bool
+gw_base64_decode(struct gw_str in, struct gw_buf *out)
+{
+    uint32_t acc = 0;
+    size_t i, bits = 0, pad = 0;
+
+    for (i = 0; i < in.len; i++) {
+        unsigned char c = (unsigned char)in.ptr[i];
+        int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+                : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                : c >= '0' && c <= '9' ? c - '0' + 52
+                : c == '+'             ? 62
+                : c == '/'             ? 63
+                                       : -1;
+
+        if (c == '=') {
+            pad++;
+            continue;
+        }
+        if (v < 0 || pad)
+            return false;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            char b = (char)((acc >> (bits - 8)) & 0xFF);
+
+            bits -= 8;
+            if (gw_buf_append(out, &b, 1) != GW_OK)
+                return false;
+        }
+    }
+    return pad <= 2 && bits < 6;
+}
+
+bool
+gw_utf8_valid(struct gw_str s)
+{
+    const unsigned char *p = (const unsigned char *)s.ptr;
+    size_t i = 0;
+
+    while (i < s.len) {
+        unsigned c = p[i];
+        size_t n;
+        uint32_t cp;
+
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (s.len - i <= n)
+            return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i + k] & 0x3F);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}

@@ -66,6 +66,12 @@ gw_buf_append_cstr(struct gw_buf *b, const char *s)
 }
 /* Appends <s> as a JSON string literal, quotes included. */
 enum gw_code gw_buf_append_json_str(struct gw_buf *b, struct gw_str s);
+/* Appends the bytes of base64 <in> (the standard alphabet; '=' padding, at most two, only
+ * at the end) to <out>; false when <in> is not base64, or out of memory. */
+bool gw_base64_decode(struct gw_str in, struct gw_buf *out);
+/* True when <s> is valid UTF-8, strictly: no overlong forms, surrogates or code points
+ * past U+10FFFF. */
+bool gw_utf8_valid(struct gw_str s);
 /* Removes the first <n> bytes. */
 void gw_buf_consume(struct gw_buf *b, size_t n);
 static inline void

@@ -100,9 +100,6 @@ dl_anthropic_at(const struct dl_json *doc, size_t at)
     return j;
 }
 
-/* True when <s>, blanks around it trimmed into <*trimmed>, is one JSON object. */
-bool dl_anthropic_json_object(struct gw_str s, struct gw_str *trimmed);
-
 /* True when the string field <f> is <lit>. */
 static inline bool
 dl_anthropic_is(const struct dl_json *j, const struct dl_anth_field *f, const char *lit)

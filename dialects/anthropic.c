@@ -100,29 +100,6 @@ dl_anthropic_fields(struct dl_json *j, struct dl_anth_field *fields, size_t n)
     return r == 0;
 }
 
-static bool
-da_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-bool
-dl_anthropic_json_object(struct gw_str s, struct gw_str *trimmed)
-{
-    struct dl_json j;
-
-    while (s.len && da_ws(s.ptr[0])) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len && da_ws(s.ptr[s.len - 1]))
-        s.len--;
-    if (trimmed)
-        *trimmed = s;
-    dl_json_init(&j, s.ptr, s.len);
-    return dl_json_peek(&j) == '{' && dl_json_skip(&j, NULL) && dl_json_end(&j);
-}
-
 struct gw_str
 dl_anthropic_str(const struct dl_json *j, const struct dl_json_str *t, struct gw_arena *a)
 {

@@ -1229,7 +1229,7 @@ answer_block_json(struct gw_buf *out, const struct dl_answer_block *b, size_t in
 
             id = (struct gw_str){gen, n};
         }
-        if (!dl_anthropic_json_object(text, &input))
+        if (!dl_json_is_object(text, &input))
             input = GW_STR_LIT("{}"); /* not an object (cut by max tokens?): none */
         if (gw_buf_append_cstr(out, "{\"type\":\"tool_use\",\"id\":") != GW_OK ||
             gw_buf_append_json_str(out, id) != GW_OK ||

@@ -1134,7 +1134,7 @@ trim(struct gw_str s)
 static bool
 is_json_object(struct gw_str s)
 {
-    return dl_anthropic_json_object(s, NULL);
+    return dl_json_is_object(s, NULL);
 }
 
 static enum gw_code
@@ -1182,89 +1182,6 @@ rr_source(struct rr *w, const struct dl_part *p, const char *what)
                      what);
 }
 
-static int
-b64_val(char c)
-{
-    const char *p = c ? strchr(b64_chars, c) : NULL;
-
-    return p ? (int)(p - b64_chars) : -1;
-}
-
-/* Decodes base64 <s> into <out>; false when it is not base64. */
-static bool
-b64_decode(struct gw_str s, struct gw_buf *out)
-{
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t i;
-
-    for (i = 0; i < s.len; i++) {
-        int v;
-
-        if (s.ptr[i] == '=')
-            break;
-        v = b64_val(s.ptr[i]);
-        if (v < 0)
-            return false;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            char c = (char)((acc >> (bits - 8)) & 0xff);
-
-            bits -= 8;
-            if (gw_buf_append(out, &c, 1) != GW_OK)
-                return false;
-        }
-    }
-    for (; i < s.len; i++)
-        if (s.ptr[i] != '=')
-            return false;
-    return true;
-}
-
-/* True when <s> is valid UTF-8 (strictly: no overlongs, surrogates or > U+10FFFF). */
-static bool
-is_utf8(struct gw_str s)
-{
-    const unsigned char *p = (const unsigned char *)s.ptr;
-    size_t i = 0;
-
-    while (i < s.len) {
-        unsigned c = p[i];
-        size_t n;
-        uint32_t cp;
-
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF) {
-            n = 1;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (s.len - i <= n)
-            return false;
-        for (size_t k = 1; k <= n; k++) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return false;
-        i += n + 1;
-    }
-    return true;
-}
-
 static enum gw_code
 rr_image(struct rr *w, const struct dl_part *p, bool assistant)
 {
@@ -1288,7 +1205,8 @@ rr_document(struct rr *w, const struct dl_part *p)
         enum gw_code rc = GW_OK;
 
         /* a plain text document travels as text */
-        if (b64_decode(p->data, &text) && is_utf8((struct gw_str){text.data, text.len})) {
+        if (gw_base64_decode(p->data, &text) &&
+            gw_utf8_valid((struct gw_str){text.data, text.len})) {
             rc = rr_lit(w, "{\"type\":\"text\"");
             if (rc == GW_OK)
                 rc = rr_member(w, "media_type", p->media_type);

@@ -186,10 +186,6 @@ struct gw_str dl_gm_str(const struct dl_json *j, const struct dl_json_str *t, st
  * it is integral (40.0); false otherwise. */
 bool dl_gm_int(struct dl_json *j, const struct dl_json_num *num, int64_t *out);
 
-/* True when <s>, blanks around it trimmed into <*trimmed> (may be NULL), is one JSON
- * object. */
-bool dl_gm_json_object(struct gw_str s, struct gw_str *trimmed);
-
 /* Appends <v> as JSON: the shortest decimal that reads back as the same double. */
 enum gw_code dl_gm_append_double(struct gw_buf *out, double v);
 /* Appends the decimal <v> (negative too). */

@@ -184,29 +184,6 @@ dl_gm_int(struct dl_json *j, const struct dl_json_num *num, int64_t *out)
     return true;
 }
 
-static bool
-is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-bool
-dl_gm_json_object(struct gw_str s, struct gw_str *trimmed)
-{
-    struct dl_json j;
-
-    while (s.len && is_blank(s.ptr[0])) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len && is_blank(s.ptr[s.len - 1]))
-        s.len--;
-    if (trimmed)
-        *trimmed = s;
-    dl_json_init(&j, s.ptr, s.len);
-    return dl_json_peek(&j) == '{' && dl_json_skip(&j, NULL) && dl_json_end(&j);
-}
-
 enum gw_code
 dl_gm_append_double(struct gw_buf *out, double v)
 {

@@ -247,7 +247,7 @@ call_part(struct gw_buf *out, struct gw_str id, struct gw_str name, struct gw_st
 {
     struct gw_str obj;
 
-    if (!dl_gm_json_object(args, &obj))
+    if (!dl_json_is_object(args, &obj))
         obj = GW_STR_LIT("{}"); /* not an object (cut by max tokens?): none */
     if (gw_buf_append_cstr(out, "{\"functionCall\":{") != GW_OK)
         return GW_E_NOMEM;

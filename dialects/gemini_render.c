@@ -308,7 +308,7 @@ rr_call(struct rr *w, const struct dl_part *p, bool first_call)
 {
     struct gw_str args = trim(p->arguments);
 
-    if (args.len && !dl_gm_json_object(args, NULL))
+    if (args.len && !dl_json_is_object(args, NULL))
         return rr_refuse(w, "tool_calls.function.arguments: must be a JSON object for a Gemini "
                             "model");
     TRY(rr_lit(w, "{\"functionCall\":{\"name\":"));
@@ -368,7 +368,7 @@ rr_response(struct rr *w, const struct dl_part *p)
             texts++;
             last = k;
         }
-    if (texts == 1 && dl_gm_json_object(p->content[last].text, &obj)) {
+    if (texts == 1 && dl_json_is_object(p->content[last].text, &obj)) {
         if (!p->is_error)
             return gw_buf_append_str(w->out, obj);
         TRY(rr_lit(w, "{\"error\":"));
@@ -537,7 +537,7 @@ rr_part(struct rr *w, size_t i, size_t k, bool *comma, bool *first_call)
                                 "to a Gemini model");
         return rr_result(w, p, i);
     case DL_PART_OTHER:
-        if (!w->own || !dl_gm_json_object(p->data, NULL))
+        if (!w->own || !dl_json_is_object(p->data, NULL))
             return rr_refuse(w, "messages: %.*s parts cannot be sent to a Gemini model",
                              (int)(p->name.len > 64 ? 64 : p->name.len), p->name.ptr);
         return gw_buf_append_str(w->out, trim(p->data));
@@ -980,7 +980,7 @@ rr_body(struct rr *w, uint64_t max_output_default)
 
     TRY(rr_refusals(w));
     for (k = 0; w->own && k < w->r->n_tools; k++)
-        if (w->r->tools[k].hosted.len && !dl_gm_json_object(w->r->tools[k].hosted, NULL))
+        if (w->r->tools[k].hosted.len && !dl_json_is_object(w->r->tools[k].hosted, NULL))
             return rr_refuse(w, "tools: hosted tools of another shape cannot be sent to a "
                                 "Gemini model");
     TRY(rr_contents(w));

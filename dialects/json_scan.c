@@ -713,3 +713,26 @@ dl_json_err_pos(const struct dl_json *j, int *line, int *column)
     *line = l;
     *column = col;
 }
+
+static bool
+is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+bool
+dl_json_is_object(struct gw_str s, struct gw_str *trimmed)
+{
+    struct dl_json j;
+
+    while (s.len && is_ws(s.ptr[0])) {
+        s.ptr++;
+        s.len--;
+    }
+    while (s.len && is_ws(s.ptr[s.len - 1]))
+        s.len--;
+    if (trimmed)
+        *trimmed = s;
+    dl_json_init(&j, s.ptr, s.len);
+    return dl_json_peek(&j) == '{' && dl_json_skip(&j, NULL) && dl_json_end(&j);
+}

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/str.h"
+
 /* jansson's JSON_PARSER_MAX_DEPTH: the same documents are refused for depth. The
  * scanner itself never recurses (dl_json_skip keeps a bit per level), so the limit
  * guards nothing but parity. */
@@ -106,6 +108,9 @@ int dl_json_obj_next(struct dl_json *j, bool *first, struct dl_json_str *key);
 /* Inside an entered array: 1 with the cursor on the next element, 0 when it closed,
  * -1 on an error. */
 int dl_json_arr_next(struct dl_json *j, bool *first);
+/* True when <s> is one JSON object and nothing else but whitespace around it; <trimmed>
+ * (when not NULL) gets <s> without that whitespace. */
+bool dl_json_is_object(struct gw_str s, struct gw_str *trimmed);
 /* After the top-level value: true when only whitespace follows. */
 bool dl_json_end(struct dl_json *j);
 

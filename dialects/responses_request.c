@@ -1615,73 +1615,6 @@ rr_sub_extras(struct rr *w, const char *prefix, bool *comma)
 
 /* ---- render: content ---- */
 
-/* The bytes of base64 <in> into <out>; false when it is not base64 (padding optional). */
-static bool
-base64_decode(struct gw_str in, struct gw_buf *out)
-{
-    uint32_t acc = 0;
-    size_t i, bits = 0, pad = 0;
-
-    for (i = 0; i < in.len; i++) {
-        unsigned char c = (unsigned char)in.ptr[i];
-        int v = c >= 'A' && c <= 'Z'   ? c - 'A'
-                : c >= 'a' && c <= 'z' ? c - 'a' + 26
-                : c >= '0' && c <= '9' ? c - '0' + 52
-                : c == '+'             ? 62
-                : c == '/'             ? 63
-                                       : -1;
-
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        if (v < 0 || pad)
-            return false;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            char b = (char)((acc >> (bits - 8)) & 0xFF);
-
-            bits -= 8;
-            if (gw_buf_append(out, &b, 1) != GW_OK)
-                return false;
-        }
-    }
-    return pad <= 2 && bits < 6;
-}
-
-/* True when <s> is valid UTF-8 (a JSON string may hold nothing else). */
-static bool
-utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t len = c < 0x80             ? 1
-                     : (c & 0xE0) == 0xC0 ? 2
-                     : (c & 0xF0) == 0xE0 ? 3
-                     : (c & 0xF8) == 0xF0 ? 4
-                                          : 0;
-        uint32_t cp;
-        size_t k;
-
-        if (len == 0 || i + len > n)
-            return false;
-        cp = len == 1 ? c : c & (0x7F >> len);
-        for (k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
 /* A text document (text/... data, as a Messages plain-text document arrives) as an
  * input_text part, its title on a first line. *done false (nothing written) when it is
  * not one, or its data is not base64 of UTF-8 text. */
@@ -1697,8 +1630,8 @@ rr_text_document(struct rr *w, const struct dl_part *p, bool *done)
     if (p->text.len &&
         (gw_buf_append_str(&t, p->text) != GW_OK || gw_buf_append_cstr(&t, "\n\n") != GW_OK))
         rc = GW_E_NOMEM;
-    if (rc == GW_OK && base64_decode(p->data, &t) &&
-        utf8_valid((const unsigned char *)t.data, t.len)) {
+    if (rc == GW_OK && gw_base64_decode(p->data, &t) &&
+        gw_utf8_valid((struct gw_str){t.data, t.len})) {
         *done = true;
         rc = rr_lit(w, "{\"type\":\"input_text\",\"text\":");
         if (rc == GW_OK)
@@ -1967,7 +1900,7 @@ rr_reasoning(struct rr *w, struct items *it, const struct dl_part *p)
 static enum gw_code
 rr_other(struct rr *w, struct items *it, const struct dl_part *p)
 {
-    if (!w->own || !dl_anthropic_json_object(p->data, NULL))
+    if (!w->own || !dl_json_is_object(p->data, NULL))
         return rr_refuse(w, "input: %.*s parts cannot be sent to a Responses model",
                          (int)(p->name.len > 64 ? 64 : p->name.len), p->name.ptr);
     TRY(item_start(w, it));

@@ -118,6 +118,41 @@ test_alloc_fail_at_fails_exactly_the_nth(void **state)
     gw_alloc_fail_at(0);
 }
 
+static void
+test_base64_decode_is_strict(void **state)
+{
+    struct gw_buf out = {0};
+
+    (void)state;
+    assert_true(gw_base64_decode(gw_str_c("aGVsbG8="), &out));
+    assert_int_equal(out.len, 5);
+    assert_memory_equal(out.data, "hello", 5);
+    gw_buf_reset(&out);
+    assert_true(gw_base64_decode(gw_str_c("aGVsbG8"), &out)); /* padding optional */
+    assert_int_equal(out.len, 5);
+    gw_buf_reset(&out);
+    assert_true(gw_base64_decode(gw_str_c(""), &out));
+    assert_int_equal(out.len, 0);
+    assert_false(gw_base64_decode(gw_str_c("aGV sbG8="), &out));  /* not in the alphabet */
+    assert_false(gw_base64_decode(gw_str_c("aG=VsbG8"), &out));   /* padding in the middle */
+    assert_false(gw_base64_decode(gw_str_c("aGVsbG8==="), &out)); /* three pads */
+    assert_false(gw_base64_decode(gw_str_c("a"), &out));          /* six bits left over */
+    gw_buf_fini(&out);
+}
+
+static void
+test_utf8_valid_refuses_overlongs_surrogates_and_past_the_range(void **state)
+{
+    (void)state;
+    assert_true(gw_utf8_valid(gw_str_c("plain \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80")));
+    assert_true(gw_utf8_valid((struct gw_str){"", 0}));
+    assert_false(gw_utf8_valid(gw_str_c("\xc0\xaf")));         /* overlong '/' */
+    assert_false(gw_utf8_valid(gw_str_c("\xed\xa0\x80")));     /* a surrogate */
+    assert_false(gw_utf8_valid(gw_str_c("\xf4\x90\x80\x80"))); /* past U+10FFFF */
+    assert_false(gw_utf8_valid(gw_str_c("\xe2\x82")));         /* cut short */
+    assert_false(gw_utf8_valid(gw_str_c("\x80")));             /* a lone continuation */
+}
+
 int
 main(void)
 {
@@ -128,6 +163,8 @@ main(void)
         cmocka_unit_test(test_hex_round_trip_and_refusals),
         cmocka_unit_test(test_ct_equal_detects_any_difference),
         cmocka_unit_test(test_alloc_fail_at_fails_exactly_the_nth),
+        cmocka_unit_test(test_base64_decode_is_strict),
+        cmocka_unit_test(test_utf8_valid_refuses_overlongs_surrogates_and_past_the_range),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
