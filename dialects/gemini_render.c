@@ -91,15 +91,13 @@ static enum gw_code rr_refuse(struct rr *w, const char *fmt, ...)
 static enum gw_code
 rr_refuse(struct rr *w, const char *fmt, ...)
 {
-    enum gw_code rc = GW_OK;
+    enum gw_code rc;
     va_list ap;
 
-    if (w->why) {
-        va_start(ap, fmt);
-        rc = gw_buf_vprintf(w->why, fmt, ap);
-        va_end(ap);
-    }
-    return rc == GW_OK ? GW_E_UNCONVERTIBLE : GW_E_NOMEM;
+    va_start(ap, fmt);
+    rc = dl_vrefuse(w->why, GW_E_UNCONVERTIBLE, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 static void

@@ -112,31 +112,20 @@ static const char *const read_fields[RF__COUNT] = {
 enum gw_code
 dl_gm_bad(struct dl_gm_rp *p, const char *fmt, ...)
 {
-    enum gw_code rc = GW_OK;
+    enum gw_code rc;
     va_list ap;
 
-    if (p->why) {
-        va_start(ap, fmt);
-        rc = gw_buf_vprintf(p->why, fmt, ap);
-        va_end(ap);
-    }
-    return rc == GW_OK ? GW_E_BAD_REQUEST : GW_E_NOMEM;
+    va_start(ap, fmt);
+    rc = dl_vrefuse(p->why, GW_E_BAD_REQUEST, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 /* The refusal of bytes the scanner refused: their position only. */
 enum gw_code
 dl_gm_bad_json(struct dl_gm_rp *p, const struct dl_json *j)
 {
-    int line, column;
-
-    if (j->err == DL_JSON_E_NOMEM)
-        return GW_E_NOMEM;
-    dl_json_err_pos(j, &line, &column);
-    return dl_gm_bad(p, "body: %s at line %d column %d",
-                     j->err == DL_JSON_E_RANGE   ? "number out of range"
-                     : j->err == DL_JSON_E_DEPTH ? "nested too deep"
-                                                 : "not valid JSON",
-                     line, column);
+    return dl_refuse_json(p->why, j);
 }
 
 /* The bytes of string token <t> (a slice, or a copy when escaped); false: no memory. */

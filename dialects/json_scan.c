@@ -736,3 +736,28 @@ dl_json_is_object(struct gw_str s, struct gw_str *trimmed)
     dl_json_init(&j, s.ptr, s.len);
     return dl_json_peek(&j) == '{' && dl_json_skip(&j, NULL) && dl_json_end(&j);
 }
+
+enum gw_code
+dl_vrefuse(struct gw_buf *why, enum gw_code code, const char *fmt, va_list ap)
+{
+    if (why && gw_buf_vprintf(why, fmt, ap) != GW_OK)
+        return GW_E_NOMEM;
+    return code;
+}
+
+enum gw_code
+dl_refuse_json(struct gw_buf *why, const struct dl_json *j)
+{
+    int line, column;
+
+    if (j->err == DL_JSON_E_NOMEM)
+        return GW_E_NOMEM;
+    dl_json_err_pos(j, &line, &column);
+    if (why && gw_buf_printf(why, "body: %s at line %d column %d",
+                             j->err == DL_JSON_E_RANGE   ? "number out of range"
+                             : j->err == DL_JSON_E_DEPTH ? "nested too deep"
+                                                         : "not valid JSON",
+                             line, column) != GW_OK)
+        return GW_E_NOMEM;
+    return GW_E_BAD_REQUEST;
+}

@@ -16,11 +16,13 @@
 #ifndef GW_DIALECTS_JSON_SCAN_H
 #define GW_DIALECTS_JSON_SCAN_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "core/codes.h"
 #include "core/str.h"
 
 /* jansson's JSON_PARSER_MAX_DEPTH: the same documents are refused for depth. The
@@ -108,6 +110,15 @@ int dl_json_obj_next(struct dl_json *j, bool *first, struct dl_json_str *key);
 /* Inside an entered array: 1 with the cursor on the next element, 0 when it closed,
  * -1 on an error. */
 int dl_json_arr_next(struct dl_json *j, bool *first);
+/* A refusal of a request: <why> (may be NULL) gets the reason, ours, never the body's
+ * bytes. <code> (GW_E_BAD_REQUEST for a parse, GW_E_UNCONVERTIBLE for a render), or
+ * GW_E_NOMEM when the reason could not be written. */
+enum gw_code dl_vrefuse(struct gw_buf *why, enum gw_code code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+/* The refusal of bytes <j> refused: their position only ("body: not valid JSON at line L
+ * column C"); GW_E_BAD_REQUEST, or GW_E_NOMEM. */
+enum gw_code dl_refuse_json(struct gw_buf *why, const struct dl_json *j);
+
 /* True when <s> is one JSON object and nothing else but whitespace around it; <trimmed>
  * (when not NULL) gets <s> without that whitespace. */
 bool dl_json_is_object(struct gw_str s, struct gw_str *trimmed);

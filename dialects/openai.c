@@ -435,22 +435,6 @@ refuse(struct gw_buf *why, const char *reason)
     return GW_E_BAD_REQUEST;
 }
 
-/* The reason for a body the scanner refused: its position only, never its bytes. */
-static enum gw_code
-refuse_json(const struct dl_json *j, struct gw_buf *why)
-{
-    int line, column;
-
-    if (j->err == DL_JSON_E_NOMEM)
-        return GW_E_NOMEM;
-    dl_json_err_pos(j, &line, &column);
-    if (why && gw_buf_printf(why, "body: %s at line %d column %d",
-                             j->err == DL_JSON_E_RANGE ? "number out of range" : "not valid JSON",
-                             line, column) != GW_OK)
-        return GW_E_NOMEM;
-    return GW_E_BAD_REQUEST;
-}
-
 /* The checks every reading of a request makes (dl_openai_req_parse, dl_openai_req_check):
  * one validating pass into <rs>, then the refusals. */
 static enum gw_code
@@ -469,7 +453,7 @@ req_checked(const char *body, size_t len, struct dl_json *j0, struct req_scan *r
     /* a valid non-object gets its own reason */
     ok = c == '{' ? scan_request(&j, &rs) : dl_json_skip(&j, NULL) && dl_json_end(&j);
     if (!ok)
-        return refuse_json(&j, why);
+        return dl_refuse_json(why, &j);
     if (c != '{')
         return refuse(why, "body: must be a JSON object");
     if (rs.dup) {

@@ -127,9 +127,12 @@ t_old_parse(const char *body, size_t len, struct t_old_req *o)
     }
     root = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
     if (!root) {
-        o->reason = json_error_code(&err) == json_error_numeric_overflow
-                        ? "body: number out of range at line "
-                        : "body: not valid JSON at line ";
+        if (json_error_code(&err) == json_error_numeric_overflow)
+            o->reason = "body: number out of range at line ";
+        else if (json_error_code(&err) == json_error_stack_overflow)
+            o->reason = "body: nested too deep at line ";
+        else
+            o->reason = "body: not valid JSON at line ";
         return;
     }
     o->root = root;

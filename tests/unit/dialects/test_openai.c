@@ -412,7 +412,7 @@ test_openai_parse_nesting_limit_is_jansson_2048(void **state)
         if (n == 2047)
             t_accepts(buf, len);
         else
-            t_parse_refused(buf, "body: not valid JSON at line 1 column", NULL);
+            t_parse_refused(buf, "body: nested too deep at line 1 column", NULL);
     }
     /* objects count the same way, and deep nesting where the parse looks (messages) */
     t_parse_refused("{\"model\":\"m\",\"messages\":[{\"content\":[[[[[[[[[[[[[[[[[[[[[[[["
