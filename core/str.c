@@ -7,6 +7,7 @@
 #include "core/str.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/alloc.h"
 
@@ -306,4 +307,30 @@ gw_utf8_valid(struct gw_str s)
         i += n + 1;
     }
     return true;
+}
+
+enum gw_code
+gw_buf_append_i64(struct gw_buf *b, int64_t v)
+{
+    if (v < 0 && gw_buf_append(b, "-", 1) != GW_OK)
+        return GW_E_NOMEM;
+    return gw_buf_append_u64(b, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+}
+
+enum gw_code
+gw_buf_append_double(struct gw_buf *b, double v)
+{
+    char buf[40];
+    int prec, n = 0;
+
+    if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
+        v = 0;
+    for (prec = 15; prec <= 17; prec++) {
+        n = snprintf(buf, sizeof(buf), "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    if (n <= 0 || (size_t)n >= sizeof(buf))
+        return GW_E_NOMEM;
+    return gw_buf_append(b, buf, (size_t)n);
 }

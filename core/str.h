@@ -66,6 +66,11 @@ gw_buf_append_cstr(struct gw_buf *b, const char *s)
 }
 /* Appends <s> as a JSON string literal, quotes included. */
 enum gw_code gw_buf_append_json_str(struct gw_buf *b, struct gw_str s);
+/* Appends <v> in decimal. */
+enum gw_code gw_buf_append_i64(struct gw_buf *b, int64_t v);
+/* Appends <v> in the shortest of %.15g..%.17g that reads back as <v> (NaN and infinities,
+ * which JSON has not, as 0). */
+enum gw_code gw_buf_append_double(struct gw_buf *b, double v);
 /* Appends the bytes of base64 <in> (the standard alphabet; '=' padding, at most two, only
  * at the end) to <out>; false when <in> is not base64, or out of memory. */
 bool gw_base64_decode(struct gw_str in, struct gw_buf *out);

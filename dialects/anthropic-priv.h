@@ -107,19 +107,9 @@ dl_anthropic_is(const struct dl_json *j, const struct dl_anth_field *f, const ch
     return f->kind == DA_STR && dl_json_key_is(j, &f->str, lit, strlen(lit));
 }
 
-/* The bytes of the string token <t>: a slice of the scanned bytes when it holds no escape,
- * else decoded into <a>. {NULL, 0} when out of memory. */
-struct gw_str dl_anthropic_str(const struct dl_json *j, const struct dl_json_str *t,
-                               struct gw_arena *a);
-
-/* The integer value of the number token <num> (validated: fits int64); false when it is
- * a real. */
-bool dl_anthropic_int(const struct dl_json *j, const struct dl_json_num *num, int64_t *out);
-
-/* Appends <v> as JSON: the shortest decimal that reads back as the same double. */
+/* Appends <v> as JSON: the shortest decimal that reads back as the same double, with a
+ * ".0" when it would read back as an integer. */
 enum gw_code dl_anthropic_append_double(struct gw_buf *out, double v);
-/* Appends the decimal <v> (negative too). */
-enum gw_code dl_anthropic_append_i64(struct gw_buf *out, int64_t v);
 
 /* The Messages error type for an HTTP <status> (the one table, STYLE.md 7), and the
  * status an error type stands for (0 when unknown). */

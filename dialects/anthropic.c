@@ -100,69 +100,17 @@ dl_anthropic_fields(struct dl_json *j, struct dl_anth_field *fields, size_t n)
     return r == 0;
 }
 
-struct gw_str
-dl_anthropic_str(const struct dl_json *j, const struct dl_json_str *t, struct gw_arena *a)
-{
-    char *p;
-
-    if (!t->escaped)
-        return (struct gw_str){j->s + t->start, t->dlen};
-    p = gw_arena_alloc(a, t->dlen + 1);
-    if (!p)
-        return (struct gw_str){NULL, 0};
-    dl_json_decode(j, t, p);
-    p[t->dlen] = '\0';
-    return (struct gw_str){p, t->dlen};
-}
-
-bool
-dl_anthropic_int(const struct dl_json *j, const struct dl_json_num *num, int64_t *out)
-{
-    size_t i = num->start;
-    bool neg = false;
-    uint64_t v = 0;
-
-    if (num->real)
-        return false;
-    if (j->s[i] == '-') {
-        neg = true;
-        i++;
-    }
-    for (; i < num->end; i++)
-        v = v * 10 + (uint64_t)(j->s[i] - '0'); /* validated: fits int64 */
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return true;
-}
-
 enum gw_code
 dl_anthropic_append_double(struct gw_buf *out, double v)
 {
-    char buf[40];
-    int prec, n = 0;
+    size_t at = out->len;
 
-    if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
-        v = 0; /* never in a parsed request: JSON has no NaN or infinity */
-    for (prec = 15; prec <= 17; prec++) {
-        n = snprintf(buf, sizeof(buf) - 2, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    if (n <= 0 || (size_t)n >= sizeof(buf) - 2)
+    if (gw_buf_append_double(out, v) != GW_OK)
         return GW_E_NOMEM;
     /* a double stays a real when read back (1.0, not 1) */
-    if (!strpbrk(buf, ".eE")) {
-        buf[n++] = '.';
-        buf[n++] = '0';
-    }
-    return gw_buf_append(out, buf, (size_t)n);
-}
-
-enum gw_code
-dl_anthropic_append_i64(struct gw_buf *out, int64_t v)
-{
-    if (v < 0 && gw_buf_append(out, "-", 1) != GW_OK)
-        return GW_E_NOMEM;
-    return gw_buf_append_u64(out, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    if (!memchr(out->data + at, '.', out->len - at) && !memchr(out->data + at, 'e', out->len - at))
+        return gw_buf_append(out, ".0", 2);
+    return GW_OK;
 }
 
 /* ---- errors ---- */

@@ -216,7 +216,7 @@ index_of(const struct dl_json *j, const struct dl_anth_field *f)
 {
     int64_t v;
 
-    if (f->kind != DA_NUM || !dl_anthropic_int(j, &f->num, &v) || v < 0)
+    if (f->kind != DA_NUM || !dl_json_int(j, &f->num, &v) || v < 0)
         return -1;
     return v;
 }

@@ -168,7 +168,7 @@ rp_json(struct rp *p, const struct dl_json *j)
 static bool
 rp_str(struct rp *p, const struct dl_json *j, const struct dl_json_str *t, struct gw_str *out)
 {
-    *out = dl_anthropic_str(j, t, p->a);
+    *out = dl_json_text(j, t, p->a);
     return out->ptr != NULL;
 }
 
@@ -742,7 +742,7 @@ rp_count(struct rp *p, const struct dl_json *j, const struct dl_anth_field *f, c
 
     if (f->kind == DA_NULL || f->kind == DA_ABSENT)
         return GW_OK;
-    if (f->kind != DA_NUM || !dl_anthropic_int(j, &f->num, &v) || v <= 0)
+    if (f->kind != DA_NUM || !dl_json_int(j, &f->num, &v) || v <= 0)
         return rp_bad(p, "%s: must be a positive integer", name);
     *out = (uint64_t)v;
     return GW_OK;
@@ -932,7 +932,7 @@ rp_field(struct rp *p, enum read_field rf)
     case RF_TOP_K:
         if (f.kind == DA_NULL)
             return GW_OK;
-        if (f.kind != DA_NUM || !dl_anthropic_int(j, &f.num, &r->top_k) || r->top_k < 0)
+        if (f.kind != DA_NUM || !dl_json_int(j, &f.num, &r->top_k) || r->top_k < 0)
             return rp_bad(p, "top_k: must be a non-negative integer");
         r->has_top_k = true;
         return GW_OK;
@@ -1587,7 +1587,7 @@ rr_sampling(struct rr *w)
     }
     if (r->has_top_k) {
         TRY(rr_lit(w, ",\"top_k\":"));
-        TRY(dl_anthropic_append_i64(w->out, r->top_k));
+        TRY(gw_buf_append_i64(w->out, r->top_k));
     }
     if (r->has_seed)
         rr_drop(w, "seed");

@@ -175,21 +175,11 @@ dl_gm_given(const struct dl_gm_field *f)
     return f->kind != GK_ABSENT && f->kind != GK_NULL;
 }
 
+/* The number <num> as an integer: an integer, or a real without a fraction (40.0);
+ * false otherwise. */
+bool dl_gm_int(struct dl_json *j, const struct dl_json_num *num, int64_t *out);
 /* True when the string field <f> is <lit>. */
 bool dl_gm_is(const struct dl_json *j, const struct dl_gm_field *f, const char *lit);
-
-/* The bytes of the string token <t>: a slice of the scanned bytes when it holds no
- * escape, else decoded into <a>. {NULL, 0} when out of memory. */
-struct gw_str dl_gm_str(const struct dl_json *j, const struct dl_json_str *t, struct gw_arena *a);
-
-/* The integer value of the number token <num> (validated: fits int64), a real only when
- * it is integral (40.0); false otherwise. */
-bool dl_gm_int(struct dl_json *j, const struct dl_json_num *num, int64_t *out);
-
-/* Appends <v> as JSON: the shortest decimal that reads back as the same double. */
-enum gw_code dl_gm_append_double(struct gw_buf *out, double v);
-/* Appends the decimal <v> (negative too). */
-enum gw_code dl_gm_append_i64(struct gw_buf *out, int64_t v);
 
 /* The google.rpc status name for an HTTP <status> (the one table, STYLE.md 7):
  * 400 INVALID_ARGUMENT, 401 UNAUTHENTICATED, ... */

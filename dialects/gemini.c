@@ -138,76 +138,24 @@ dl_gm_fields(struct dl_json *j, struct dl_gm_field *fields, size_t n)
 }
 
 bool
-dl_gm_is(const struct dl_json *j, const struct dl_gm_field *f, const char *lit)
-{
-    return f->kind == GK_STR && dl_json_key_is(j, &f->str, lit, strlen(lit));
-}
-
-struct gw_str
-dl_gm_str(const struct dl_json *j, const struct dl_json_str *t, struct gw_arena *a)
-{
-    char *p;
-
-    if (!t->escaped)
-        return (struct gw_str){j->s + t->start, t->dlen};
-    p = gw_arena_alloc(a, t->dlen + 1);
-    if (!p)
-        return (struct gw_str){NULL, 0};
-    dl_json_decode(j, t, p);
-    p[t->dlen] = '\0';
-    return (struct gw_str){p, t->dlen};
-}
-
-bool
 dl_gm_int(struct dl_json *j, const struct dl_json_num *num, int64_t *out)
 {
-    size_t i = num->start;
-    bool neg = false;
-    uint64_t v = 0;
     double d;
 
-    if (num->real) {
-        /* 40.0 is 40; 40.5 is not an integer */
-        if (!dl_json_num_real(j, num, &d) || d != d || d < -9.2e18 || d > 9.2e18 ||
-            (double)(int64_t)d != d)
-            return false;
-        *out = (int64_t)d;
-        return true;
-    }
-    if (j->s[i] == '-') {
-        neg = true;
-        i++;
-    }
-    for (; i < num->end; i++)
-        v = v * 10 + (uint64_t)(j->s[i] - '0'); /* validated: fits int64 */
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    if (!num->real)
+        return dl_json_int(j, num, out);
+    /* 40.0 is 40 (the SDK writes numbers so); 40.5 is not an integer */
+    if (!dl_json_num_real(j, num, &d) || d != d || d < -9.2e18 || d > 9.2e18 ||
+        (double)(int64_t)d != d)
+        return false;
+    *out = (int64_t)d;
     return true;
 }
 
-enum gw_code
-dl_gm_append_double(struct gw_buf *out, double v)
+bool
+dl_gm_is(const struct dl_json *j, const struct dl_gm_field *f, const char *lit)
 {
-    char buf[40];
-    int prec, n = 0;
-
-    if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
-        v = 0; /* never from a parsed request: JSON has no NaN or infinity */
-    for (prec = 15; prec <= 17; prec++) {
-        n = snprintf(buf, sizeof(buf) - 2, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    if (n <= 0 || (size_t)n >= sizeof(buf) - 2)
-        return GW_E_NOMEM;
-    return gw_buf_append(out, buf, (size_t)n);
-}
-
-enum gw_code
-dl_gm_append_i64(struct gw_buf *out, int64_t v)
-{
-    if (v < 0 && gw_buf_append(out, "-", 1) != GW_OK)
-        return GW_E_NOMEM;
-    return gw_buf_append_u64(out, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    return f->kind == GK_STR && dl_json_key_is(j, &f->str, lit, strlen(lit));
 }
 
 /* ---- generated call ids ---- */

@@ -832,7 +832,7 @@ rr_real(struct rr *w, bool *comma, const char *key, double v)
     *comma = true;
     TRY(rr_lit(w, key));
     TRY(rr_lit(w, "\":"));
-    return dl_gm_append_double(w->out, v);
+    return gw_buf_append_double(w->out, v);
 }
 
 static enum gw_code
@@ -842,7 +842,7 @@ rr_int(struct rr *w, bool *comma, const char *key, int64_t v)
     *comma = true;
     TRY(rr_lit(w, key));
     TRY(rr_lit(w, "\":"));
-    return dl_gm_append_i64(w->out, v);
+    return gw_buf_append_i64(w->out, v);
 }
 
 static enum gw_code

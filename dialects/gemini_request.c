@@ -133,7 +133,7 @@ bool
 dl_gm_take_str(struct dl_gm_rp *p, const struct dl_json *j, const struct dl_json_str *t,
                struct gw_str *out)
 {
-    *out = dl_gm_str(j, t, p->a);
+    *out = dl_json_text(j, t, p->a);
     return out->ptr != NULL;
 }
 

@@ -761,3 +761,37 @@ dl_refuse_json(struct gw_buf *why, const struct dl_json *j)
         return GW_E_NOMEM;
     return GW_E_BAD_REQUEST;
 }
+
+struct gw_str
+dl_json_text(const struct dl_json *j, const struct dl_json_str *t, struct gw_arena *a)
+{
+    char *p;
+
+    if (!t->escaped)
+        return (struct gw_str){j->s + t->start, t->dlen};
+    p = gw_arena_alloc(a, t->dlen + 1);
+    if (!p)
+        return (struct gw_str){NULL, 0};
+    dl_json_decode(j, t, p);
+    p[t->dlen] = '\0';
+    return (struct gw_str){p, t->dlen};
+}
+
+bool
+dl_json_int(const struct dl_json *j, const struct dl_json_num *num, int64_t *out)
+{
+    size_t i = num->start;
+    bool neg = false;
+    uint64_t v = 0;
+
+    if (num->real)
+        return false;
+    if (j->s[i] == '-') {
+        neg = true;
+        i++;
+    }
+    for (; i < num->end; i++)
+        v = v * 10 + (uint64_t)(j->s[i] - '0'); /* validated: fits int64 */
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}

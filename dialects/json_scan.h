@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/arena.h"
 #include "core/codes.h"
 #include "core/str.h"
 
@@ -110,6 +111,13 @@ int dl_json_obj_next(struct dl_json *j, bool *first, struct dl_json_str *key);
 /* Inside an entered array: 1 with the cursor on the next element, 0 when it closed,
  * -1 on an error. */
 int dl_json_arr_next(struct dl_json *j, bool *first);
+/* The text of validated string token <t>: a slice of the bytes, or a copy in <a> when
+ * it had escapes; {NULL, 0} when out of memory. */
+struct gw_str dl_json_text(const struct dl_json *j, const struct dl_json_str *t,
+                           struct gw_arena *a);
+/* The validated number <num> as an integer (it fits int64); false when it is a real. */
+bool dl_json_int(const struct dl_json *j, const struct dl_json_num *num, int64_t *out);
+
 /* A refusal of a request: <why> (may be NULL) gets the reason, ours, never the body's
  * bytes. <code> (GW_E_BAD_REQUEST for a parse, GW_E_UNCONVERTIBLE for a render), or
  * GW_E_NOMEM when the reason could not be written. */

@@ -710,7 +710,7 @@ index_of(const struct dl_json *j, const struct dl_anth_field *f)
 {
     int64_t v;
 
-    if (f->kind != DA_NUM || !dl_anthropic_int(j, &f->num, &v) || v < 0 || v > UINT32_MAX)
+    if (f->kind != DA_NUM || !dl_json_int(j, &f->num, &v) || v < 0 || v > UINT32_MAX)
         return 0;
     return (uint32_t)v;
 }

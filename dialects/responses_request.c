@@ -213,7 +213,7 @@ rp_json(struct rp *p, const struct dl_json *j)
 static bool
 rp_str(struct rp *p, const struct dl_json *j, const struct dl_json_str *t, struct gw_str *out)
 {
-    *out = dl_anthropic_str(j, t, p->a);
+    *out = dl_json_text(j, t, p->a);
     return out->ptr != NULL;
 }
 
@@ -1345,7 +1345,7 @@ rp_field(struct rp *p, enum read_field rf)
     case RF_MAX_OUTPUT:
         if (f.kind == DA_NULL)
             return GW_OK;
-        if (f.kind != DA_NUM || !dl_anthropic_int(j, &f.num, &v) || v <= 0)
+        if (f.kind != DA_NUM || !dl_json_int(j, &f.num, &v) || v <= 0)
             return rp_bad(p, "max_output_tokens: must be a positive integer");
         r->max_output_tokens = (uint64_t)v;
         return GW_OK;
@@ -1371,7 +1371,7 @@ rp_field(struct rp *p, enum read_field rf)
     case RF_TOP_LOGPROBS:
         if (f.kind == DA_NULL)
             return GW_OK;
-        if (f.kind != DA_NUM || !dl_anthropic_int(j, &f.num, &v) || v < 0)
+        if (f.kind != DA_NUM || !dl_json_int(j, &f.num, &v) || v < 0)
             return rp_bad(p, "top_logprobs: must be a non-negative integer");
         if (v > 0)
             r->needs |= DL_NEED_F_LOGPROBS;

@@ -207,7 +207,7 @@ t_check_frames(const struct gw_buf *f)
             top[0].str.escaped ||
             !gw_str_eq(name, (struct gw_str){j.s + top[0].str.start, top[0].str.dlen}))
             abort();
-        if (top[1].kind == DA_NUM && !dl_anthropic_int(&j, &top[1].num, &index))
+        if (top[1].kind == DA_NUM && !dl_json_int(&j, &top[1].num, &index))
             abort();
         if (gw_str_eq(name, GW_STR_LIT("error"))) {
             if (!dl_anthropic_is(&j, &et[0], "overloaded_error"))

@@ -234,12 +234,12 @@ t_check_frames(const struct gw_buf *f, bool ended)
             top[0].str.escaped ||
             !gw_str_eq(name, (struct gw_str){j.s + top[0].str.start, top[0].str.dlen}))
             abort();
-        if (top[1].kind != DA_NUM || !dl_anthropic_int(&j, &top[1].num, &v) || v != (int64_t)seq)
+        if (top[1].kind != DA_NUM || !dl_json_int(&j, &top[1].num, &v) || v != (int64_t)seq)
             abort();
         if (seq == 0 && !gw_str_eq(name, GW_STR_LIT("response.created")))
             abort();
         seq++;
-        if (top[2].kind == DA_NUM && !dl_anthropic_int(&j, &top[2].num, &oi))
+        if (top[2].kind == DA_NUM && !dl_json_int(&j, &top[2].num, &oi))
             abort();
         if (gw_str_eq(name, GW_STR_LIT("response.output_item.added"))) {
             if (oi != (int64_t)n_items)

@@ -119,6 +119,23 @@ test_alloc_fail_at_fails_exactly_the_nth(void **state)
 }
 
 static void
+test_append_numbers_read_back_the_same(void **state)
+{
+    struct gw_buf out = {0};
+
+    (void)state;
+    assert_int_equal(gw_buf_append_i64(&out, -9223372036854775807 - 1), GW_OK);
+    assert_int_equal(gw_buf_append(&out, " ", 1), GW_OK);
+    assert_int_equal(gw_buf_append_double(&out, 0.1), GW_OK);
+    assert_int_equal(gw_buf_append(&out, " ", 1), GW_OK);
+    assert_int_equal(gw_buf_append_double(&out, 1.0 / 3), GW_OK);
+    assert_int_equal(gw_buf_append(&out, " ", 1), GW_OK);
+    assert_int_equal(gw_buf_append_double(&out, 2.0), GW_OK);
+    assert_string_equal(out.data, "-9223372036854775808 0.1 0.3333333333333333 2");
+    gw_buf_fini(&out);
+}
+
+static void
 test_base64_decode_is_strict(void **state)
 {
     struct gw_buf out = {0};
@@ -163,6 +180,7 @@ main(void)
         cmocka_unit_test(test_hex_round_trip_and_refusals),
         cmocka_unit_test(test_ct_equal_detects_any_difference),
         cmocka_unit_test(test_alloc_fail_at_fails_exactly_the_nth),
+        cmocka_unit_test(test_append_numbers_read_back_the_same),
         cmocka_unit_test(test_base64_decode_is_strict),
         cmocka_unit_test(test_utf8_valid_refuses_overlongs_surrogates_and_past_the_range),
     };
