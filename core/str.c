@@ -334,3 +334,16 @@ gw_buf_append_double(struct gw_buf *b, double v)
         return GW_E_NOMEM;
     return gw_buf_append(b, buf, (size_t)n);
 }
+
+enum gw_code
+gw_buf_append_json_inner(struct gw_buf *b, struct gw_str s)
+{
+    size_t at = b->len;
+
+    if (gw_buf_append_json_str(b, s) != GW_OK)
+        return GW_E_NOMEM;
+    memmove(b->data + at, b->data + at + 1, b->len - at - 2);
+    b->len -= 2;
+    b->data[b->len] = '\0';
+    return GW_OK;
+}

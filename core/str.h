@@ -66,6 +66,8 @@ gw_buf_append_cstr(struct gw_buf *b, const char *s)
 }
 /* Appends <s> as a JSON string literal, quotes included. */
 enum gw_code gw_buf_append_json_str(struct gw_buf *b, struct gw_str s);
+/* The same, without the quotes: <s> escaped to go inside a JSON string being written. */
+enum gw_code gw_buf_append_json_inner(struct gw_buf *b, struct gw_str s);
 /* Appends <v> in decimal. */
 enum gw_code gw_buf_append_i64(struct gw_buf *b, int64_t v);
 /* Appends <v> in the shortest of %.15g..%.17g that reads back as <v> (NaN and infinities,

@@ -274,20 +274,13 @@ enum gw_code
 dl_sig_append_json(struct gw_buf *out, enum dl_shape client, enum dl_shape origin,
                    struct gw_str sig)
 {
-    size_t at;
-
     if (origin == client || sig.len == 0 || (unsigned)origin >= DL_SHAPE__COUNT)
         return gw_buf_append_json_str(out, sig);
     if (gw_buf_append(out, "\"gw1.", 5) != GW_OK ||
         gw_buf_append_cstr(out, shape_names[origin]) != GW_OK ||
-        gw_buf_append(out, ".", 1) != GW_OK)
+        gw_buf_append(out, ".", 1) != GW_OK || gw_buf_append_json_inner(out, sig) != GW_OK ||
+        gw_buf_append(out, "\"", 1) != GW_OK)
         return GW_E_NOMEM;
-    at = out->len;
-    if (gw_buf_append_json_str(out, sig) != GW_OK)
-        return GW_E_NOMEM;
-    /* the string's own opening quote goes: the tag already opened it */
-    memmove(out->data + at, out->data + at + 1, out->len - at - 1);
-    out->data[--out->len] = '\0'; /* gw_buf keeps its text terminated */
     return GW_OK;
 }
 

@@ -1517,13 +1517,7 @@ rr_json(struct rr *w, struct gw_str s)
 static enum gw_code
 rr_json_inner(struct rr *w, struct gw_str s)
 {
-    size_t at = w->out->len;
-
-    TRY(gw_buf_append_json_str(w->out, s));
-    memmove(w->out->data + at, w->out->data + at + 1, w->out->len - at - 2);
-    w->out->len -= 2;
-    w->out->data[w->out->len] = '\0';
-    return GW_OK;
+    return gw_buf_append_json_inner(w->out, s);
 }
 
 /* ,"key":"<s>" */
