@@ -959,6 +959,7 @@ dl_anthropic_request_parse(struct gw_arena *a, const char *body, size_t len, str
     memset(out, 0, sizeof(*out));
     out->source = DL_SHAPE_MESSAGES;
     out->parallel_tool_calls = -1;
+    out->store = -1; /* a Responses field: unset */
     if (len == 0)
         return rp_bad(&p, "body: empty, expected a JSON object");
     dl_json_init(j, body, len);

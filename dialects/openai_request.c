@@ -1450,6 +1450,7 @@ dl_openai_request_parse(struct gw_arena *a, const char *body, size_t len, struct
 
     memset(out, 0, sizeof(*out));
     out->parallel_tool_calls = -1;
+    out->store = -1; /* a Responses field: unset */
     rc = dl_openai_req_check(body, len, why);
     if (rc != GW_OK)
         return rc;
