@@ -863,7 +863,8 @@ struct walk {
     unsigned char *seen; /* per node: visited (a second visit means an alias) */
     size_t n_nodes;
     bool alias;
-    size_t first; /* index in x->probs of the first problem of the walk */
+    size_t first;        /* index in x->probs of the first problem of the walk */
+    struct gw_buf *gone; /* the paths of the values removed for their type, NUL-ended */
 };
 
 static yaml_node_t *
@@ -1012,8 +1013,8 @@ walk_wrong_type(struct walk *w, const yaml_node_t *n, const cyaml_schema_value_t
     node_shown(n, shown, sizeof(shown));
     if (secret && n->type == YAML_SCALAR_NODE)
         fmt_into(shown, sizeof(shown), "(hidden)");
-    problem(w->x, GW_E_CFG_WRONG_TYPE, path[0] ? path : "(document)", NULL, shown,
-            "%s (line %u)", walk_expected(s), (unsigned)n->start_mark.line + 1);
+    problem(w->x, GW_E_CFG_WRONG_TYPE, path[0] ? path : "(document)", NULL, shown, "%s (line %u)",
+            walk_expected(s), (unsigned)n->start_mark.line + 1);
 }
 
 /* Walks the fields of a mapping; removes every pair that is refused. */
@@ -1052,6 +1053,8 @@ walk_mapping(struct walk *w, yaml_node_t *m, const cyaml_schema_field_t *fields,
             seen |= 1ull << (f - fields);
             fmt_into(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
             keep = walk_value(w, pr->value, &f->value, sub, secret || is_secret_key(key));
+            if (!keep && gw_buf_append(w->gone, sub, strlen(sub) + 1) != GW_OK)
+                w->x->nomem = true;
         }
         if (keep) {
             pr++;
@@ -1137,15 +1140,16 @@ problems_drop(struct gw_conf_problems *p, size_t i)
 
 /* Step 0. Returns what the later steps do: WALK_CLEAN (no schema problem: check the
  * bytes as they are), WALK_PRUNED (problems recorded; <clean> holds the file without
- * the refused keys and values, to check the rest), WALK_STOP (problems recorded and
+ * the refused keys and values, to check the rest; <gone> the paths of the values removed
+ * for their type), WALK_STOP (problems recorded and
  * nothing more can be checked: the document is not a mapping). A file libyaml cannot
  * read, or that has aliases, is WALK_CLEAN: libcyaml reports it as before. */
 enum walk_result { WALK_CLEAN, WALK_PRUNED, WALK_STOP };
 
 static enum walk_result
-schema_walk(struct ctx *x, struct gw_buf *clean)
+schema_walk(struct ctx *x, struct gw_buf *clean, struct gw_buf *gone)
 {
-    struct walk w = {x, NULL, NULL, 0, false, x->probs->n};
+    struct walk w = {x, NULL, NULL, 0, false, x->probs->n, gone};
     yaml_document_t doc;
     yaml_parser_t p;
     yaml_node_t *root;
@@ -1198,18 +1202,18 @@ path_under(const char *p, const char *q)
     return strncmp(p, q, n) == 0 && (p[n] == '\0' || p[n] == '.' || p[n] == '[' || p[n] == ' ');
 }
 
-/* After a pruned walk, drops the later problems about a value the walk refused for its
- * type (it was removed, so later steps may call it missing): one line per mistake. */
+/* After a pruned walk, drops the later problems about a value the walk removed for its
+ * type (<gone>: so later steps do not also call it missing): one line per mistake. */
 static void
-drop_echoes(struct gw_conf_problems *p, size_t n_walk)
+drop_echoes(struct gw_conf_problems *p, size_t n_walk, const struct gw_buf *gone)
 {
     size_t i = n_walk, j;
 
     while (i < p->n) {
         bool echo = false;
 
-        for (j = 0; j < n_walk && !echo; j++)
-            echo = p->v[j].code == GW_E_CFG_WRONG_TYPE && path_under(p->v[i].path, p->v[j].path);
+        for (j = 0; j < gone->len && !echo; j += strlen(gone->data + j) + 1)
+            echo = path_under(p->v[i].path, gone->data + j);
         if (echo)
             problems_drop(p, i);
         else
@@ -1804,8 +1808,8 @@ build_providers(struct ctx *x, const struct gw_conf_file *f)
                 strcmp(c->providers[i].name, c->providers[j].name) == 0) {
                 char base[PATH_LEN];
 
-                entry_path_doc(&x->doc, base, sizeof(base), NULL, "providers", i, seq_get(x, seq, i),
-                               false);
+                entry_path_doc(&x->doc, base, sizeof(base), NULL, "providers", i,
+                               seq_get(x, seq, i), false);
                 problem(x, GW_E_CFG_DUPLICATE_NAME, base, "name", c->providers[i].name,
                         "already used by providers[%u]", j);
                 break;
@@ -2321,7 +2325,7 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
     struct gw_buf log = {0};
     const cyaml_config_t cfg = cyaml_cfg(&log);
     struct gw_conf_file *f = NULL;
-    struct gw_buf clean = {0};
+    struct gw_buf clean = {0}, gone = {0};
     enum walk_result walked = WALK_CLEAN;
     struct ctx x = {0};
     size_t n_walk = 0;
@@ -2340,7 +2344,7 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
     if (!x.c->dir)
         goto nomem;
 
-    walked = schema_walk(&x, &clean);
+    walked = schema_walk(&x, &clean, &gone);
     if (x.nomem)
         goto nomem;
     if (walked == WALK_STOP)
@@ -2378,7 +2382,7 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
     if (x.nomem)
         goto nomem;
     if (walked == WALK_PRUNED)
-        drop_echoes(probs, n_walk);
+        drop_echoes(probs, n_walk, &gone);
     if (probs->n)
         goto refuse;
     cyaml_free(&cfg, &gw_conf_file_schema, f, 0);
@@ -2386,6 +2390,7 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
         yaml_document_delete(&x.doc);
     gw_buf_fini(&log);
     gw_buf_fini(&clean);
+    gw_buf_fini(&gone);
     *out = x.c;
     return GW_OK;
 
@@ -2399,6 +2404,7 @@ refuse:
         yaml_document_delete(&x.doc);
     gw_buf_fini(&log);
     gw_buf_fini(&clean);
+    gw_buf_fini(&gone);
     gw_conf_free(x.c);
     return rc;
 
@@ -2409,6 +2415,7 @@ nomem:
         yaml_document_delete(&x.doc);
     gw_buf_fini(&log);
     gw_buf_fini(&clean);
+    gw_buf_fini(&gone);
     gw_conf_free(x.c);
     gw_conf_problems_fini(probs);
     return GW_E_NOMEM;
