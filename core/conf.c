@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT
  * core/conf.c - the configuration loader: YAML bytes -> struct gw_conf.
- * Three steps. (1) libcyaml loads the bytes into the file model (core/conf-priv.h,
- * schema in core/conf_schema.c); its first error is turned into one problem, with the
- * field path rebuilt from the backtrace libcyaml logs. (2) The few keys libcyaml
+ * Four steps. (0) A walk of libyaml's tree of the bytes against the same schema table
+ * reports every unknown key, key written twice and value of the wrong type (libcyaml stops
+ * at the first), removes them and writes the rest back out as YAML for the next steps.
+ * (1) libcyaml loads the bytes into the file model (core/conf-priv.h, schema in
+ * core/conf_schema.c); an error the walk did not see (syntax, an alias) is turned into
+ * one problem, with the field path rebuilt from the backtrace libcyaml logs. (2) The few keys libcyaml
  * cannot describe (mappings keyed by model id, group members that are a plain name or
  * a mapping) are read from libyaml's document tree of the same bytes. (3) The public
  * struct is built from the file model over gw_conf_defaults(), checking every key and
  * recording every problem, each with a code, a path, the value as written and a message.
+ * A path names each list entry it goes through that has a name: "groups[0] (g).name".
  * Pure: no I/O; the environment and SHA-256 come from the caller (struct gw_conf_env).
  * Secrets ({value} keys, resolved variables, the control token) never reach a problem,
  * and are wiped when the config is freed.
