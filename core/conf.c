@@ -5,19 +5,16 @@
  * at the first), removes them and writes the rest back out as YAML for the next steps.
  * (1) libcyaml loads the bytes into the file model (core/conf-priv.h, schema in
  * core/conf_schema.c); an error the walk did not see (syntax, an alias) is turned into
- * one problem, with the field path rebuilt from the backtrace libcyaml logs. (2) The few keys libcyaml
- * cannot describe (mappings keyed by model id, group members that are a plain name or
- * a mapping) are read from libyaml's document tree of the same bytes. (3) The public
- * struct is built from the file model over gw_conf_defaults(), checking every key and
- * recording every problem, each with a code, a path, the value as written and a message.
- * A path names each list entry it goes through that has a name: "groups[0] (g).name".
- * Pure: no I/O; the environment and SHA-256 come from the caller (struct gw_conf_env).
- * Secrets ({value} keys, resolved variables, the control token) never reach a problem,
- * and are wiped when the config is freed.
- * Owns:    the config it returns (until gw_conf_free) and the problems it fills.
- * Threads: any; no shared state.
- * See:     core/conf.h, core/conf-priv.h, core/conf_schema.c, docs/config.md,
- *          tests/unit/core/test_conf.c
+ * one problem, with the field path rebuilt from the backtrace libcyaml logs. (2) The few keys
+ * libcyaml cannot describe (mappings keyed by model id, group members that are a plain name or a
+ * mapping) are read from libyaml's document tree of the same bytes. (3) The public struct is built
+ * from the file model over gw_conf_defaults(), checking every key and recording every problem, each
+ * with a code, a path, the value as written and a message. A path names each list entry it goes
+ * through that has a name: "groups[0] (g).name". Pure: no I/O; the environment and SHA-256 come
+ * from the caller (struct gw_conf_env). Secrets ({value} keys, resolved variables, the control
+ * token) never reach a problem, and are wiped when the config is freed. Owns:    the config it
+ * returns (until gw_conf_free) and the problems it fills. Threads: any; no shared state. See:
+ * core/conf.h, core/conf-priv.h, core/conf_schema.c, docs/config.md, tests/unit/core/test_conf.c
  */
 #include "core/conf.h"
 
