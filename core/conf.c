@@ -1099,6 +1099,15 @@ walk_value(struct walk *w, yaml_node_item_t id, const cyaml_schema_value_t *s, c
     return ok;
 }
 
+/* The written-back file may hold {value: SECRET} keys: wiped like the config's secrets. */
+static void
+buf_wipe_fini(struct gw_buf *b)
+{
+    if (b->data)
+        explicit_bzero(b->data, b->cap);
+    gw_buf_fini(b);
+}
+
 static int
 on_emit(void *data, unsigned char *buf, size_t size)
 {
@@ -2390,7 +2399,7 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
     if (x.have_doc)
         yaml_document_delete(&x.doc);
     gw_buf_fini(&log);
-    gw_buf_fini(&clean);
+    buf_wipe_fini(&clean);
     gw_buf_fini(&gone);
     *out = x.c;
     return GW_OK;
@@ -2404,7 +2413,7 @@ refuse:
     if (x.have_doc)
         yaml_document_delete(&x.doc);
     gw_buf_fini(&log);
-    gw_buf_fini(&clean);
+    buf_wipe_fini(&clean);
     gw_buf_fini(&gone);
     gw_conf_free(x.c);
     return rc;
@@ -2415,7 +2424,7 @@ nomem:
     if (x.have_doc)
         yaml_document_delete(&x.doc);
     gw_buf_fini(&log);
-    gw_buf_fini(&clean);
+    buf_wipe_fini(&clean);
     gw_buf_fini(&gone);
     gw_conf_free(x.c);
     gw_conf_problems_fini(probs);
