@@ -745,6 +745,12 @@ test_conf_wrong_type_names_path_and_value(void **state)
         has_problem(&p, GW_E_CFG_WRONG_TYPE, "providers[0] (p).max_concurrent", "(a list)"));
     gw_conf_problems_fini(&p);
 
+    /* an integer is the whole value: 1e3 is not read as 1 */
+    assert_int_equal(parse("server: {listen: [\"h:1\"], workers: 1e3}\n" PROVS, &c, &p),
+                     GW_E_CFG_WRONG_TYPE);
+    assert_true(has_problem(&p, GW_E_CFG_WRONG_TYPE, "server.workers", "1e3"));
+    gw_conf_problems_fini(&p);
+
     /* booleans are strict */
     assert_int_equal(parse(PROV_WITH("enabled: maybe"), &c, &p), GW_E_CFG_WRONG_TYPE);
     assert_true(has_problem(&p, GW_E_CFG_WRONG_TYPE, "providers[0] (p).enabled", "maybe"));
