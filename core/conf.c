@@ -1046,12 +1046,13 @@ walk_mapping(struct walk *w, yaml_node_t *m, const cyaml_schema_field_t *fields,
             else /* the value is not echoed: it may be a misplaced secret */
                 problem(w->x, GW_E_CFG_UNKNOWN_FIELD, path, key, key, "unknown key '%s' (line %u)",
                         key, line);
-        } else if (seen & (1ull << (f - fields))) {
+        } else if (f - fields < 64 && (seen & (1ull << (f - fields)))) {
             keep = false;
             problem(w->x, GW_E_CFG_DUPLICATE_FIELD, path, key, secret ? "(hidden)" : key,
                     "key written twice (line %u)", line);
         } else {
-            seen |= 1ull << (f - fields);
+            if (f - fields < 64) /* every table has fewer rows: a guard */
+                seen |= 1ull << (f - fields);
             fmt_into(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
             keep = walk_value(w, pr->value, &f->value, sub, secret || is_secret_key(key));
             if (!keep && gw_buf_append(w->gone, sub, strlen(sub) + 1) != GW_OK)
