@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: MIT
  * core/conf.c - the configuration loader: YAML bytes -> struct gw_conf.
- * Three steps. (1) libcyaml loads the bytes into the file model (core/conf-priv.h,
- * schema in core/conf_schema.c); its first error is turned into one problem, with the
- * field path rebuilt from the backtrace libcyaml logs. (2) The few keys libcyaml
- * cannot describe (mappings keyed by model id, group members that are a plain name or
- * a mapping) are read from libyaml's document tree of the same bytes. (3) The public
- * struct is built from the file model over gw_conf_defaults(), checking every key and
- * recording every problem, each with a code, a path, the value as written and a message.
- * Pure: no I/O; the environment and SHA-256 come from the caller (struct gw_conf_env).
- * Secrets ({value} keys, resolved variables, the control token) never reach a problem,
- * and are wiped when the config is freed.
- * Owns:    the config it returns (until gw_conf_free) and the problems it fills.
- * Threads: any; no shared state.
- * See:     core/conf.h, core/conf-priv.h, core/conf_schema.c, docs/config.md,
- *          tests/unit/core/test_conf.c
+ * Four steps. (0) A walk of libyaml's tree of the bytes against the same schema table
+ * reports every unknown key, key written twice and value of the wrong type (libcyaml stops
+ * at the first), removes them and writes the rest back out as YAML for the next steps.
+ * (1) libcyaml loads the bytes into the file model (core/conf-priv.h, schema in
+ * core/conf_schema.c); an error the walk did not see (syntax, an alias) is turned into
+ * one problem, with the field path rebuilt from the backtrace libcyaml logs. (2) The few keys
+ * libcyaml cannot describe (mappings keyed by model id, group members that are a plain name or a
+ * mapping) are read from libyaml's document tree of the same bytes. (3) The public struct is built
+ * from the file model over gw_conf_defaults(), checking every key and recording every problem, each
+ * with a code, a path, the value as written and a message. A path names each list entry it goes
+ * through that has a name: "groups[0] (g).name". Pure: no I/O; the environment and SHA-256 come
+ * from the caller (struct gw_conf_env). Secrets ({value} keys, resolved variables, the control
+ * token) never reach a problem, and are wiped when the config is freed. Owns:    the config it
+ * returns (until gw_conf_free) and the problems it fills. Threads: any; no shared state. See:
+ * core/conf.h, core/conf-priv.h, core/conf_schema.c, docs/config.md, tests/unit/core/test_conf.c
  */
 #include "core/conf.h"
 
@@ -36,6 +37,7 @@
 #define VALUE_SHOWN 120 /* longest value echoed in a problem */
 #define LOG_MAX 16384   /* cap on libcyaml's captured error text */
 #define MAX_FRAMES 32   /* backtrace frames kept */
+#define NAME_SHOWN 64   /* longest entry name shown in a path */
 
 /* One parse. nomem is sticky: helpers that fail to allocate set it and the caller
  * carries on (every consumer tolerates NULL), so the error paths stay short. */
@@ -850,6 +852,386 @@ report_cyaml_error(struct ctx *x, cyaml_err_t err, const char *log)
             cyaml_strerror(err), where);
 }
 
+/* ---- step 0: the schema walk (every unknown key and wrong type, not just the first) ---- */
+
+/* libcyaml stops at the first schema problem. This walk checks libyaml's tree of the same
+ * bytes against the same schema table (core/conf_schema.c) and reports every unknown key,
+ * key written twice and value of the wrong type, then removes each from the tree, so
+ * that the tree can be written back out and the later steps check the rest of the file. */
+struct walk {
+    struct ctx *x;
+    yaml_document_t *doc;
+    unsigned char *seen; /* per node: visited (a second visit means an alias) */
+    size_t n_nodes;
+    bool alias;
+    size_t first;        /* index in x->probs of the first problem of the walk */
+    struct gw_buf *gone; /* the paths of the values removed for their type, NUL-ended */
+};
+
+static yaml_node_t *
+walk_node(struct walk *w, yaml_node_item_t id)
+{
+    return yaml_document_get_node(w->doc, id);
+}
+
+/* False the second time a node is reached: the tree shares it (an alias). */
+static bool
+walk_visit(struct walk *w, yaml_node_item_t id)
+{
+    size_t i = (size_t)id - 1;
+
+    if (id < 1 || i >= w->n_nodes || w->seen[i]) {
+        w->alias = true;
+        return false;
+    }
+    w->seen[i] = 1;
+    return true;
+}
+
+/* Keys under which a scalar may be a secret or a credential: never echoed. */
+static bool
+is_secret_key(const char *k)
+{
+    return strcmp(k, "keys") == 0 || strcmp(k, "value") == 0 || strcmp(k, "key_sha256") == 0 ||
+           strcmp(k, "base_url") == 0 || strcmp(k, "key_env") == 0 || strcmp(k, "token_env") == 0;
+}
+
+/* The text of an entry's name: a mapping's scalar `name`, or, when <plain> (a group
+ * member written as a plain name), the scalar itself; "" when it has none. Capped. */
+static void
+entry_name(yaml_document_t *doc, yaml_node_t *n, bool plain, char *out, size_t size)
+{
+    yaml_node_t *v = NULL;
+    yaml_node_pair_t *pr;
+
+    out[0] = '\0';
+    if (n && n->type == YAML_MAPPING_NODE) {
+        for (pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+            yaml_node_t *k = yaml_document_get_node(doc, pr->key);
+
+            if (k && k->type == YAML_SCALAR_NODE && k->data.scalar.length == 4 &&
+                memcmp(k->data.scalar.value, "name", 4) == 0)
+                v = yaml_document_get_node(doc, pr->value);
+        }
+    } else if (plain) {
+        v = n;
+    }
+    if (!v || v->type != YAML_SCALAR_NODE || v->data.scalar.length == 0)
+        return;
+    if (v->data.scalar.length > NAME_SHOWN)
+        fmt_into(out, size, "%.*s...", NAME_SHOWN, (const char *)v->data.scalar.value);
+    else
+        fmt_into(out, size, "%.*s", (int)v->data.scalar.length, (const char *)v->data.scalar.value);
+}
+
+/* "<base>.<list>[i] (NAME)" (without "<base>." when <base> is empty, without " (NAME)"
+ * when the entry has no name): the path of a list entry, named in every problem. */
+static void
+entry_path_doc(yaml_document_t *doc, char *out, size_t size, const char *base, const char *list,
+               size_t i, yaml_node_t *entry, bool plain)
+{
+    char name[NAME_SHOWN + 4];
+
+    entry_name(doc, entry, plain, name, sizeof(name));
+    fmt_into(out, size, "%s%s%s[%zu]%s%s%s", base ? base : "", base && base[0] ? "." : "", list, i,
+             name[0] ? " (" : "", name, name[0] ? ")" : "");
+}
+
+static bool
+scalar_word_ci(const yaml_node_t *n, const cyaml_strval_t *words, uint32_t count)
+{
+    uint32_t i;
+
+    for (i = 0; i < count; i++)
+        if (strlen(words[i].str) == n->data.scalar.length &&
+            strncasecmp(words[i].str, (const char *)n->data.scalar.value, n->data.scalar.length) ==
+                0)
+            return true;
+    return false;
+}
+
+/* As libcyaml reads numbers: the whole scalar, integers in any C base. */
+static bool
+scalar_reads_as(const yaml_node_t *n, enum cyaml_type t)
+{
+    char buf[64], *end;
+
+    if (n->data.scalar.length == 0 || n->data.scalar.length >= sizeof(buf))
+        return false;
+    memcpy(buf, n->data.scalar.value, n->data.scalar.length);
+    buf[n->data.scalar.length] = '\0';
+    if (memchr(buf, '\0', n->data.scalar.length))
+        return false;
+    errno = 0;
+    if (t == CYAML_FLOAT)
+        (void)strtod(buf, &end);
+    else
+        (void)strtoll(buf, &end, 0);
+    return !errno && end != buf && !*end;
+}
+
+/* True when <n> has the shape <s> wants (children are walked separately). */
+static bool
+walk_type_ok(const yaml_node_t *n, const cyaml_schema_value_t *s)
+{
+    switch (s->type) {
+    case CYAML_IGNORE: return true;
+    case CYAML_MAPPING: return n->type == YAML_MAPPING_NODE;
+    case CYAML_SEQUENCE: return n->type == YAML_SEQUENCE_NODE;
+    case CYAML_STRING: return n->type == YAML_SCALAR_NODE;
+    case CYAML_ENUM:
+        return n->type == YAML_SCALAR_NODE &&
+               scalar_word_ci(n, s->enumeration.strings, s->enumeration.count);
+    case CYAML_INT:
+    case CYAML_FLOAT: return n->type == YAML_SCALAR_NODE && scalar_reads_as(n, s->type);
+    default: return true; /* not used by the schema */
+    }
+}
+
+static const char *
+walk_expected(const cyaml_schema_value_t *s)
+{
+    switch (s->type) {
+    case CYAML_INT: return "expected an integer";
+    case CYAML_FLOAT: return "expected a number";
+    case CYAML_ENUM: return "expected true or false";
+    case CYAML_STRING: return "expected a string";
+    case CYAML_MAPPING: return "expected a mapping";
+    case CYAML_SEQUENCE: return "expected a list";
+    default: return "wrong type";
+    }
+}
+
+static bool walk_value(struct walk *w, yaml_node_item_t id, const cyaml_schema_value_t *s,
+                       const char *path, bool secret);
+
+static void
+walk_wrong_type(struct walk *w, const yaml_node_t *n, const cyaml_schema_value_t *s,
+                const char *path, bool secret)
+{
+    char shown[VALUE_SHOWN + 1];
+
+    node_shown(n, shown, sizeof(shown));
+    if (secret && n->type == YAML_SCALAR_NODE)
+        fmt_into(shown, sizeof(shown), "(hidden)");
+    problem(w->x, GW_E_CFG_WRONG_TYPE, path[0] ? path : "(document)", NULL, shown, "%s (line %u)",
+            walk_expected(s), (unsigned)n->start_mark.line + 1);
+}
+
+/* Walks the fields of a mapping; removes every pair that is refused. */
+static void
+walk_mapping(struct walk *w, yaml_node_t *m, const cyaml_schema_field_t *fields, const char *path,
+             bool secret)
+{
+    yaml_node_pair_t *pr = m->data.mapping.pairs.start;
+    uint64_t seen = 0;
+
+    while (pr < m->data.mapping.pairs.top) {
+        yaml_node_t *k = walk_node(w, pr->key);
+        char key[64], sub[PATH_LEN];
+        unsigned line = k ? (unsigned)k->start_mark.line + 1 : 0;
+        const cyaml_schema_field_t *f;
+        bool keep = true;
+
+        node_shown(k, key, sizeof(key));
+        for (f = fields; f->key && strcmp(f->key, key) != 0; f++)
+            ;
+        if (!k || k->type != YAML_SCALAR_NODE || !f->key) {
+            keep = false;
+            if (secret) /* inside a credential even a key's name may be a secret */
+                problem(w->x, GW_E_CFG_UNKNOWN_FIELD, path, NULL, "(hidden)",
+                        "unknown key in a credential (name hidden); write {env: NAME} or "
+                        "{value: SECRET} (line %u)",
+                        line);
+            else /* the value is not echoed: it may be a misplaced secret */
+                problem(w->x, GW_E_CFG_UNKNOWN_FIELD, path, key, key, "unknown key '%s' (line %u)",
+                        key, line);
+        } else if (f - fields < 64 && (seen & (1ull << (f - fields)))) {
+            keep = false;
+            problem(w->x, GW_E_CFG_DUPLICATE_FIELD, path, key, secret ? "(hidden)" : key,
+                    "key written twice (line %u)", line);
+        } else {
+            if (f - fields < 64) /* every table has fewer rows: a guard */
+                seen |= 1ull << (f - fields);
+            fmt_into(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
+            keep = walk_value(w, pr->value, &f->value, sub, secret || is_secret_key(key));
+            if (!keep && gw_buf_append(w->gone, sub, strlen(sub) + 1) != GW_OK)
+                w->x->nomem = true;
+        }
+        if (keep) {
+            pr++;
+        } else {
+            memmove(pr, pr + 1, (size_t)(m->data.mapping.pairs.top - pr - 1) * sizeof(*pr));
+            m->data.mapping.pairs.top--;
+        }
+    }
+}
+
+/* Walks one value; false when it is refused (the caller removes it). Entries of a list
+ * of the wrong type refuse the whole list, so that later entries keep their index. */
+static bool
+walk_value(struct walk *w, yaml_node_item_t id, const cyaml_schema_value_t *s, const char *path,
+           bool secret)
+{
+    yaml_node_t *n = walk_node(w, id);
+    yaml_node_item_t *it;
+    bool ok = true;
+
+    if (s->type == CYAML_IGNORE)
+        return true; /* read from the tree by step 2, which checks it */
+    if (!n || !walk_visit(w, id))
+        return true; /* an alias: libcyaml refuses it after the walk */
+    if (!walk_type_ok(n, s)) {
+        walk_wrong_type(w, n, s, path, secret);
+        return false;
+    }
+    if (s->type == CYAML_MAPPING) {
+        walk_mapping(w, n, s->mapping.fields, path, secret);
+    } else if (s->type == CYAML_SEQUENCE) {
+        for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+            char sub[PATH_LEN];
+
+            entry_path_doc(w->doc, sub, sizeof(sub), "", path,
+                           (size_t)(it - n->data.sequence.items.start), walk_node(w, *it), false);
+            if (!walk_value(w, *it, s->sequence.entry, sub, secret))
+                ok = false;
+        }
+    }
+    return ok;
+}
+
+/* The written-back file may hold {value: SECRET} keys: wiped like the config's secrets. */
+static void
+buf_wipe_fini(struct gw_buf *b)
+{
+    if (b->data)
+        explicit_bzero(b->data, b->cap);
+    gw_buf_fini(b);
+}
+
+static int
+on_emit(void *data, unsigned char *buf, size_t size)
+{
+    return gw_buf_append(data, buf, size) == GW_OK;
+}
+
+/* Writes <doc> back out as YAML into <out> (and deletes <doc>, as libyaml's dumper does).
+ * False on failure (out of memory: x->nomem set). */
+static bool
+emit_doc(struct ctx *x, yaml_document_t *doc, struct gw_buf *out)
+{
+    yaml_emitter_t e;
+    bool ok;
+
+    if (!yaml_emitter_initialize(&e)) {
+        yaml_document_delete(doc);
+        x->nomem = true;
+        return false;
+    }
+    yaml_emitter_set_output(&e, on_emit, out);
+    yaml_emitter_set_unicode(&e, 1);
+    yaml_emitter_set_width(&e, -1);
+    ok = yaml_emitter_open(&e) && yaml_emitter_dump(&e, doc) && yaml_emitter_close(&e);
+    if (!ok && e.error == YAML_MEMORY_ERROR)
+        x->nomem = true;
+    yaml_emitter_delete(&e);
+    yaml_document_delete(doc); /* a no-op when the dumper already deleted it */
+    return ok;
+}
+
+static void
+problems_drop(struct gw_conf_problems *p, size_t i)
+{
+    gw_free(p->v[i].path);
+    gw_free(p->v[i].value);
+    gw_free(p->v[i].msg);
+    memmove(&p->v[i], &p->v[i + 1], (p->n - i - 1) * sizeof(p->v[0]));
+    p->n--;
+}
+
+/* Step 0. Returns what the later steps do: WALK_CLEAN (no schema problem: check the
+ * bytes as they are), WALK_PRUNED (problems recorded; <clean> holds the file without
+ * the refused keys and values, to check the rest; <gone> the paths of the values removed
+ * for their type), WALK_STOP (problems recorded and
+ * nothing more can be checked: the document is not a mapping). A file libyaml cannot
+ * read, or that has aliases, is WALK_CLEAN: libcyaml reports it as before. */
+enum walk_result { WALK_CLEAN, WALK_PRUNED, WALK_STOP };
+
+static enum walk_result
+schema_walk(struct ctx *x, struct gw_buf *clean, struct gw_buf *gone)
+{
+    struct walk w = {x, NULL, NULL, 0, false, x->probs->n, gone};
+    yaml_document_t doc;
+    yaml_parser_t p;
+    yaml_node_t *root;
+    bool loaded;
+
+    if (!yaml_parser_initialize(&p)) {
+        x->nomem = true;
+        return WALK_CLEAN;
+    }
+    yaml_parser_set_input_string(&p, (const unsigned char *)x->yaml, x->len);
+    loaded = yaml_parser_load(&p, &doc) != 0;
+    if (!loaded && p.error == YAML_MEMORY_ERROR)
+        x->nomem = true;
+    yaml_parser_delete(&p);
+    if (!loaded)
+        return WALK_CLEAN;
+    w.doc = &doc;
+    root = yaml_document_get_root_node(&doc);
+    w.n_nodes = (size_t)(doc.nodes.top - doc.nodes.start);
+    w.seen = gw_calloc(w.n_nodes ? w.n_nodes : 1, 1);
+    if (!w.seen) {
+        x->nomem = true;
+        yaml_document_delete(&doc);
+        return WALK_CLEAN;
+    }
+    if (root && !walk_value(&w, 1, &gw_conf_file_schema, "", false) && !w.alias) {
+        gw_free(w.seen);
+        yaml_document_delete(&doc);
+        return WALK_STOP; /* the document is not a mapping */
+    }
+    gw_free(w.seen);
+    if (w.alias) /* libcyaml refuses aliases: let it say so, alone */
+        while (x->probs->n > w.first)
+            problems_drop(x->probs, x->probs->n - 1);
+    if (x->probs->n == w.first) {
+        yaml_document_delete(&doc);
+        return WALK_CLEAN;
+    }
+    if (!emit_doc(x, &doc, clean))
+        return WALK_STOP;
+    return WALK_PRUNED;
+}
+
+/* True when problem path <p> lies under <q> (equal, or a field or entry of it). */
+static bool
+path_under(const char *p, const char *q)
+{
+    size_t n = strlen(q);
+
+    return strncmp(p, q, n) == 0 && (p[n] == '\0' || p[n] == '.' || p[n] == '[' || p[n] == ' ');
+}
+
+/* After a pruned walk, drops the later problems about a value the walk removed for its
+ * type (<gone>: so later steps do not also call it missing): one line per mistake. */
+static void
+drop_echoes(struct gw_conf_problems *p, size_t n_walk, const struct gw_buf *gone)
+{
+    size_t i = n_walk, j;
+
+    while (i < p->n) {
+        bool echo = false;
+
+        for (j = 0; j < gone->len && !echo; j += strlen(gone->data + j) + 1)
+            echo = path_under(p->v[i].path, gone->data + j);
+        if (echo)
+            problems_drop(p, i);
+        else
+            i++;
+    }
+}
+
 /* ---- defaults ---- */
 
 enum gw_code
@@ -1344,7 +1726,7 @@ build_provider(struct ctx *x, unsigned i, const struct gw_conf_file_provider *fp
     unsigned j;
     int w = 0;
 
-    fmt_into(base, sizeof(base), "providers[%u]", i);
+    entry_path_doc(&x->doc, base, sizeof(base), NULL, "providers", i, tree, false);
     p->index = i;
     p->enabled = true;
     if (!fp->name)
@@ -1437,7 +1819,8 @@ build_providers(struct ctx *x, const struct gw_conf_file *f)
                 strcmp(c->providers[i].name, c->providers[j].name) == 0) {
                 char base[PATH_LEN];
 
-                fmt_into(base, sizeof(base), "providers[%u]", i);
+                entry_path_doc(&x->doc, base, sizeof(base), NULL, "providers", i,
+                               seq_get(x, seq, i), false);
                 problem(x, GW_E_CFG_DUPLICATE_NAME, base, "name", c->providers[i].name,
                         "already used by providers[%u]", j);
                 break;
@@ -1529,7 +1912,7 @@ build_member(struct ctx *x, const char *mb, yaml_node_t *n, const struct group_v
 
 /* Cross-member checks of one group: every member names a provider, and none twice. */
 static void
-check_members(struct ctx *x, const char *base, const struct group_view *gv,
+check_members(struct ctx *x, const char *base, yaml_node_t *mem, const struct group_view *gv,
               const struct gw_conf_group *g)
 {
     size_t j, k;
@@ -1541,7 +1924,9 @@ check_members(struct ctx *x, const char *base, const struct group_view *gv,
         if (!m->provider || !m->provider[0])
             continue; /* already reported (missing or empty name) */
         /* The path names the field that holds the name: the item itself when plain. */
-        fmt_into(mb, sizeof(mb), "%s.providers[%zu]%s", base, j, m->plain ? "" : ".name");
+        entry_path_doc(&x->doc, mb, sizeof(mb) - 5, base, "providers", j, seq_get(x, mem, j), true);
+        if (!m->plain)
+            strcat(mb, ".name");
         if (!file_has_provider(gv->f, m->provider)) {
             problem(x, GW_E_ENG_GROUP_UNKNOWN_MEMBER, mb, NULL, m->provider,
                     "no provider has this name");
@@ -1567,7 +1952,7 @@ build_group(struct ctx *x, unsigned i, const struct gw_conf_file *f, yaml_node_t
     size_t n, j;
     int w = 0;
 
-    fmt_into(base, sizeof(base), "groups[%u]", i);
+    entry_path_doc(&x->doc, base, sizeof(base), NULL, "groups", i, tree, false);
     g->index = i;
     if (!fg->name)
         missing(x, base, "name", "a name (what clients ask for as the model)");
@@ -1627,11 +2012,11 @@ build_group(struct ctx *x, unsigned i, const struct gw_conf_file *f, yaml_node_t
         char mb[PATH_LEN];
         yaml_node_t *it = seq_get(x, mem, j);
 
-        fmt_into(mb, sizeof(mb), "%s.providers[%zu]", base, j);
+        entry_path_doc(&x->doc, mb, sizeof(mb), base, "providers", j, it, true);
         if (it)
             build_member(x, mb, it, &gv, &g->members[j]);
     }
-    check_members(x, base, &gv, g);
+    check_members(x, base, mem, &gv, g);
 }
 
 static void
@@ -1657,7 +2042,8 @@ build_groups(struct ctx *x, const struct gw_conf_file *f)
                 strcmp(c->groups[i].name, c->groups[j].name) == 0) {
                 char base[PATH_LEN];
 
-                fmt_into(base, sizeof(base), "groups[%u]", i);
+                entry_path_doc(&x->doc, base, sizeof(base), NULL, "groups", i, seq_get(x, seq, i),
+                               false);
                 problem(x, GW_E_ENG_GROUP_DUPLICATE_NAME, base, "name", c->groups[i].name,
                         "already the name of groups[%u]", j);
                 break;
@@ -1766,14 +2152,14 @@ build_limits(struct ctx *x, const char *base, const struct gw_conf_file_client *
 
 /* Builds clients[i]; true when its key digest is set (so it can be compared). */
 static bool
-build_client(struct ctx *x, unsigned i, const struct gw_conf_file_client *fc)
+build_client(struct ctx *x, unsigned i, const struct gw_conf_file_client *fc, yaml_node_t *tree)
 {
     struct gw_conf_client *cl = &x->c->clients[i];
     char base[PATH_LEN];
     bool key_ok = false;
     unsigned j;
 
-    fmt_into(base, sizeof(base), "clients[%u]", i);
+    entry_path_doc(&x->doc, base, sizeof(base), NULL, "clients", i, tree, false);
     cl->index = i;
     if (!fc->name)
         missing(x, base, "name", "a name ([a-z0-9._-]{1,64})");
@@ -1837,6 +2223,7 @@ static void
 build_clients(struct ctx *x, const struct gw_conf_file *f)
 {
     struct gw_conf *c = x->c;
+    yaml_node_t *seq = map_get(x, yaml_document_get_root_node(&x->doc), "clients");
     bool *has_key;
     unsigned i, j;
 
@@ -1851,11 +2238,11 @@ build_clients(struct ctx *x, const struct gw_conf_file *f)
     }
     c->n_clients = f->clients_count;
     for (i = 0; i < f->clients_count; i++)
-        has_key[i] = build_client(x, i, &f->clients[i]);
+        has_key[i] = build_client(x, i, &f->clients[i], seq_get(x, seq, i));
     for (i = 0; i < c->n_clients; i++) {
         char base[PATH_LEN];
 
-        fmt_into(base, sizeof(base), "clients[%u]", i);
+        entry_path_doc(&x->doc, base, sizeof(base), NULL, "clients", i, seq_get(x, seq, i), false);
         for (j = 0; j < i; j++)
             if (c->clients[i].name && c->clients[j].name &&
                 strcmp(c->clients[i].name, c->clients[j].name) == 0) {
@@ -1949,7 +2336,10 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
     struct gw_buf log = {0};
     const cyaml_config_t cfg = cyaml_cfg(&log);
     struct gw_conf_file *f = NULL;
+    struct gw_buf clean = {0}, gone = {0};
+    enum walk_result walked = WALK_CLEAN;
     struct ctx x = {0};
+    size_t n_walk = 0;
     cyaml_err_t err;
     enum gw_code rc;
 
@@ -1965,6 +2355,16 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
     if (!x.c->dir)
         goto nomem;
 
+    walked = schema_walk(&x, &clean, &gone);
+    if (x.nomem)
+        goto nomem;
+    if (walked == WALK_STOP)
+        goto refuse;
+    n_walk = probs->n;
+    if (walked == WALK_PRUNED) { /* check the rest of the file: the walk removed the refused */
+        x.yaml = clean.data ? clean.data : "";
+        x.len = clean.len;
+    }
     err = cyaml_load_data((const uint8_t *)x.yaml, x.len, &cfg, &gw_conf_file_schema,
                           (cyaml_data_t **)&f, NULL);
     if (err == CYAML_ERR_OOM)
@@ -1992,12 +2392,16 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
     }
     if (x.nomem)
         goto nomem;
+    if (walked == WALK_PRUNED)
+        drop_echoes(probs, n_walk, &gone);
     if (probs->n)
         goto refuse;
     cyaml_free(&cfg, &gw_conf_file_schema, f, 0);
     if (x.have_doc)
         yaml_document_delete(&x.doc);
     gw_buf_fini(&log);
+    buf_wipe_fini(&clean);
+    gw_buf_fini(&gone);
     *out = x.c;
     return GW_OK;
 
@@ -2010,6 +2414,8 @@ refuse:
     if (x.have_doc)
         yaml_document_delete(&x.doc);
     gw_buf_fini(&log);
+    buf_wipe_fini(&clean);
+    gw_buf_fini(&gone);
     gw_conf_free(x.c);
     return rc;
 
@@ -2019,6 +2425,8 @@ nomem:
     if (x.have_doc)
         yaml_document_delete(&x.doc);
     gw_buf_fini(&log);
+    buf_wipe_fini(&clean);
+    gw_buf_fini(&gone);
     gw_conf_free(x.c);
     gw_conf_problems_fini(probs);
     return GW_E_NOMEM;

@@ -11,7 +11,9 @@ import pytest
 
 from gwtest import REPO, base_env, binary, config, provider, write_config
 
-LINE_RE = re.compile(r"^(?P<path>\S+): (?P<value>.*) \((?P<code>[a-z]+\.[a-z0-9_.]+)\) "
+# A path is by index, each list entry that has a name followed by " (NAME)":
+# groups[0] (grp-bad).providers[0] (g-alpha).weight
+LINE_RE = re.compile(r"^(?P<path>\S+(?: \([^)]*\)\S*)*): (?P<value>.*) \((?P<code>[a-z]+\.[a-z0-9_.]+)\) "
                      r"(?P<msg>\S.*)$")
 UPSTREAM = "http://127.0.0.1:9"
 
@@ -63,13 +65,13 @@ CASES = [
     ("server.bogus_field", 1, "server.bogus_field", "config.unknown_field"),
     ("server.workers", "many", "server.workers", "config.wrong_type"),
     ("server.listen", ["nowhere"], "server.listen[0]", "config.bad_listen"),
-    ("providers.0.dialect", "klingon", "providers[0].dialect", "config.bad_dialect"),
-    ("providers.0.base_url", "ftp://example.net", "providers[0].base_url", "config.bad_url"),
-    ("providers.0.name", "Bad Name!", "providers[0].name", "config.bad_name"),
-    ("providers.0.keys", [{"env": "GW_E2E_SURELY_UNSET"}], "providers[0].keys[0]",
+    ("providers.0.dialect", "klingon", "providers[0] (up).dialect", "config.bad_dialect"),
+    ("providers.0.base_url", "ftp://example.net", "providers[0] (up).base_url", "config.bad_url"),
+    ("providers.0.name", "Bad Name!", "providers[0] (Bad Name!).name", "config.bad_name"),
+    ("providers.0.keys", [{"env": "GW_E2E_SURELY_UNSET"}], "providers[0] (up).keys[0]",
      "config.env_unset"),
-    ("providers.0.models", [], "providers[0].models", "config.provider_no_models"),
-    ("clients.0.key_sha256", "abc123", "clients[0].key_sha256", "config.bad_key_sha256"),
+    ("providers.0.models", [], "providers[0] (up).models", "config.provider_no_models"),
+    ("clients.0.key_sha256", "abc123", "clients[0] (alice).key_sha256", "config.bad_key_sha256"),
 ]
 
 
@@ -134,12 +136,12 @@ def test_check_refuses_a_broken_price_table_and_gwctl_agrees(tmp_path):
 # the lines a failed reload prints.
 SECRET_CASES = [
     ("providers.0.base_url", "https://api.example.net/v1?api_key=sk-e2e-SEKRIT-q",
-     "providers[0].base_url", "config.bad_url"),
+     "providers[0] (up).base_url", "config.bad_url"),
     ("providers.0.base_url", "https://u:sk-e2e-SEKRIT-u@api.example.net",
-     "providers[0].base_url", "config.bad_url"),
-    ("providers.0.keys", [{"env": "sk-e2e-SEKRIT-env"}], "providers[0].keys[0].env",
+     "providers[0] (up).base_url", "config.bad_url"),
+    ("providers.0.keys", [{"env": "sk-e2e-SEKRIT-env"}], "providers[0] (up).keys[0].env",
      "config.bad_value"),
-    ("clients.1.key_env", "gw-e2e-SEKRIT-key", "clients[1].key_env", "config.bad_value"),
+    ("clients.1.key_env", "gw-e2e-SEKRIT-key", "clients[1] (bob).key_env", "config.bad_value"),
 ]
 
 
@@ -165,6 +167,64 @@ def test_issue_8_reload_failed_hides_a_refused_secret(tmp_path, bench, gwd):
     g.signal(signal.SIGHUP)
     g.err.wait_for(r"code=reload_failed\b", start=start)
     text = g.err.text()
-    assert "providers[0].base_url: (hidden) (config.bad_url)" in text, text
+    assert "providers[0] (up).base_url: (hidden) (config.bad_url)" in text, text
     assert "SEKRIT" not in text + g.out.text(), text
     assert g.chat().status == 200  # the running config stays
+
+
+# issue 12: every problem of a file in one run, schema problems (unknown keys, wrong
+# types) included, each path naming the entries it goes through; gwd -c refusing to start
+# prints the same lines.
+ISSUE_12_FILE = """\
+server:
+  listen: ["127.0.0.1:0"]
+  workers: many-workers
+  colour: blue
+providers:
+  - name: g-alpha
+    dialect: openai
+    base_url: http://127.0.0.1:9
+    keys: [{value: v}]
+    models: ["*"]
+    max_concurrent: lots
+  - {name: g-beta, dialect: klingon, base_url: "http://127.0.0.1:9", keys: [{value: w}],
+     models: ["*"]}
+groups:
+  - name: grp-bad
+    type: fallback
+    providers: [{name: g-alpha, weight: 5}, nope]
+"""
+ISSUE_12_LINES = [
+    "server.workers: many-workers (config.wrong_type) expected an integer (line 3)",
+    "server.colour: colour (config.unknown_field) unknown key 'colour' (line 4)",
+    "providers[0] (g-alpha).max_concurrent: lots (config.wrong_type) expected an integer "
+    "(line 11)",
+    "providers[1] (g-beta).dialect: klingon (config.bad_dialect) must be one of openai, "
+    "responses, anthropic, gemini",
+    "groups[0] (grp-bad).providers[0] (g-alpha).weight: 5 "
+    "(engine.group_weight_not_load_balance) weights apply to load-balance groups only; "
+    "remove it or set type: load-balance",
+    "groups[0] (grp-bad).providers[1] (nope): nope (engine.group_unknown_member) no provider "
+    "has this name",
+]
+
+
+def test_issue_12_check_reports_every_problem_with_names_in_one_run(tmp_path):
+    path = tmp_path / "gw.yaml"
+    path.write_text(ISSUE_12_FILE)
+    rc, out, problems = check(path)
+    assert rc == 1, out
+    assert out.splitlines() == ISSUE_12_LINES, out
+    assert [p["path"] for p in problems][4] == "groups[0] (grp-bad).providers[0] (g-alpha).weight"
+
+
+def test_issue_12_gwd_refusing_to_start_prints_the_same_lines(tmp_path):
+    path = tmp_path / "gw.yaml"
+    path.write_text(ISSUE_12_FILE)
+    p = subprocess.run([binary("gwd"), "-c", str(path)], env=base_env(), cwd=tmp_path,
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    out = (p.stdout + p.stderr).decode("utf-8", "replace")
+    assert p.returncode == 1, out
+    lines = out.splitlines()
+    # every problem line, in order, as --check prints them (gwd may add its own lines)
+    assert [ln for ln in lines if LINE_RE.match(ln)] == ISSUE_12_LINES, out

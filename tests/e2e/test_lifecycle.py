@@ -82,7 +82,7 @@ def test_gwd_refuses_to_start_on_a_bad_config(tmp_path, bench):
     rc = p.wait_exit()
     assert rc not in (0, -9), p.log()
     text = p.err.text() + "\n" + p.out.text()
-    assert re.search(r"providers\[0\]\.dialect: .*klingon.* \(config\.[a-z_.]+\) ", text), text
+    assert re.search(r"providers\[0\] \(up\)\.dialect: .*klingon.* \(config\.[a-z_.]+\) ", text), text
 
 
 def _rss_kb(pid):

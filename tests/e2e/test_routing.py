@@ -512,7 +512,7 @@ def test_sticky_across_turns_only_with_1024_cached_tokens(tmp_path, bench, gwd, 
 
 # ---------------------------------------------------------------- gwd --check
 
-LINE_RE = re.compile(r"^(?P<path>\S+): (?P<value>.*) \((?P<code>[a-z]+\.[a-z0-9_.]+)\) "
+LINE_RE = re.compile(r"^(?P<path>\S+(?: \([^)]*\)\S*)*): (?P<value>.*) \((?P<code>[a-z]+\.[a-z0-9_.]+)\) "
                      r"(?P<msg>\S.*)$")
 DEAD = "http://127.0.0.1:9"
 
@@ -528,21 +528,21 @@ def check(path):
 GROUP_CASES = [
     # (groups, code, path, value shown)
     ([{"name": "g", "type": "load-balance", "providers": [{"name": "up", "weight": 101}]}],
-     "engine.group_weight_out_of_range", "groups[0].providers[0].weight", "101"),
+     "engine.group_weight_out_of_range", "groups[0] (g).providers[0] (up).weight", "101"),
     ([{"name": "g", "type": "load-balance", "providers": [{"name": "up", "weight": 0}]}],
-     "engine.group_weight_out_of_range", "groups[0].providers[0].weight", "0"),
+     "engine.group_weight_out_of_range", "groups[0] (g).providers[0] (up).weight", "0"),
     ([{"name": "g", "type": "fallback", "providers": [{"name": "up", "weight": 2}]}],
-     "engine.group_weight_not_load_balance", "groups[0].providers[0].weight", "2"),
+     "engine.group_weight_not_load_balance", "groups[0] (g).providers[0] (up).weight", "2"),
     ([{"name": "g", "type": "url-test", "balance_by": "latency", "providers": ["up"]}],
-     "engine.group_balance_not_load_balance", "groups[0].balance_by", "latency"),
+     "engine.group_balance_not_load_balance", "groups[0] (g).balance_by", "latency"),
     ([{"name": "g", "providers": ["up", "nope"]}],
-     "engine.group_unknown_member", "groups[0].providers[1]", "nope"),
+     "engine.group_unknown_member", "groups[0] (g).providers[1] (nope)", "nope"),
     ([{"name": "g", "providers": ["up", "other", "up"]}],
-     "engine.group_duplicate_member", "groups[0].providers[2]", "up"),
+     "engine.group_duplicate_member", "groups[0] (g).providers[2] (up)", "up"),
     ([{"name": "g", "providers": []}],
-     "engine.group_empty", "groups[0].providers", None),
+     "engine.group_empty", "groups[0] (g).providers", None),
     ([{"name": "g", "providers": ["up"]}, {"name": "g", "providers": ["other"]}],
-     "engine.group_duplicate_name", "groups[1].name", "g"),
+     "engine.group_duplicate_name", "groups[1] (g).name", "g"),
 ]
 
 

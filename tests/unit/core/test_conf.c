@@ -287,7 +287,7 @@ test_conf_listen_port_zero_means_any_free_port(void **state)
                      "[{value: v}], models: [m]}\n",
               &c, &p),
         GW_OK);
-    assert_true(has_problem(&p, GW_E_CFG_BAD_URL, "providers[0].base_url", "http://h:0"));
+    assert_true(has_problem(&p, GW_E_CFG_BAD_URL, "providers[0] (p).base_url", "http://h:0"));
     gw_conf_problems_fini(&p);
 }
 
@@ -402,136 +402,136 @@ static const struct bad_case bad_cases[] = {
      GW_E_CFG_MISSING_FIELD, "providers[0].name", NULL},
     {LISTEN "providers:\n  - {name: Bad, dialect: openai, base_url: \"http://h\", "
             "keys: [{value: v}], models: [m]}\n",
-     GW_E_CFG_BAD_NAME, "providers[0].name", "Bad"},
-    {MINIMAL PROV_P, GW_E_CFG_DUPLICATE_NAME, "providers[1].name", "p"},
+     GW_E_CFG_BAD_NAME, "providers[0] (Bad).name", "Bad"},
+    {MINIMAL PROV_P, GW_E_CFG_DUPLICATE_NAME, "providers[1] (p).name", "p"},
     {LISTEN "providers:\n  - {name: p, dialect: grok, base_url: \"http://h\", "
             "keys: [{value: v}], models: [m]}\n",
-     GW_E_CFG_BAD_DIALECT, "providers[0].dialect", "grok"},
+     GW_E_CFG_BAD_DIALECT, "providers[0] (p).dialect", "grok"},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"ftp://h\", "
             "keys: [{value: v}], models: [m]}\n",
-     GW_E_CFG_BAD_URL, "providers[0].base_url", "ftp://h"},
+     GW_E_CFG_BAD_URL, "providers[0] (p).base_url", "ftp://h"},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"https://h:0\", "
             "keys: [{value: v}], models: [m]}\n",
-     GW_E_CFG_BAD_URL, "providers[0].base_url", "https://h:0"},
+     GW_E_CFG_BAD_URL, "providers[0] (p).base_url", "https://h:0"},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h/x?y=1\", "
             "keys: [{value: v}], models: [m]}\n",
-     GW_E_CFG_BAD_URL, "providers[0].base_url", "(hidden)"},
+     GW_E_CFG_BAD_URL, "providers[0] (p).base_url", "(hidden)"},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h\", keys: [], "
             "models: [m]}\n",
-     GW_E_CFG_NO_KEYS, "providers[0].keys", NULL},
+     GW_E_CFG_NO_KEYS, "providers[0] (p).keys", NULL},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h\", "
             "keys: [{env: A, value: b}], models: [m]}\n",
-     GW_E_CFG_KEY_SOURCE, "providers[0].keys[0]", NULL},
+     GW_E_CFG_KEY_SOURCE, "providers[0] (p).keys[0]", NULL},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h\", "
             "keys: [{value: v}, {}], models: [m]}\n",
-     GW_E_CFG_KEY_SOURCE, "providers[0].keys[1]", NULL},
+     GW_E_CFG_KEY_SOURCE, "providers[0] (p).keys[1]", NULL},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h\", "
             "keys: [{value: v}], models: []}\n",
-     GW_E_CFG_NO_MODELS, "providers[0].models", NULL},
+     GW_E_CFG_NO_MODELS, "providers[0] (p).models", NULL},
     {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h\", "
             "keys: [{value: v}]}\n",
-     GW_E_CFG_NO_MODELS, "providers[0].models", NULL},
-    {PROV_WITH("max_concurrent: 0"), GW_E_CFG_PROVIDER_CONCURRENCY, "providers[0].max_concurrent",
-     "0"},
+     GW_E_CFG_NO_MODELS, "providers[0] (p).models", NULL},
+    {PROV_WITH("max_concurrent: 0"), GW_E_CFG_PROVIDER_CONCURRENCY,
+     "providers[0] (p).max_concurrent", "0"},
     {PROV_WITH("max_concurrent: 1001"), GW_E_CFG_PROVIDER_CONCURRENCY,
-     "providers[0].max_concurrent", "1001"},
+     "providers[0] (p).max_concurrent", "1001"},
     {PROV_WITH("min_speed: {tokens_per_sec: 0, window_secs: 20}"), GW_E_CFG_MIN_SPEED_RANGE,
-     "providers[0].min_speed.tokens_per_sec", "0"},
+     "providers[0] (p).min_speed.tokens_per_sec", "0"},
     {PROV_WITH("min_speed: {tokens_per_sec: 1001, window_secs: 20}"), GW_E_CFG_MIN_SPEED_RANGE,
-     "providers[0].min_speed.tokens_per_sec", "1001"},
+     "providers[0] (p).min_speed.tokens_per_sec", "1001"},
     {PROV_WITH("min_speed: {tokens_per_sec: 10, window_secs: 4}"), GW_E_CFG_MIN_SPEED_RANGE,
-     "providers[0].min_speed.window_secs", "4"},
+     "providers[0] (p).min_speed.window_secs", "4"},
     {PROV_WITH("min_speed: {tokens_per_sec: 10, window_secs: 121}"), GW_E_CFG_MIN_SPEED_RANGE,
-     "providers[0].min_speed.window_secs", "121"},
-    {PROV_WITH("billing: prepaid"), GW_E_CFG_BAD_VALUE, "providers[0].billing", "prepaid"},
-    {PROV_WITH("quota: {pool: team}"), GW_E_CFG_BAD_VALUE, "providers[0].quota.pool", "team"},
-    {PROV_WITH("quota: {default: {rpm: 0}}"), GW_E_CFG_RANGE, "providers[0].quota.default.rpm",
+     "providers[0] (p).min_speed.window_secs", "121"},
+    {PROV_WITH("billing: prepaid"), GW_E_CFG_BAD_VALUE, "providers[0] (p).billing", "prepaid"},
+    {PROV_WITH("quota: {pool: team}"), GW_E_CFG_BAD_VALUE, "providers[0] (p).quota.pool", "team"},
+    {PROV_WITH("quota: {default: {rpm: 0}}"), GW_E_CFG_RANGE, "providers[0] (p).quota.default.rpm",
      "0"},
     {PROV_WITH("model_specs: {\"\": {context_window: 1}}"), GW_E_CFG_MODEL_SPEC_BLANK_MODEL,
-     "providers[0].model_specs", ""},
+     "providers[0] (p).model_specs", ""},
     {PROV_WITH("model_specs: {m: {context_window: 0}}"), GW_E_CFG_MODEL_SPEC_ZERO,
-     "providers[0].model_specs.m.context_window", "0"},
+     "providers[0] (p).model_specs.m.context_window", "0"},
     {PROV_WITH("model_specs: {m: {max_output_tokens: 0}}"), GW_E_CFG_MODEL_SPEC_ZERO,
-     "providers[0].model_specs.m.max_output_tokens", "0"},
+     "providers[0] (p).model_specs.m.max_output_tokens", "0"},
     {PROV_WITH("model_specs: {m: {context_window: -5}}"), GW_E_CFG_RANGE,
-     "providers[0].model_specs.m.context_window", "-5"},
-    {PROV_WITH("model_specs: {m: {}}"), GW_E_CFG_MODEL_SPEC_EMPTY, "providers[0].model_specs.m",
+     "providers[0] (p).model_specs.m.context_window", "-5"},
+    {PROV_WITH("model_specs: {m: {}}"), GW_E_CFG_MODEL_SPEC_EMPTY, "providers[0] (p).model_specs.m",
      "{}"},
-    {PROV_WITH("model_specs: {m: }"), GW_E_CFG_MODEL_SPEC_EMPTY, "providers[0].model_specs.m",
+    {PROV_WITH("model_specs: {m: }"), GW_E_CFG_MODEL_SPEC_EMPTY, "providers[0] (p).model_specs.m",
      "(nothing)"},
     {PROV_WITH("model_specs: {\"*\": {context_window: 8}}"), GW_E_CFG_MODEL_SPEC_WILDCARD,
-     "providers[0].model_specs", "*"},
+     "providers[0] (p).model_specs", "*"},
     {PROV_WITH("model_specs: {\" \": {context_window: 8}}"), GW_E_CFG_MODEL_SPEC_BLANK_MODEL,
-     "providers[0].model_specs", " "},
-    {PROV_WITH("model_specs: {m: {input: -1}}"), GW_E_CFG_RANGE, "providers[0].model_specs.m.input",
-     "-1"},
+     "providers[0] (p).model_specs", " "},
+    {PROV_WITH("model_specs: {m: {input: -1}}"), GW_E_CFG_RANGE,
+     "providers[0] (p).model_specs.m.input", "-1"},
     {PROV_WITH("model_specs: {m: {context: 5}}"), GW_E_CFG_UNKNOWN_FIELD,
-     "providers[0].model_specs.m.context", "context"},
-    {CLIENT("name: a"), GW_E_CFG_KEY_SOURCE, "clients[0]", NULL},
-    {CLIENT("name: a, key_sha256: \"" DIGEST_A "\", key_env: K"), GW_E_CFG_KEY_SOURCE, "clients[0]",
-     NULL},
-    {CLIENT("name: a, key_sha256: abc"), GW_E_CFG_BAD_SHA256, "clients[0].key_sha256", NULL},
+     "providers[0] (p).model_specs.m.context", "context"},
+    {CLIENT("name: a"), GW_E_CFG_KEY_SOURCE, "clients[0] (a)", NULL},
+    {CLIENT("name: a, key_sha256: \"" DIGEST_A "\", key_env: K"), GW_E_CFG_KEY_SOURCE,
+     "clients[0] (a)", NULL},
+    {CLIENT("name: a, key_sha256: abc"), GW_E_CFG_BAD_SHA256, "clients[0] (a).key_sha256", NULL},
     {CLIENT("name: a, key_sha256: \"" DIGEST_A "\", max_concurrent: 0"), GW_E_CFG_RANGE,
-     "clients[0].max_concurrent", "0"},
+     "clients[0] (a).max_concurrent", "0"},
 #define LIM(l) CLIENT("name: a, key_sha256: \"" DIGEST_A "\", limits: [" l "]")
-    {LIM("{per: day}"), GW_E_CFG_KEY_LIMIT_EMPTY, "clients[0].limits[0]", "day"},
+    {LIM("{per: day}"), GW_E_CFG_KEY_LIMIT_EMPTY, "clients[0] (a).limits[0]", "day"},
     {LIM("{per: day, requests: 0}"), GW_E_CFG_KEY_LIMIT_NOT_POSITIVE,
-     "clients[0].limits[0].requests", "0"},
+     "clients[0] (a).limits[0].requests", "0"},
     {LIM("{per: day, requests: 5}, {per: day, requests: 9}"), GW_E_CFG_KEY_LIMIT_DUPLICATE,
-     "clients[0].limits[1]", "day"},
+     "clients[0] (a).limits[1]", "day"},
     {LIM("{per: hour, requests: 5, tokens: 9}"), GW_E_CFG_KEY_LIMIT_TWO_MEASURES,
-     "clients[0].limits[0]", "hour"},
+     "clients[0] (a).limits[0]", "hour"},
     {LIM("{per: day, requests: 5, cache_reads: true}"), GW_E_CFG_KEY_LIMIT_CACHE_READS,
-     "clients[0].limits[0].cache_reads", "true"},
-    {LIM("{per: day, cost: 0.001}"), GW_E_CFG_KEY_LIMIT_COST_TOO_SMALL, "clients[0].limits[0].cost",
-     "0.001"},
+     "clients[0] (a).limits[0].cache_reads", "true"},
+    {LIM("{per: day, cost: 0.001}"), GW_E_CFG_KEY_LIMIT_COST_TOO_SMALL,
+     "clients[0] (a).limits[0].cost", "0.001"},
     {"retention: {row_days: 5}\n" LIM("{per: week, requests: 5}"), GW_E_CFG_KEY_LIMIT_RETENTION,
      "retention.row_days", "5"},
     {CLIENT("name: a, key_sha256: \"" DIGEST_A "\"}\n  - {name: a, key_sha256: \"" DIGEST_B "\""),
-     GW_E_CFG_DUPLICATE_NAME, "clients[1].name", "a"},
+     GW_E_CFG_DUPLICATE_NAME, "clients[1] (a).name", "a"},
     {CLIENT("name: a, key_sha256: \"" DIGEST_A "\"}\n  - {name: b, key_sha256: \"" DIGEST_A "\""),
-     GW_E_CFG_DUPLICATE_KEY, "clients[1].key_sha256", NULL},
-    {CLIENT("name: \"a b\", key_sha256: \"" DIGEST_A "\""), GW_E_CFG_BAD_NAME, "clients[0].name",
-     "a b"},
+     GW_E_CFG_DUPLICATE_KEY, "clients[1] (b).key_sha256", NULL},
+    {CLIENT("name: \"a b\", key_sha256: \"" DIGEST_A "\""), GW_E_CFG_BAD_NAME,
+     "clients[0] (a b).name", "a b"},
     {CLIENT("name: a, key_sha256: \"" DIGEST_A "\", limits: [{per: year, requests: 1}]"),
-     GW_E_CFG_BAD_VALUE, "clients[0].limits[0].per", "year"},
+     GW_E_CFG_BAD_VALUE, "clients[0] (a).limits[0].per", "year"},
     {MINIMAL "groups: [{name: g, type: random, providers: [p]}]\n", GW_E_CFG_BAD_VALUE,
-     "groups[0].type", "random"},
+     "groups[0] (g).type", "random"},
     {MINIMAL "groups: [{name: g, type: load-balance, providers: [{name: p, weight: 101}]}]\n",
-     GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[0].providers[0].weight", "101"},
+     GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[0] (g).providers[0] (p).weight", "101"},
     {MINIMAL "groups: [{name: g, type: load-balance, providers: [{name: p, weight: 0}]}]\n",
-     GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[0].providers[0].weight", "0"},
+     GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[0] (g).providers[0] (p).weight", "0"},
     {MINIMAL "groups: [{name: g, providers: [{name: p, weight: 2}]}]\n",
-     GW_E_ENG_GROUP_WEIGHT_NOT_LB, "groups[0].providers[0].weight", "2"},
+     GW_E_ENG_GROUP_WEIGHT_NOT_LB, "groups[0] (g).providers[0] (p).weight", "2"},
     {MINIMAL "groups: [{name: g, type: cheapest, providers: [{name: p, weight: 1}]}]\n",
-     GW_E_ENG_GROUP_WEIGHT_NOT_LB, "groups[0].providers[0].weight", "1"},
+     GW_E_ENG_GROUP_WEIGHT_NOT_LB, "groups[0] (g).providers[0] (p).weight", "1"},
     {MINIMAL "groups: [{name: g, type: url-test, balance_by: latency, providers: [p]}]\n",
-     GW_E_ENG_GROUP_BALANCE_NOT_LB, "groups[0].balance_by", "latency"},
+     GW_E_ENG_GROUP_BALANCE_NOT_LB, "groups[0] (g).balance_by", "latency"},
     {MINIMAL "groups: [{name: g, balance_by: weights, providers: [p]}]\n",
-     GW_E_ENG_GROUP_BALANCE_NOT_LB, "groups[0].balance_by", "weights"},
+     GW_E_ENG_GROUP_BALANCE_NOT_LB, "groups[0] (g).balance_by", "weights"},
     {MINIMAL "groups: [{name: g, providers: [nobody]}]\n", GW_E_ENG_GROUP_UNKNOWN_MEMBER,
-     "groups[0].providers[0]", "nobody"},
+     "groups[0] (g).providers[0] (nobody)", "nobody"},
     {MINIMAL "groups: [{name: g, providers: [p, {name: ghost, model: x}]}]\n",
-     GW_E_ENG_GROUP_UNKNOWN_MEMBER, "groups[0].providers[1].name", "ghost"},
+     GW_E_ENG_GROUP_UNKNOWN_MEMBER, "groups[0] (g).providers[1] (ghost).name", "ghost"},
     {MINIMAL "groups: [{name: g, providers: [p, {name: p, model: x}]}]\n",
-     GW_E_ENG_GROUP_DUPLICATE_MEMBER, "groups[0].providers[1].name", "p"},
+     GW_E_ENG_GROUP_DUPLICATE_MEMBER, "groups[0] (g).providers[1] (p).name", "p"},
     {MINIMAL "groups: [{name: g, providers: [p, p]}]\n", GW_E_ENG_GROUP_DUPLICATE_MEMBER,
-     "groups[0].providers[1]", "p"},
-    {MINIMAL "groups: [{name: g, providers: []}]\n", GW_E_ENG_GROUP_EMPTY, "groups[0].providers",
-     "[]"},
-    {MINIMAL "groups: [{name: g}]\n", GW_E_ENG_GROUP_EMPTY, "groups[0].providers", "(none)"},
+     "groups[0] (g).providers[1] (p)", "p"},
+    {MINIMAL "groups: [{name: g, providers: []}]\n", GW_E_ENG_GROUP_EMPTY,
+     "groups[0] (g).providers", "[]"},
+    {MINIMAL "groups: [{name: g}]\n", GW_E_ENG_GROUP_EMPTY, "groups[0] (g).providers", "(none)"},
     {MINIMAL "groups: [{name: g, providers: [p]}, {name: g, providers: [p]}]\n",
-     GW_E_ENG_GROUP_DUPLICATE_NAME, "groups[1].name", "g"},
+     GW_E_ENG_GROUP_DUPLICATE_NAME, "groups[1] (g).name", "g"},
     {MINIMAL "groups: [{name: g, model: \"\", providers: [p]}]\n", GW_E_CFG_BAD_VALUE,
-     "groups[0].model", ""},
+     "groups[0] (g).model", ""},
     {MINIMAL "groups: [{name: g, providers: [{weight: 2}]}]\n", GW_E_CFG_MISSING_FIELD,
-     "groups[0].providers[0].name", NULL},
+     "groups[0] (g).providers[0].name", NULL},
 };
 
 static void
 test_conf_each_bad_value_gets_its_code_path_and_value(void **state)
 {
-    size_t i;
+    size_t i, failed = 0;
 
     (void)state;
     vars = NULL;
@@ -545,13 +545,14 @@ test_conf_each_bad_value_gets_its_code_path_and_value(void **state)
             print_message("case %zu: expected %s at %s = %s\n%s", i, gw_code_str(b->code), b->path,
                           b->value ? b->value : "*", b->yaml);
             print_problems(&p);
-            fail();
+            failed++;
         }
         assert_int_not_equal(rc, GW_OK);
         assert_int_equal(rc, p.v[0].code);
         assert_null(c);
         gw_conf_problems_fini(&p);
     }
+    assert_int_equal(failed, 0);
 }
 
 /* Issue 8: the body budget defaults to 256 MiB and follows a larger max_body_mb when it
@@ -614,9 +615,97 @@ test_conf_unknown_field_names_path_and_key(void **state)
     (void)state;
     assert_int_equal(parse(yaml, &c, &p), GW_E_CFG_UNKNOWN_FIELD);
     assert_null(c);
-    assert_int_equal(p.n, 1);
-    assert_string_equal(p.v[0].path, "providers[1].colour");
+    /* the key is reported first, then the rest of the file is still checked */
+    assert_int_equal(p.n, 5);
+    assert_string_equal(p.v[0].path, "providers[1] (b).colour");
     assert_string_equal(p.v[0].value, "colour");
+    assert_true(has_problem(&p, GW_E_CFG_MISSING_FIELD, "providers[1] (b).dialect", "(missing)"));
+    gw_conf_problems_fini(&p);
+}
+
+/* Issue 12: every schema problem of a file in one run (unknown keys, wrong types, a key
+ * written twice), then the checks of the rest of the file; every list entry named. */
+static void
+test_issue_12_every_problem_of_a_file_in_one_run_with_names(void **state)
+{
+    static const char yaml[] =
+        "server:\n"
+        "  listen: [\"127.0.0.1:8080\"]\n"
+        "  workers: many-workers\n"
+        "  colour: blue\n"
+        "providers:\n"
+        "  - name: g-alpha\n"
+        "    dialect: openai\n"
+        "    base_url: http://h\n"
+        "    keys: [{value: v}]\n"
+        "    models: [m]\n"
+        "    max_concurrent: lots\n"
+        "    enabled: true\n"
+        "    enabled: false\n"
+        "  - {name: g-beta, dialect: klingon, base_url: \"http://h\", keys: [{value: w}],\n"
+        "     models: [m], min_speed: {tokens_per_sec: [1], window_secs: 10}}\n"
+        "groups:\n"
+        "  - name: grp-bad\n"
+        "    providers: [{name: g-alpha, weight: 5}, nope]\n"
+        "clients:\n"
+        "  - {name: ci, key_sha256: \"" DIGEST_A "\", max_concurrent: 0, limit: 3}\n";
+    static const char *const want[] = {
+        "server.workers: many-workers (config.wrong_type) expected an integer (line 3)",
+        "server.colour: colour (config.unknown_field) unknown key 'colour' (line 4)",
+        "providers[0] (g-alpha).max_concurrent: lots (config.wrong_type) expected an integer "
+        "(line 11)",
+        "providers[0] (g-alpha).enabled: enabled (config.duplicate_field) key written twice "
+        "(line 13)",
+        "providers[1] (g-beta).min_speed.tokens_per_sec: (a list) (config.wrong_type) expected "
+        "an integer (line 15)",
+        "clients[0] (ci).limit: limit (config.unknown_field) unknown key 'limit' (line 20)",
+        "providers[1] (g-beta).dialect: klingon (config.bad_dialect) must be one of openai, "
+        "responses, anthropic, gemini",
+        "groups[0] (grp-bad).providers[0] (g-alpha).weight: 5 "
+        "(engine.group_weight_not_load_balance) weights apply to load-balance groups only; "
+        "remove it or set type: load-balance",
+        "groups[0] (grp-bad).providers[1] (nope): nope (engine.group_unknown_member) no "
+        "provider has this name",
+        "clients[0] (ci).max_concurrent: 0 (config.range) must be 1..1000",
+    };
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+    char line[512];
+    size_t i;
+
+    (void)state;
+    vars = NULL;
+    assert_int_equal(parse(yaml, &c, &p), GW_E_CFG_WRONG_TYPE);
+    assert_null(c);
+    print_problems(&p);
+    assert_int_equal(p.n, sizeof(want) / sizeof(want[0]));
+    for (i = 0; i < p.n; i++) {
+        gw_conf_problem_format(&p.v[i], line, sizeof(line));
+        assert_string_equal(line, want[i]);
+    }
+    gw_conf_problems_fini(&p);
+}
+
+/* A value refused for its type is not also reported as missing by the later checks. */
+static void
+test_issue_12_a_refused_value_is_not_also_missing(void **state)
+{
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    assert_int_equal(parse(LISTEN "providers:\n  - {name: [p], dialect: openai, base_url: "
+                                  "\"http://h\", keys: [{value: v}], models: [m]}\n",
+                           &c, &p),
+                     GW_E_CFG_WRONG_TYPE);
+    assert_int_equal(p.n, 1);
+    assert_true(has_problem(&p, GW_E_CFG_WRONG_TYPE, "providers[0].name", "(a list)"));
+    gw_conf_problems_fini(&p);
+
+    /* an entry of the wrong type refuses its list: later entries keep their index */
+    assert_int_equal(parse(LISTEN "providers: [7]\n", &c, &p), GW_E_CFG_WRONG_TYPE);
+    assert_int_equal(p.n, 1);
+    assert_true(has_problem(&p, GW_E_CFG_WRONG_TYPE, "providers[0]", "7"));
     gw_conf_problems_fini(&p);
 }
 
@@ -652,12 +741,19 @@ test_conf_wrong_type_names_path_and_value(void **state)
 
     /* a list where a number is expected, inside a list */
     assert_int_equal(parse(PROV_WITH("max_concurrent: [1]"), &c, &p), GW_E_CFG_WRONG_TYPE);
-    assert_true(has_problem(&p, GW_E_CFG_WRONG_TYPE, "providers[0].max_concurrent", "(a list)"));
+    assert_true(
+        has_problem(&p, GW_E_CFG_WRONG_TYPE, "providers[0] (p).max_concurrent", "(a list)"));
+    gw_conf_problems_fini(&p);
+
+    /* an integer is the whole value: 1e3 is not read as 1 */
+    assert_int_equal(parse("server: {listen: [\"h:1\"], workers: 1e3}\n" PROVS, &c, &p),
+                     GW_E_CFG_WRONG_TYPE);
+    assert_true(has_problem(&p, GW_E_CFG_WRONG_TYPE, "server.workers", "1e3"));
     gw_conf_problems_fini(&p);
 
     /* booleans are strict */
     assert_int_equal(parse(PROV_WITH("enabled: maybe"), &c, &p), GW_E_CFG_WRONG_TYPE);
-    assert_true(has_problem(&p, GW_E_CFG_WRONG_TYPE, "providers[0].enabled", "maybe"));
+    assert_true(has_problem(&p, GW_E_CFG_WRONG_TYPE, "providers[0] (p).enabled", "maybe"));
     gw_conf_problems_fini(&p);
 
     /* the document itself */
@@ -759,16 +855,20 @@ test_conf_group_problems_are_all_reported_at_once(void **state)
     assert_int_equal(parse(yaml, &c, &p), GW_E_ENG_GROUP_BALANCE_NOT_LB);
     assert_null(c);
     assert_int_equal(p.n, 8);
-    assert_true(has_problem(&p, GW_E_ENG_GROUP_BALANCE_NOT_LB, "groups[0].balance_by", "health"));
     assert_true(
-        has_problem(&p, GW_E_ENG_GROUP_WEIGHT_NOT_LB, "groups[0].providers[1].weight", "3"));
-    assert_true(has_problem(&p, GW_E_ENG_GROUP_UNKNOWN_MEMBER, "groups[0].providers[2]", "ghost"));
-    assert_true(has_problem(&p, GW_E_ENG_GROUP_DUPLICATE_MEMBER, "groups[0].providers[3]", "p"));
-    assert_true(has_problem(&p, GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[1].providers[0].weight", "0"));
+        has_problem(&p, GW_E_ENG_GROUP_BALANCE_NOT_LB, "groups[0] (a).balance_by", "health"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_WEIGHT_NOT_LB,
+                            "groups[0] (a).providers[1] (q).weight", "3"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_UNKNOWN_MEMBER, "groups[0] (a).providers[2] (ghost)",
+                            "ghost"));
     assert_true(
-        has_problem(&p, GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[1].providers[1].weight", "101"));
-    assert_true(has_problem(&p, GW_E_ENG_GROUP_EMPTY, "groups[2].providers", "[]"));
-    assert_true(has_problem(&p, GW_E_ENG_GROUP_DUPLICATE_NAME, "groups[2].name", "a"));
+        has_problem(&p, GW_E_ENG_GROUP_DUPLICATE_MEMBER, "groups[0] (a).providers[3] (p)", "p"));
+    assert_true(
+        has_problem(&p, GW_E_ENG_GROUP_WEIGHT_RANGE, "groups[1] (b).providers[0] (q).weight", "0"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_WEIGHT_RANGE,
+                            "groups[1] (b).providers[1] (p).weight", "101"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_EMPTY, "groups[2] (a).providers", "[]"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_DUPLICATE_NAME, "groups[2] (a).name", "a"));
     gw_conf_problems_fini(&p);
 }
 
@@ -818,10 +918,10 @@ test_conf_group_member_of_a_misnamed_provider_is_not_also_unknown(void **state)
     assert_int_equal(parse(yaml, &c, &p), GW_E_CFG_BAD_NAME);
     /* the provider's own name problem, the type, and Bad2 is unknown; no weight noise
      * while the type itself is wrong, no "unknown member Bad" */
-    assert_true(has_problem(&p, GW_E_CFG_BAD_NAME, "providers[0].name", "Bad"));
-    assert_true(has_problem(&p, GW_E_CFG_BAD_VALUE, "groups[0].type", "bogus"));
-    assert_true(
-        has_problem(&p, GW_E_ENG_GROUP_UNKNOWN_MEMBER, "groups[0].providers[1].name", "Bad2"));
+    assert_true(has_problem(&p, GW_E_CFG_BAD_NAME, "providers[0] (Bad).name", "Bad"));
+    assert_true(has_problem(&p, GW_E_CFG_BAD_VALUE, "groups[0] (g).type", "bogus"));
+    assert_true(has_problem(&p, GW_E_ENG_GROUP_UNKNOWN_MEMBER,
+                            "groups[0] (g).providers[1] (Bad2).name", "Bad2"));
     assert_int_equal(p.n, 3);
     gw_conf_problems_fini(&p);
 }
@@ -838,17 +938,17 @@ test_conf_min_speed_range_names_field_value_min_and_max(void **state)
                      GW_E_CFG_MIN_SPEED_RANGE);
     assert_int_equal(p.n, 2);
     gw_conf_problem_format(&p.v[0], line, sizeof(line));
-    assert_string_equal(line, "providers[0].min_speed.tokens_per_sec: 2000 "
+    assert_string_equal(line, "providers[0] (p).min_speed.tokens_per_sec: 2000 "
                               "(config.min_speed_range) must be 1..1000");
     gw_conf_problem_format(&p.v[1], line, sizeof(line));
-    assert_string_equal(line, "providers[0].min_speed.window_secs: 3 "
+    assert_string_equal(line, "providers[0] (p).min_speed.window_secs: 3 "
                               "(config.min_speed_range) must be 5..120");
     gw_conf_problems_fini(&p);
     /* one field alone is incomplete */
     assert_int_equal(parse(PROV_WITH("min_speed: {tokens_per_sec: 10}"), &c, &p),
                      GW_E_CFG_MISSING_FIELD);
     assert_true(
-        has_problem(&p, GW_E_CFG_MISSING_FIELD, "providers[0].min_speed.window_secs", NULL));
+        has_problem(&p, GW_E_CFG_MISSING_FIELD, "providers[0] (p).min_speed.window_secs", NULL));
     gw_conf_problems_fini(&p);
     /* the edges are accepted */
     assert_int_equal(parse(PROV_WITH("min_speed: {tokens_per_sec: 1, window_secs: 120}"), &c, &p),
@@ -937,8 +1037,8 @@ test_conf_env_unset_names_field_and_variable(void **state)
                            &c, &p),
                      GW_E_CFG_ENV_UNSET);
     assert_int_equal(p.n, 2);
-    assert_true(has_problem(&p, GW_E_CFG_ENV_UNSET, "providers[0].keys[1].env", "NOPE"));
-    assert_true(has_problem(&p, GW_E_CFG_ENV_UNSET, "clients[0].key_env", "ALSO_NOPE"));
+    assert_true(has_problem(&p, GW_E_CFG_ENV_UNSET, "providers[0] (p).keys[1].env", "NOPE"));
+    assert_true(has_problem(&p, GW_E_CFG_ENV_UNSET, "clients[0] (a).key_env", "ALSO_NOPE"));
     assert_non_null(strstr(p.v[0].msg, "NOPE"));
     gw_conf_problems_fini(&p);
 }
@@ -1000,18 +1100,18 @@ test_issue_8_refused_values_that_may_hold_a_secret_are_hidden(void **state)
     } cases[] = {
         {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: "
                 "\"https://h/v1?api_key=sk-SEKRIT\", keys: [{value: v}], models: [m]}\n",
-         GW_E_CFG_BAD_URL, "providers[0].base_url"},
+         GW_E_CFG_BAD_URL, "providers[0] (p).base_url"},
         {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: "
                 "\"https://u:sk-SEKRIT@h\", keys: [{value: v}], models: [m]}\n",
-         GW_E_CFG_BAD_URL, "providers[0].base_url"},
+         GW_E_CFG_BAD_URL, "providers[0] (p).base_url"},
         {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: "
                 "\"https://h/#sk-SEKRIT\", keys: [{value: v}], models: [m]}\n",
-         GW_E_CFG_BAD_URL, "providers[0].base_url"},
+         GW_E_CFG_BAD_URL, "providers[0] (p).base_url"},
         {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h\", "
                 "keys: [{env: sk-SEKRIT-1}], models: [m]}\n",
-         GW_E_CFG_BAD_VALUE, "providers[0].keys[0].env"},
+         GW_E_CFG_BAD_VALUE, "providers[0] (p).keys[0].env"},
         {MINIMAL "clients: [{name: a, key_env: gw-SEKRIT-1}]\n", GW_E_CFG_BAD_VALUE,
-         "clients[0].key_env"},
+         "clients[0] (a).key_env"},
         {MINIMAL "control: {token_env: ctl-SEKRIT-1}\n", GW_E_CFG_BAD_VALUE, "control.token_env"},
     };
     size_t i, j;
@@ -1080,7 +1180,7 @@ test_conf_key_sha256_bad_is_refused_without_echo(void **state)
         struct gw_conf *c;
 
         assert_int_equal(parse(bad[i], &c, &p), GW_E_CFG_BAD_SHA256);
-        assert_true(has_problem(&p, GW_E_CFG_BAD_SHA256, "clients[0].key_sha256", NULL));
+        assert_true(has_problem(&p, GW_E_CFG_BAD_SHA256, "clients[0] (a).key_sha256", NULL));
         assert_null(strstr(p.v[0].value, "3a9049"));
         gw_conf_problems_fini(&p);
     }
@@ -1115,7 +1215,7 @@ test_conf_duplicate_client_key_across_env_and_digest(void **state)
     assert_int_equal(
         parse(MINIMAL "clients: [{name: a, key_env: K1}, {name: b, key_env: K2}]\n", &c, &p),
         GW_E_CFG_DUPLICATE_KEY);
-    assert_true(has_problem(&p, GW_E_CFG_DUPLICATE_KEY, "clients[1].key_env", "K2"));
+    assert_true(has_problem(&p, GW_E_CFG_DUPLICATE_KEY, "clients[1] (b).key_env", "K2"));
     gw_conf_problems_fini(&p);
 }
 
@@ -1245,7 +1345,7 @@ test_conf_base_url_bad_forms_are_refused(void **state)
                  bad[i]);
         assert_int_equal(parse(yaml, &c, &p), GW_E_CFG_BAD_URL);
         /* issue 8: a fragment may hold a credential (?query and user@ are refused too) */
-        assert_true(has_problem(&p, GW_E_CFG_BAD_URL, "providers[0].base_url",
+        assert_true(has_problem(&p, GW_E_CFG_BAD_URL, "providers[0] (p).base_url",
                                 strchr(bad[i], '#') ? "(hidden)" : bad[i]));
         gw_conf_problems_fini(&p);
     }
@@ -1580,6 +1680,8 @@ main(void)
         cmocka_unit_test(test_conf_max_buffered_body_follows_max_body_when_absent),
         cmocka_unit_test(test_conf_range_edges_are_accepted),
         cmocka_unit_test(test_conf_unknown_field_names_path_and_key),
+        cmocka_unit_test(test_issue_12_every_problem_of_a_file_in_one_run_with_names),
+        cmocka_unit_test(test_issue_12_a_refused_value_is_not_also_missing),
         cmocka_unit_test(test_conf_unknown_top_level_section),
         cmocka_unit_test(test_conf_wrong_type_names_path_and_value),
         cmocka_unit_test(test_conf_duplicate_key_is_refused),
