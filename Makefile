@@ -133,7 +133,9 @@ check-deps:
 # ---- container image (docs/deploy.md) ----
 # `make image` builds $(IMAGE) with podman from the Dockerfile; the first time it runs
 # tools/image-base.sh (installs podman, buildah, runc, mmdebstrap; makes the base image
-# debian:bookworm-slim locally: no registry needed). --format docker keeps the HEALTHCHECK.
+# debian:bookworm-slim locally: no registry needed). --format docker keeps the HEALTHCHECK;
+# --pull=never: the base is local; --network=host: the build stage's apt-get needs no
+# container network.
 # `make image-test` runs the image for real (tools/image-test.sh); not part of `make test`.
 IMAGE ?= localhost/gw:latest
 image:

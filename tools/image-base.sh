@@ -30,7 +30,8 @@ done
 if [ -n "$missing" ]; then
     echo "image-base: installing$missing"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq$missing
+    # shellcheck disable=SC2086 # $missing is a list of package names, split on purpose
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
 fi
 
 # ---- 2. containers.conf ----
