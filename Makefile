@@ -33,7 +33,7 @@ include core/module.mk dialects/module.mk store/module.mk net/module.mk cli/modu
 
 .DEFAULT_GOAL := all
 .PHONY: all deps run test unit e2e fuzz fuzz-build fuzz-replay bench asan ubsan tsan clean help \
-        check-deps fmt check-fmt test-oom
+        check-deps fmt check-fmt test-oom image image-test
 
 all: $(O)/bin/gwd $(O)/bin/gwctl $(O)/bin/gwbench bin-links
 
@@ -130,6 +130,22 @@ bench: deps
 check-deps:
 	@sh tools/check-deps.sh
 
+# ---- container image (docs/deploy.md) ----
+# `make image` builds $(IMAGE) with podman from the Dockerfile; the first time it runs
+# tools/image-base.sh (installs podman, buildah, runc, mmdebstrap; makes the base image
+# debian:bookworm-slim locally: no registry needed). --format docker keeps the HEALTHCHECK;
+# --pull=never: the base is local; --network=host: the build stage's apt-get needs no
+# container network.
+# `make image-test` runs the image for real (tools/image-test.sh); not part of `make test`.
+IMAGE ?= localhost/gw:latest
+image:
+	@podman image exists docker.io/library/debian:bookworm-slim 2>/dev/null || sh tools/image-base.sh
+	podman build --format docker --pull=never --network=host -t $(IMAGE) .
+	@podman image inspect --format 'image: {{index .RepoTags 0}} {{.Size}} bytes' $(IMAGE)
+
+image-test: image
+	@sh tools/image-test.sh $(IMAGE)
+
 # The tracked sources (what a clean checkout has), less any deleted in the work tree.
 FMT_FILES = $(wildcard $(shell git ls-files '*.c' '*.h'))
 fmt:
@@ -154,6 +170,10 @@ help:
 	@echo "                FUZZ_SECS seconds (default 60) on a copy of its corpus"
 	@echo "make bench      benchmark tables: direct, eight cells of the hub (four shapes, spliced and converted), gwd+adm, nginx"
 	@echo "make check-deps module boundary check;  make fmt / check-fmt"
+	@echo "make image      container image localhost/gw:latest with podman (docs/deploy.md);"
+	@echo "                makes the base debian:bookworm-slim locally the first time"
+	@echo "make image-test build the image and run it for real: chat, gwctl, healthcheck, SIGTERM,"
+	@echo "                store on a volume (podman; not part of make test)"
 	@echo "make clean"
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -37,6 +37,8 @@ const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, bool
 /* Subcommands. <argc>/<argv> start at the subcommand's name. Each returns an exit code
  * (enum cli_exit) after printing its output to stdout and any error to stderr. */
 int cli_cmd_status(const struct cli_opts *o, int argc, char **argv);
+/* GET /healthz without needing a token; 0 on 200, 1 otherwise (container HEALTHCHECK). */
+int cli_cmd_health(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_traffic(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_check(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_dry_run(const struct cli_opts *o, int argc, char **argv);

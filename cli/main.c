@@ -18,6 +18,7 @@ usage_print(FILE *f)
           "\n"
           "subcommands:\n"
           "  status                   health and API version of the gateway\n"
+          "  health                   GET /healthz (no token): exit 0 when it answers 200\n"
           "  traffic [--limit N] [--cursor C] [-f]\n"
           "                           recent requests, newest first (-f: follow)\n"
           "  providers                upstreams: state, pause, slots, latency, success\n"
@@ -103,6 +104,8 @@ main(int argc, char **argv)
     cmd = argv[i];
     if (strcmp(cmd, "status") == 0)
         return cli_cmd_status(&o, argc - i, argv + i);
+    if (strcmp(cmd, "health") == 0)
+        return cli_cmd_health(&o, argc - i, argv + i);
     if (strcmp(cmd, "traffic") == 0)
         return cli_cmd_traffic(&o, argc - i, argv + i);
     if (strcmp(cmd, "providers") == 0)

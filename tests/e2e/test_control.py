@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/test_control.py - the control API (healthz, version, traffic) and gwctl
-# (status, traffic --json, check; exit codes 0/1/2).
+# (status, health, traffic --json, check; exit codes 0/1/2).
 
 import json
 import re
@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from gwtest import (CONTROL_TOKEN, base_env, binary, chat_body, config, http_request,
-                    provider, write_config)
+from gwtest import (CONTROL_TOKEN, base_env, binary, chat_body, config, free_port,
+                    http_request, provider, write_config)
 
 
 @pytest.fixture
@@ -83,6 +83,21 @@ def test_gwctl_status_exits_0(gw_running):
     rc, out, err = gwctl(g, "status", json_out=True)
     assert rc == 0, (out, err)
     json.loads(out)
+
+
+def test_gwctl_health_needs_no_token_and_exits_0(gw_running):
+    g, _ = gw_running
+    rc, out, err = gwctl(g, "health", token="wrong-token")
+    assert rc == 0, (out, err)
+    assert out.strip() == "ok"
+
+
+def test_gwctl_health_exits_1_when_nothing_answers():
+    argv = [binary("gwctl"), "--url", "http://127.0.0.1:%d" % free_port(), "health"]
+    p = subprocess.run(argv, env=base_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=30)
+    assert p.returncode == 1, p
+    assert b"cannot connect" in p.stderr
 
 
 def test_gwctl_traffic_json_lists_the_request(gw_running):
