@@ -482,6 +482,12 @@ run(struct gwd *g)
            "gwd %s data=%s control=%s:%u workers=%u max_connections=%u (descriptor limit %lu)",
            GWD_VERSION, bound, conf->control.listen.host, net_control_port(g->control), n_workers,
            net_conns_max(conf), g->nofile);
+    /* Said at start, so an operator who forgot the token learns why gwctl gets 401. */
+    if (!conf->control.token || !*conf->control.token)
+        GW_LOG(GW_LOG_WARN, NULL, "control_no_token",
+               "control.token_env (%s) is unset: the control API serves only /healthz, "
+               "/readyz and /metrics",
+               conf->control.token_env);
     gw_conf_release(conf);
     conf = NULL;
 
