@@ -38,7 +38,7 @@ def session_config(tmp_path, bad, good):
         [{"name": "up-bad", "dialect": "openai", "base_url": bad.url,
           "keys": [{"value": UP_KEY_VALUE}], "models": ["*"]},
          {"name": "up-good", "dialect": "openai", "base_url": good.url,
-          "keys": [{"env": "SEC_UP_KEY"}], "models": ["*"]}],
+          "keys": [{"env": "SEC_UP_KEY"}], "models": ["gpt-test"]}],
         clients=[{"name": "hashed", "key_sha256": sha256_hex(GW_KEY_HASHED),
                   "limits": [{"per": "day", "requests": 1000}]},
                  {"name": "fromenv", "key_env": "SEC_GW_KEY",
@@ -102,12 +102,20 @@ def test_no_secret_shows_anywhere_after_a_session_with_failures(tmp_path, bench,
                 "generateContent", "streamGenerateContent"), gemini_body()),
             post(g, gem, gemini_body(), {"x-goog-api-key": GW_KEY_WRONG}),
             post(g, gem, gemini_body(), {"x-goog-api-key": GW_KEY_HASHED}),
+            post(g, "/v1/messages", json.dumps({
+                "model": "gpt-test", "max_tokens": 16,
+                "messages": [{"role": "user", "content": "hi"}]}).encode(),
+                {"x-api-key": GW_KEY_HASHED, "anthropic-version": "2023-06-01"}),
+            # only the failing upstream serves this model: its refusal reaches the client
+            g.chat(chat_body(model="bad-only"), key=GW_KEY_HASHED),
+            g.chat(chat_body(model="bad-only", stream=True), key=GW_KEY_HASHED),
         ]
         statuses = [r.status for r in seen_by_clients]
         # the session had what it is meant to have: answers after failover, refusals
         assert statuses[:2] == [200, 200] and statuses[2] in (200, 429), statuses
-        assert statuses[3:8] == [401] * 5 and statuses[-2] == 401, statuses
-        assert statuses[8] == 200 and statuses[-1] == 200, statuses
+        assert statuses[3:8] == [401] * 5 and statuses[10] == 401, statuses
+        assert statuses[8] == statuses[9] == statuses[11] == statuses[12] == 200, statuses
+        assert statuses[13] >= 400 and statuses[14] >= 400, statuses
         assert bad.stats()["requests"] >= 2, bad.stats()
         ev.out.wait_for(r'"key_limit_alert"')  # fromenv's limit: one event at least
 
