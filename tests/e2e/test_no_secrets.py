@@ -2,8 +2,8 @@
 # tests/e2e/test_no_secrets.py - issue 12 point 8: after a session with failures (wrong,
 # missing and misplaced gateway keys, an upstream refusing its key and echoing it, a
 # refused reload, bad control calls), nothing an operator can see shows a secret: gwd's
-# log, the control views, /metrics, the event stream, gwctl's outputs and the error
-# bodies the clients got. Also: without a control token only /healthz, /readyz and
+# log, the control views, /metrics, the event stream, gwctl's outputs, the error
+# bodies the clients got and the store's files on disk. Also: without a control token only /healthz, /readyz and
 # /metrics answer, and gwd says so at startup.
 
 import json
@@ -151,6 +151,8 @@ def test_no_secret_shows_anywhere_after_a_session_with_failures(tmp_path, bench,
     events = ev.out.text()
     assert g.stop() == 0
     log = g.out.text() + g.err.text()
+    store = "".join(f.read_bytes().decode("latin-1")
+                    for f in sorted((tmp_path / "store").rglob("*")) if f.is_file())
 
     everything = {
         "gwd log": log,
@@ -158,8 +160,9 @@ def test_no_secret_shows_anywhere_after_a_session_with_failures(tmp_path, bench,
         "control views": "\n".join(views),
         "gwctl": "\n".join(cli),
         "client answers": "\n".join(seen(r) for r in seen_by_clients),
+        "store files": store,
     }
-    assert "reload_failed" in log and "key_limit_alert" in events
+    assert "reload_failed" in log and "key_limit_alert" in events and "gpt-test" in store
     leaks = [(where, s) for where, text in everything.items() for s in SECRETS if s in text]
     assert not leaks, "secrets shown: " + "; ".join(
         f"{s} in {where}: ...{text[max(0, text.find(s) - 300):text.find(s) + 60]}..."
