@@ -112,7 +112,8 @@ def test_no_secret_shows_anywhere_after_a_session_with_failures(tmp_path, bench,
         ]
         statuses = [r.status for r in seen_by_clients]
         # the session had what it is meant to have: answers after failover, refusals
-        assert statuses[:2] == [200, 200] and statuses[2] in (200, 429), statuses
+        # (fromenv's two requests are within its limit of two: its alert is at 100%)
+        assert statuses[:3] == [200, 200, 200], statuses
         assert statuses[3:8] == [401] * 5 and statuses[10] == 401, statuses
         assert statuses[8] == statuses[9] == statuses[11] == statuses[12] == 200, statuses
         assert statuses[13] >= 400 and statuses[14] >= 400, statuses
