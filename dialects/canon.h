@@ -404,6 +404,11 @@ struct dl_shape_ops {
      * event: error with overloaded_error, ...) */
     enum gw_code (*error_render)(enum gw_code code, struct gw_str message, struct gw_buf *out);
     enum gw_code (*error_frame)(enum gw_code code, struct gw_str message, struct gw_buf *out);
+    /* ... the same end for a stream this renderer wrote (a converted one), when the frame
+     * needs its state: Responses' response.failed names the stream's own response, a
+     * Gemini JSON array is closed after the error object. NULL when error_frame serves. */
+    enum gw_code (*render_abort)(struct dl_render_state *st, enum gw_code code,
+                                 struct gw_str message, struct gw_buf *out);
     /* an upstream's own error answer (a 4xx passed back) in this shape for the client:
      * <status> and what upstream_error_read found */
     enum gw_code (*upstream_error_render)(int status, struct gw_str type, struct gw_str message,

@@ -409,6 +409,7 @@ const struct dl_shape_ops dl_gemini_shape = {
     .answer_render = dl_gemini_answer_render,
     .error_render = dl_gemini_error_render,
     .error_frame = dl_gemini_error_frame,
+    .render_abort = dl_gemini_render_abort,
     .upstream_error_render = dl_gemini_upstream_error_render,
     .upstream_error_read = dl_gemini_upstream_error_read,
     .answer_usage = dl_gemini_answer_usage,

@@ -21,8 +21,9 @@
  *   server_error). Without state the frame cannot name the stream's response (its id
  *   is "resp_gw", and openai-node refuses a lifecycle frame of another id: hence the
  *   error event first) nor continue its sequence_number (DL_RESPONSES_ERROR_FRAME_SEQ
- *   and one more). A converted stream is better ended by dl_responses_render_failed,
- *   which has the render state. No "output" member: an SDK keeps what it accumulated.
+ *   and one more). A stream this shape rendered ends by dl_responses_render_failed
+ *   (the row's render_abort), which has the render state. No "output" member: an SDK keeps what it
+ * accumulated.
  * - An upstream's error body is Chat's ({"error":{"message","type","param","code"}}):
  *   read and rendered by the Chat shape's functions (dialects/openai_answer.c).
  * Conversation helpers, decisions: the body is scanned once (dialects/json_scan.h);
@@ -421,6 +422,7 @@ const struct dl_shape_ops dl_responses_shape = {
     .answer_render = dl_responses_answer_render,
     .error_render = dl_responses_error_render,
     .error_frame = dl_responses_error_frame,
+    .render_abort = dl_responses_render_failed,
     .upstream_error_render = dl_openai_upstream_error_render,
     .upstream_error_read = dl_openai_upstream_error_read,
     .answer_usage = dl_responses_answer_usage,

@@ -43,8 +43,8 @@ enum gw_code dl_responses_output_items(const struct dl_answer *a, const struct d
  * response.failed for the response its frames named, at its next sequence_number, holding
  * the items said so far, status "failed" and error {"code":"server_error", <message>
  * (gw's words, else <code>'s name), "gw_code"}. The stateless error_frame of the row
- * cannot name that response (see dl_responses_error_frame); until error_frame receives
- * the render state (canon.h), the pipeline calls this for a converted Responses stream.
+ * cannot name that response (see dl_responses_error_frame): this is the row's
+ * render_abort (canon.h), which the pipeline calls for a stream the renderer wrote.
  * Nothing after it is rendered. GW_OK or GW_E_NOMEM (<out> as it was). The state's
  * thread; never blocks. */
 enum gw_code dl_responses_render_failed(struct dl_render_state *st, enum gw_code code,

@@ -32,10 +32,8 @@
 #include "core/sse.h"
 #include "core/sticky.h"
 #include "dialects/anthropic.h"
-#include "dialects/gemini.h"
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
-#include "dialects/responses.h"
 #include "net/calendar.h"
 #include "net/logger.h"
 #include "net/sink.h"
@@ -45,21 +43,14 @@
 static void on_speed_tick(evutil_socket_t fd, short what, void *arg);
 
 /* The frame that ends a stream broken after content (DESIGN.md 11), in the client's
- * shape; in a Gemini JSON-array stream the error object is the array's last element
- * (the render state knows whether the array was opened). */
+ * shape: from the renderer's state when it wrote the stream and its shape needs that. */
 static void
 error_frame(struct net_stream *s, enum gw_code code, struct gw_str message)
 {
-    if (net_stream_json_array(s)) {
-        dl_gemini_render_abort(&s->rst, code, message, &s->out);
-        return;
-    }
-    if (s->convert && s->client_shape == DL_SHAPE_RESPONSES) {
-        /* response.failed must carry the stream's own response id (the SDK checks) */
-        dl_responses_render_failed(&s->rst, code, message, &s->out);
-        return;
-    }
-    s->client_ops->error_frame(code, message, &s->out);
+    if (s->convert && s->client_ops->render_abort)
+        s->client_ops->render_abort(&s->rst, code, message, &s->out);
+    else
+        s->client_ops->error_frame(code, message, &s->out);
 }
 static void count_content(struct net_stream *s, size_t bytes);
 

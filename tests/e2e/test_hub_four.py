@@ -331,11 +331,29 @@ def test_issue_10_stream_broken_after_content_ends_with_the_client_frame(tmp_pat
         assert last[0] == "response.failed", ev
         assert last[1]["response"]["status"] == "failed", last
         assert last[1]["response"]["error"]["code"] == "server_error", last
+        # the stream's own response, at its next sequence number (the SDK checks both)
+        assert last[1]["response"]["id"] == ev[0][1]["response"]["id"], (ev[0], last)
+        assert last[1]["sequence_number"] == ev[-2][1]["sequence_number"] + 1, ev[-2:]
     else:
         assert last[1]["error"]["status"] == "UNAVAILABLE", last
         assert last[1]["error"]["code"] == 503, last
     row = g.wait_row(r.headers["x-request-id"])
     assert row["code"] == "gw.upstream.dropped", row
+
+
+def test_issue_10_gemini_json_array_stream_broken_after_content_is_closed(tmp_path, bench,
+                                                                         gwd):
+    _, g = gwd_for(tmp_path, bench, gwd, "chat", "--fault", "drop-mid", "--drop-after", 2)
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "x"}]}]})
+
+    r = http_request(g.port, "POST", "/v1beta/models/m:streamGenerateContent", body,
+                     {"x-goog-api-key": ALICE_KEY})
+
+    assert r.status == 200, r
+    chunks = json.loads(r.body)  # still one JSON array, closed after the error
+    assert "hello hello " == "".join(p.get("text", "") for c in chunks[:-1]
+                                     for p in c["candidates"][0]["content"]["parts"]), chunks
+    assert chunks[-1]["error"]["status"] == "UNAVAILABLE", chunks[-1]
 
 
 # ---- Gemini's URL ----

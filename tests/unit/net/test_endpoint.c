@@ -121,6 +121,24 @@ test_endpoint_percent_decoding(void **state)
     assert_int_equal(net_pct_decode(gw_str_c(""), out, sizeof(out)), 0);
 }
 
+static void
+test_endpoint_model_in_an_upstream_path_is_percent_encoded(void **state)
+{
+    struct gw_buf out = {0};
+    char back[64];
+    int n;
+
+    (void)state;
+    /* '/' ':' '@' and unreserved bytes stay; a space, '?', '#', '%' would end or bend
+     * the path */
+    assert_int_equal(net_pct_encode_path(gw_str_c("org/m:v2@x-y_z.~ a?b#c%"), &out), GW_OK);
+    assert_string_equal(out.data, "org/m:v2@x-y_z.~%20a%3Fb%23c%25");
+    n = net_pct_decode((struct gw_str){out.data, out.len}, back, sizeof(back));
+    assert_int_equal(n, 23);
+    assert_memory_equal(back, "org/m:v2@x-y_z.~ a?b#c%", 23);
+    gw_buf_fini(&out);
+}
+
 int
 main(void)
 {
@@ -128,6 +146,7 @@ main(void)
         cmocka_unit_test(test_endpoint_paths_and_shapes),
         cmocka_unit_test(test_endpoint_gemini_url),
         cmocka_unit_test(test_endpoint_percent_decoding),
+        cmocka_unit_test(test_endpoint_model_in_an_upstream_path_is_percent_encoded),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
