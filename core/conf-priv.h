@@ -48,6 +48,11 @@ struct gw_conf_file_control {
     char *token_env;
 };
 
+struct gw_conf_file_log {
+    char *format;
+    char *level;
+};
+
 struct gw_conf_file_store {
     char *path;
     int64_t *map_size_mb;
@@ -141,6 +146,7 @@ struct gw_conf_file_client {
 struct gw_conf_file {
     struct gw_conf_file_server *server;
     struct gw_conf_file_control *control;
+    struct gw_conf_file_log *log;
     struct gw_conf_file_store *store;
     struct gw_conf_file_retention *retention;
     char *prices;

@@ -31,6 +31,7 @@
 
 #include "core/alloc.h"
 #include "core/conf-priv.h"
+#include "core/log.h"
 #include "core/str.h"
 
 #define PATH_LEN 256    /* longest path we build ("providers[12].quota.models.x.rpm") */
@@ -299,6 +300,9 @@ static const char *const group_type_words[] = {"fallback", "load-balance", "url-
                                                NULL};
 static const char *const balance_words[] = {"weights", "latency", "health", "latency-health", NULL};
 static const char *const per_words[] = {"minute", "hour", "day", "week", "month", NULL};
+/* In the order of enum gw_log_format and enum gw_log_level (core/log.h). */
+static const char *const log_format_words[] = {"text", "json", NULL};
+static const char *const log_level_words[] = {"error", "warn", "info", "debug", NULL};
 
 /* A word from <words> (enum value = index) or a config.bad_value problem. */
 static bool
@@ -1248,6 +1252,8 @@ gw_conf_defaults(struct gw_conf *c)
     c->server.max_connections = 0;
     c->server.drain_secs = 30;
     c->control.listen.port = 8081;
+    c->log.format = GW_LOG_TEXT;
+    c->log.level = GW_LOG_INFO;
     c->store.map_size_mb = 4096;
     c->store.responses = true;
     c->retention.row_days = 31;
@@ -1371,6 +1377,17 @@ build_control(struct ctx *x, const struct gw_conf_file_control *fc)
     tok = env_get(x, c->control.token_env);
     if (tok && tok[0])
         c->control.token = dup_s(x, tok); /* unset: the control API refuses all but /healthz */
+}
+
+/* log.format and log.level: applied by net at start and on every reload. */
+static void
+build_log(struct ctx *x, const struct gw_conf_file_log *fl)
+{
+    if (!fl)
+        return;
+    take_word(x, "log", "format", fl->format, log_format_words, "text, json", &x->c->log.format);
+    take_word(x, "log", "level", fl->level, log_level_words, "error, warn, info, debug",
+              &x->c->log.level);
 }
 
 static void
@@ -2384,6 +2401,7 @@ gw_conf_parse(const char *yaml, size_t len, const char *dir, const struct gw_con
 
         build_server(&x, ff->server);
         build_control(&x, ff->control);
+        build_log(&x, ff->log);
         build_store(&x, ff);
         build_failover(&x, ff->failover);
         build_providers(&x, ff);

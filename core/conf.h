@@ -229,6 +229,10 @@ struct gw_conf {
         char *token;                /* resolved; NULL = control API refuses all but /healthz */
     } control;
     struct {
+        int format; /* enum gw_log_format (core/log.h); default text */
+        int level;  /* enum gw_log_level; default info */
+    } log;
+    struct {
         char *path;           /* resolved against the config file's folder */
         unsigned map_size_mb; /* default 4096 */
         bool responses;       /* default true: keep Responses conversations (DESIGN.md 11) */

@@ -60,11 +60,17 @@ static const cyaml_schema_field_t server_fields[] = {
     CYAML_FIELD_END,
 };
 
-/* ---- control, store, retention ---- */
+/* ---- control, log, store, retention ---- */
 
 static const cyaml_schema_field_t control_fields[] = {
     FIELD_STR("listen", struct gw_conf_file_control, listen),
     FIELD_STR("token_env", struct gw_conf_file_control, token_env),
+    CYAML_FIELD_END,
+};
+
+static const cyaml_schema_field_t log_fields[] = {
+    FIELD_STR("format", struct gw_conf_file_log, format),
+    FIELD_STR("level", struct gw_conf_file_log, level),
     CYAML_FIELD_END,
 };
 
@@ -199,6 +205,7 @@ static const cyaml_schema_value_t client_entry = {
 static const cyaml_schema_field_t file_fields[] = {
     CYAML_FIELD_MAPPING_PTR("server", OPT, struct gw_conf_file, server, server_fields),
     CYAML_FIELD_MAPPING_PTR("control", OPT, struct gw_conf_file, control, control_fields),
+    CYAML_FIELD_MAPPING_PTR("log", OPT, struct gw_conf_file, log, log_fields),
     CYAML_FIELD_MAPPING_PTR("store", OPT, struct gw_conf_file, store, store_fields),
     CYAML_FIELD_MAPPING_PTR("retention", OPT, struct gw_conf_file, retention, retention_fields),
     FIELD_STR("prices", struct gw_conf_file, prices),

@@ -18,6 +18,8 @@
  *  - a success resets the count and the escalation and ends a running pause: the upstream
  *    has just answered (it was tried because every candidate was paused, or a stream that
  *    started before the pause ended well).
+ *  - the end of each pause is told once (upstream_resumed): by the success that ended it,
+ *    or by gw_upstate_take_resumed once its time is over, whichever comes first.
  * Owns:    the registry owns every upstate and its name.
  * Threads: record/facts on any thread; registry calls on main only.
  * See:     core/health.h, core/route.c, tests/unit/core/test_health.c
@@ -121,15 +123,19 @@ push_outcome(struct gw_upstate *u, uint64_t now_ms, bool ok)
         u->out_n++;
 }
 
-void
+bool
 gw_upstate_success(struct gw_upstate *u, uint64_t now_ms)
 {
+    bool ended;
+
     up_lock(u);
     push_outcome(u, now_ms, true);
     u->consecutive_failures = 0;
     u->pauses = 0;
+    ended = u->paused_until_ms != 0; /* running, or over but not yet taken as resumed */
     u->paused_until_ms = 0;
     up_unlock(u);
+    return ended;
 }
 
 /* pause_secs * 2^pauses in ms, at most max_pause_secs (no overflow for any input). */
@@ -196,6 +202,22 @@ gw_upstate_link_seed(struct gw_upstate *u, uint32_t link_ms)
     up_lock(u);
     u->link_ms = link_ms > INT32_MAX ? INT32_MAX : (int32_t)link_ms;
     up_unlock(u);
+}
+
+bool
+gw_upstate_take_resumed(struct gw_upstate *u, uint64_t now_ms, uint64_t *until_ms)
+{
+    bool over;
+
+    /* Clearing an expired paused_until_ms changes no decision: gw_upstate_failure and
+     * gw_upstate_facts treat a time at or before now like 0. */
+    up_lock(u);
+    *until_ms = u->paused_until_ms;
+    over = *until_ms != 0 && *until_ms <= now_ms;
+    if (over)
+        u->paused_until_ms = 0;
+    up_unlock(u);
+    return over;
 }
 
 /* ---- facts ---- */

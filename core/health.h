@@ -52,8 +52,10 @@ struct gw_upstate *gw_upstates_get(struct gw_upstates *r, const char *name);
 /* ---- recording (any thread) ---- */
 
 /* An answer (client errors such as 400 count as answered): success window +1;
- * consecutive failures, the pause escalation and a running pause reset. */
-void gw_upstate_success(struct gw_upstate *u, uint64_t now_ms);
+ * consecutive failures, the pause escalation and a running pause reset. Returns true when
+ * it ended a pause whose end was not told yet (running, or over but not yet taken by
+ * gw_upstate_take_resumed): the caller tells that the upstream resumed. */
+bool gw_upstate_success(struct gw_upstate *u, uint64_t now_ms);
 
 /* A failure (connect error, timeout, 408/429/5xx, 401/403, a drop before content, a
  * too-slow cut). After <f>->failures_to_pause consecutive failures the upstream pauses
@@ -62,6 +64,11 @@ void gw_upstate_success(struct gw_upstate *u, uint64_t now_ms);
  * whatever the count. Returns true when this call started (or lengthened) a pause. */
 bool gw_upstate_failure(struct gw_upstate *u, uint64_t now_ms, const struct gw_conf *f,
                         uint64_t retry_after_ms);
+
+/* True, once per pause, when <u>'s pause is over at <now_ms> (its time ran out) and its
+ * end was not told yet; then *<until_ms> is when it ended. The control thread sweeps the
+ * upstreams with it to tell upstream_resumed. */
+bool gw_upstate_take_resumed(struct gw_upstate *u, uint64_t now_ms, uint64_t *until_ms);
 
 /* A time-to-first-content sample of <ttfc_ms> (a hop's send -> its first content). */
 void gw_upstate_sample(struct gw_upstate *u, uint64_t now_ms, uint32_t ttfc_ms);

@@ -35,6 +35,7 @@
 #include "dialects/openai.h"
 #include "net/calendar.h"
 #include "net/logger.h"
+#include "net/report.h"
 #include "net/sink.h"
 #include "net/upstream.h"
 #include "store/store.h"
@@ -86,8 +87,7 @@ net_hop_count_failure(struct net_stream *s, int status, enum gw_code code)
     if (gw_upstate_failure(net_stream_prov(s)->state, now, s->conf, retry_ms)) {
         struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
 
-        GW_LOG(GW_LOG_WARN, &ctx, "upstream_paused", "upstream %s paused",
-               net_stream_prov(s)->name);
+        net_report_paused(net_stream_prov(s), now, status, code, retry_ms, &ctx);
     }
 }
 

@@ -41,6 +41,7 @@
 
 #include <ck_pr.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -65,6 +66,7 @@
 #include "net/calendar.h"
 #include "net/logger.h"
 #include "net/net-priv.h"
+#include "net/report.h"
 #include "store/store.h"
 
 #define CONTROL_LIMIT_DEFAULT 50
@@ -74,6 +76,7 @@
 #define CONTROL_MAX_HEADERS (16 * 1024)
 #define CONTROL_MAX_SUBS 64 /* event stream subscribers at once */
 #define CONTROL_EVENTS_TICK_MS 100
+#define CONTROL_SUB_MAX_BACKLOG (8u * 1024 * 1024) /* bytes queued to one event follower */
 #define CONTROL_TIMEOUT_SECS 30
 #define CONTROL_PREFIX "/control/v1/"
 /* "2026-11-30T04:01:02.345Z" and its NUL */
@@ -85,6 +88,13 @@
 #define CONTROL_MAX_CONF (16 * 1024 * 1024)
 
 struct net_control;
+
+/* One follower of GET /control/v1/events. */
+struct event_sub {
+    struct evhttp_request *req; /* evhttp's; ours until its connection closes */
+    struct gw_event_filter f;   /* what it asked for (core/events.h) */
+    uint64_t skipped;           /* events left out since its backlog was too long, untold */
+};
 
 /* A saved model spec whose answer waits for the reload (PUT provider-model-spec). */
 struct spec_wait {
@@ -111,10 +121,11 @@ struct net_control {
     pthread_t thread;
     struct gw_thread thr; /* the control thread's epoch record */
     /* GET /control/v1/events subscribers (SSE) and the tick that feeds them */
-    struct evhttp_request *subs[CONTROL_MAX_SUBS];
+    struct event_sub subs[CONTROL_MAX_SUBS];
     size_t n_subs;
     struct event *ev_tick;
     unsigned ticks;
+    uint64_t drops_told[GW_EV__COUNT]; /* ring drops per event name told so far */
     /* PUT provider-model-spec answers waiting for their reload */
     struct spec_wait *waits[CONTROL_MAX_SAVES];
     size_t n_waits;
@@ -1541,6 +1552,24 @@ static const struct {
 
 /* ---- GET /control/v1/events (SSE) ---- */
 
+/* The union of the subscribers' filters, for the workers (core/events.h): they build a
+ * request_finished only when someone may want it. */
+static void
+events_interest(struct net_control *c)
+{
+    uint32_t mask = 0;
+    double rate = 0;
+    size_t i;
+
+    for (i = 0; i < c->n_subs; i++) {
+        mask |= c->subs[i].f.types;
+        if ((c->subs[i].f.types & GW_EVENT_MASK(GW_EV_REQUEST_FINISHED)) &&
+            c->subs[i].f.sample > rate)
+            rate = c->subs[i].f.sample;
+    }
+    gw_events_set_interest(mask, rate);
+}
+
 static void
 on_sub_close(struct evhttp_connection *evcon, void *arg)
 {
@@ -1548,70 +1577,209 @@ on_sub_close(struct evhttp_connection *evcon, void *arg)
     size_t i;
 
     for (i = 0; i < c->n_subs; i++) {
-        if (evhttp_request_get_connection(c->subs[i]) == evcon) {
+        if (evhttp_request_get_connection(c->subs[i].req) == evcon) {
             c->subs[i] = c->subs[--c->n_subs];
+            events_interest(c);
             return;
         }
     }
 }
 
+/* The subscriber's filter from the query: type=a,b client=NAME sample=0..1. False (the
+ * error sent) when a value is wrong. */
+static bool
+events_filter(struct evhttp_request *req, struct gw_event_filter *f)
+{
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct evkeyvalq q = {0}; /* an empty queue; parse_query_str fills it */
+    const char *v, *bad;
+    char msg[160];
+    size_t bad_len;
+    bool ok = false;
+
+    gw_event_filter_init(f);
+    if (query && evhttp_parse_query_str(query, &q) != 0) {
+        send_error(req, GW_E_BAD_REQUEST, 400, "malformed query string");
+        goto out;
+    }
+    v = evhttp_find_header(&q, "type");
+    if (v && gw_event_filter_set_types(f, v, &bad, &bad_len) != GW_OK) {
+        snprintf(msg, sizeof(msg), "type: no event is named \"%.*s\" (%s)",
+                 (int)(bad_len > 64 ? 64 : bad_len), bad,
+                 "key_limit_alert, request_finished, upstream_paused, upstream_resumed, ...");
+        send_error(req, GW_E_BAD_REQUEST, 400, msg);
+        goto out;
+    }
+    v = evhttp_find_header(&q, "client");
+    if (v && gw_event_filter_set_client(f, v) != GW_OK) {
+        send_error(req, GW_E_BAD_REQUEST, 400, "client: expected a client name");
+        goto out;
+    }
+    v = evhttp_find_header(&q, "sample");
+    if (v && gw_event_filter_set_sample(f, v) != GW_OK) {
+        send_error(req, GW_E_BAD_REQUEST, 400, "sample: expected a rate from 0 to 1");
+        goto out;
+    }
+    ok = true;
+out:
+    evhttp_clear_headers(&q);
+    return ok;
+}
+
 static void
 on_events(struct net_control *c, struct evhttp_request *req)
 {
+    struct gw_event_filter f;
     struct evbuffer *b;
 
     if (c->n_subs == CONTROL_MAX_SUBS) {
         send_error(req, GW_E_BUSY_ALL, 503, "too many event stream subscribers");
         return;
     }
+    if (!events_filter(req, &f))
+        return;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/event-stream");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-cache");
     evhttp_send_reply_start(req, 200, "OK");
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_sub_close, c);
+    c->subs[c->n_subs++] = (struct event_sub){req, f, 0};
+    /* Interest first, then the comment: a follower that has read ": subscribed" gets
+     * every event of a request that finishes after it. */
+    events_interest(c);
     b = evbuffer_new();
     if (b) {
         evbuffer_add_printf(b, ": subscribed\n\n");
         evhttp_send_reply_chunk(req, b);
         evbuffer_free(b);
     }
-    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_sub_close, c);
-    c->subs[c->n_subs++] = req;
 }
 
-/* Broadcasts queued events (core/events.h) to every subscriber; a comment line every
- * 10 s keeps idle streams (and their proxies) alive. */
+/* Bytes queued to <sub> and not yet written: past CONTROL_SUB_MAX_BACKLOG, a follower
+ * that does not read is left out of events (counted, told when it catches up) instead of
+ * growing the control thread's memory without bound. */
+static size_t
+sub_backlog(const struct event_sub *sub)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(sub->req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+
+    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+/* Appends event <name> with <json> to <b> as one SSE event. */
+static void
+sse_add(struct evbuffer *b, const char *name, const char *json)
+{
+    evbuffer_add_printf(b, "event: %s\ndata: %s\n\n", name, json);
+}
+
+/* An events_dropped event when the rings dropped events since the last one told: how
+ * many of each name. Rare events have their own ring (core/events.h), so this is about
+ * request_finished bursts in practice; either way no loss is silent. */
+static void
+ring_drops(struct net_control *c, struct evbuffer *all)
+{
+    char json[512];
+    size_t off;
+    uint64_t total = 0;
+    unsigned i;
+
+    off = (size_t)snprintf(json, sizeof(json), "{\"type\":\"events_dropped\",\"by_type\":{");
+    for (i = 0; i < GW_EV__COUNT; i++) {
+        uint64_t now = gw_events_dropped_of((enum gw_event_name)i), d = now - c->drops_told[i];
+
+        if (!d)
+            continue;
+        c->drops_told[i] = now;
+        if (off < sizeof(json))
+            off += (size_t)snprintf(json + off, sizeof(json) - off, "%s\"%s\":%llu",
+                                    total ? "," : "", gw_event_str((enum gw_event_name)i),
+                                    (unsigned long long)d);
+        total += d;
+    }
+    if (!total || off >= sizeof(json))
+        return;
+    snprintf(json + off, sizeof(json) - off, "},\"dropped\":%llu,\"reason\":\"queue_full\"}",
+             (unsigned long long)total);
+    sse_add(all, gw_event_str(GW_EV_EVENTS_DROPPED), json);
+}
+
+/* Sends <one> (consumed) to <sub>, or leaves it out when the follower is too far behind;
+ * the first chunk after such a gap starts with an events_dropped telling how many. */
+static void
+sub_send(struct event_sub *sub, struct evbuffer *one, size_t n_events)
+{
+    if (sub_backlog(sub) > CONTROL_SUB_MAX_BACKLOG) {
+        sub->skipped += n_events;
+        return;
+    }
+    if (sub->skipped) {
+        struct evbuffer *note = evbuffer_new();
+
+        if (note) {
+            evbuffer_add_printf(note,
+                                "event: events_dropped\ndata: {\"type\":\"events_dropped\","
+                                "\"dropped\":%llu,\"reason\":\"slow_reader\"}\n\n",
+                                (unsigned long long)sub->skipped);
+            evhttp_send_reply_chunk(sub->req, note);
+            evbuffer_free(note);
+            sub->skipped = 0;
+        }
+    }
+    evhttp_send_reply_chunk(sub->req, one);
+}
+
+/* Broadcasts queued events (core/events.h) to every subscriber through its filter; a
+ * comment line every 10 s keeps idle streams (and their proxies) alive. Tells
+ * upstream_resumed for pauses that ran out first, so they go out in this tick. */
 static void reserve_refill(void);
 
 static void
 on_events_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct net_control *c = arg;
-    struct evbuffer *all = evbuffer_new();
-    enum gw_event_name e;
-    char *json;
-    size_t i;
+    struct evbuffer *per[CONTROL_MAX_SUBS] = {0}, *common = evbuffer_new();
+    size_t counts[CONTROL_MAX_SUBS] = {0}, i, n_common;
+    const unsigned char *head;
+    struct gw_event *ev;
+    struct gw_conf *conf;
 
     reserve_refill(); /* the descriptor given up under EMFILE, once one is free again */
 
     (void)fd;
     (void)what;
-    if (!all)
+    conf = gw_conf_acquire(&c->thr);
+    net_report_sweep(conf, net_now_ms());
+    gw_conf_release(conf);
+    if (!common)
         return;
-    while ((json = gw_event_take(&e)) != NULL) {
-        evbuffer_add_printf(all, "event: %s\ndata: %s\n\n", gw_event_str(e), json);
-        gw_free(json);
-    }
+    /* What every follower gets, ahead of its own events: drops told, the keepalive. */
+    ring_drops(c, common);
     if (++c->ticks % (10000 / CONTROL_EVENTS_TICK_MS) == 0)
-        evbuffer_add_printf(all, ": keepalive\n\n");
-    for (i = 0; i < c->n_subs && evbuffer_get_length(all); i++) {
-        struct evbuffer *one = evbuffer_new();
-
-        if (!one)
-            continue;
-        evbuffer_add_buffer_reference(one, all);
-        evhttp_send_reply_chunk(c->subs[i], one);
-        evbuffer_free(one);
+        evbuffer_add_printf(common, ": keepalive\n\n");
+    n_common = evbuffer_get_length(common);
+    head = n_common ? evbuffer_pullup(common, -1) : NULL;
+    for (i = 0; i < c->n_subs; i++) {
+        per[i] = evbuffer_new();
+        if (per[i] && head)
+            evbuffer_add(per[i], head, n_common);
     }
-    evbuffer_free(all);
+    while ((ev = gw_event_take()) != NULL) {
+        for (i = 0; i < c->n_subs; i++) {
+            if (per[i] && gw_event_filter_pass(&c->subs[i].f, ev)) {
+                sse_add(per[i], gw_event_str(ev->name), ev->json);
+                counts[i]++;
+            }
+        }
+        gw_free(ev);
+    }
+    for (i = 0; i < c->n_subs; i++) {
+        if (per[i] && evbuffer_get_length(per[i]))
+            sub_send(&c->subs[i], per[i], counts[i]);
+        if (per[i])
+            evbuffer_free(per[i]);
+    }
+    evbuffer_free(common);
 }
 
 static void
@@ -1768,7 +1936,8 @@ control_main(void *arg)
         close(ctl_reserve_fd);
     ctl_reserve_fd = -1;
     while (c->n_subs) /* end the streams; the close callbacks need the base no more */
-        evhttp_send_reply_end(c->subs[--c->n_subs]);
+        evhttp_send_reply_end(c->subs[--c->n_subs].req);
+    gw_events_set_interest(0, 0);
     while (c->n_waits) /* saves still waiting for their reload; evhttp_free closes them */
         spec_wait_free(c->waits[0]);
     gw_thread_unregister(&c->thr);

@@ -287,6 +287,15 @@ attach_usage(struct gwd *g, struct gw_conf *conf)
     return true;
 }
 
+/* log.format and log.level: cheap to switch (core/log.h reads them per line), so a
+ * reload applies them too. */
+static void
+apply_log(const struct gw_conf *conf)
+{
+    gw_log_set_format((enum gw_log_format)conf->log.format);
+    gw_log_set_level((enum gw_log_level)conf->log.level);
+}
+
 /* ---- signals ---- */
 
 static void
@@ -310,6 +319,7 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
         return;
     }
     g->drain_secs = conf->server.drain_secs;
+    apply_log(conf);
     gw_conf_publish(&g->gt, conf);
     GW_LOG(GW_LOG_INFO, NULL, "reloaded",
            "config %s reloaded (listen and store changes need a "
@@ -394,6 +404,7 @@ run(struct gwd *g)
     conf = load_conf(g->conf_path, stderr);
     if (!conf)
         return 1;
+    apply_log(conf);
     if (evthread_use_pthreads() != 0) {
         fprintf(stderr, "gwd: evthread_use_pthreads failed\n");
         gw_conf_free(conf);

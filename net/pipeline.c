@@ -40,6 +40,7 @@
 #include "net/calendar.h"
 #include "net/decode.h"
 #include "net/logger.h"
+#include "net/report.h"
 #include "net/sink.h"
 #include "net/upstream.h"
 #include "store/store.h"
@@ -297,7 +298,7 @@ net_stream_emit_alerts(struct net_stream *s)
                  "\"resets_at\":\"%s\"}",
                  a[i].client, gw_limit_per_str(a[i].per), gw_limit_measure_str(a[i].measure),
                  a[i].percent, used, max, resets);
-        gw_event_push(GW_EV_KEY_LIMIT_ALERT, json);
+        gw_event_push_about(GW_EV_KEY_LIMIT_ALERT, a[i].client, s->id, json);
         GW_LOG(GW_LOG_INFO, &ctx, "key_limit_alert", "%s", json);
     }
 }
@@ -383,6 +384,11 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
                                 r->cost_micros, gw_keylimits_row_counts(r));
         if (s->client && s->client->usage && gw_keylimits_has_alerts(s->client->usage))
             net_stream_emit_alerts(s);
+        {
+            struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+            net_report_request(r, &ctx); /* the `request` line, request_finished */
+        }
         s->row = NULL;
         if (s->w->store)
             store_row_submit(s->w->store, &r);

@@ -36,6 +36,7 @@
 #include "dialects/openai.h"
 #include "net/calendar.h"
 #include "net/logger.h"
+#include "net/report.h"
 #include "net/sink.h"
 #include "net/upstream.h"
 #include "store/store.h"
@@ -356,7 +357,13 @@ on_speed_tick(evutil_socket_t fd, short what, void *arg)
     gw_buf_fini(&msg);
     memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
     net_attempt_end(s, GW_OUT_TOO_SLOW, s->up_status, GW_E_UPSTREAM_TOO_SLOW);
-    gw_upstate_failure(p->state, net_now_ms(), s->conf, 0);
+    {
+        uint64_t now = net_now_ms();
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+        if (gw_upstate_failure(p->state, now, s->conf, 0))
+            net_report_paused(p, now, s->up_status, GW_E_UPSTREAM_TOO_SLOW, 0, &ctx);
+    }
     if (s->conv && s->w->sticky)
         gw_sticky_forget(s->w->sticky, s->conv);
     gw_code_count(GW_E_UPSTREAM_TOO_SLOW);
@@ -374,7 +381,11 @@ count_answer(struct net_stream *s)
     uint64_t now = net_now_ms();
 
     net_hop_timers_stop(s);
-    gw_upstate_success(p->state, now);
+    if (gw_upstate_success(p->state, now)) {
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+        net_report_resumed(p, "answered", 0, &ctx);
+    }
     memcpy(s->row->upstream, p->name, strnlen(p->name, GW_NAME_MAX));
     if (s->conv && s->w->sticky)
         gw_sticky_record(s->w->sticky, s->conv, p->name, now,
