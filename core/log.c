@@ -77,6 +77,12 @@ gw_log_set_format(enum gw_log_format f)
     ck_pr_store_uint(&log_format, (unsigned)f); /* relaxed: each line reads it once */
 }
 
+enum gw_log_format
+gw_log_get_format(void)
+{
+    return (enum gw_log_format)ck_pr_load_uint(&log_format);
+}
+
 /* ---- formatting (pure) ---- */
 
 /* The length of the UTF-8 sequence at <p> (at most <n> bytes), 0 when it is not one:
@@ -198,7 +204,7 @@ gw_log_format_line(struct gw_buf *b, enum gw_log_format fmt, uint64_t ts_ms,
 {
     time_t secs = (time_t)(ts_ms / 1000);
     bool json = fmt == GW_LOG_JSON;
-    char ts[96], num[24];
+    char ts[96];
     struct tm tm;
     bool ok;
     size_t i;
@@ -214,11 +220,15 @@ gw_log_format_line(struct gw_buf *b, enum gw_log_format fmt, uint64_t ts_ms,
     ok &= append_key(b, fmt, "code") == GW_OK;
     ok &= append_str(b, fmt, code) == GW_OK;
     ok &= append_key(b, fmt, "wrk") == GW_OK;
-    snprintf(num, sizeof(num), "%d", ctx ? ctx->wrk : -1);
-    ok &= append_str(b, fmt, ctx && ctx->wrk >= 0 ? num : NULL) == GW_OK;
+    if (ctx && ctx->wrk >= 0)
+        ok &= gw_buf_append_u64(b, (uint64_t)ctx->wrk) == GW_OK;
+    else
+        ok &= append_str(b, fmt, NULL) == GW_OK;
     ok &= append_key(b, fmt, "conn") == GW_OK;
-    snprintf(num, sizeof(num), "%llu", ctx ? (unsigned long long)ctx->conn : 0ull);
-    ok &= append_str(b, fmt, ctx && ctx->conn ? num : NULL) == GW_OK;
+    if (ctx && ctx->conn)
+        ok &= gw_buf_append_u64(b, ctx->conn) == GW_OK;
+    else
+        ok &= append_str(b, fmt, NULL) == GW_OK;
     ok &= append_key(b, fmt, "req") == GW_OK;
     ok &= append_str(b, fmt, ctx ? ctx->req : NULL) == GW_OK;
     for (i = 0; i < n; i++)

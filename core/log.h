@@ -52,6 +52,7 @@ const char *gw_log_level_str(enum gw_log_level level);
 bool gw_log_level_from_str(const char *s, enum gw_log_level *out);
 /* Lines are written in <f> from now on (default text). Any thread. */
 void gw_log_set_format(enum gw_log_format f);
+enum gw_log_format gw_log_get_format(void);
 
 void gw_log_write(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *code,
                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));

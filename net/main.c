@@ -298,6 +298,30 @@ apply_log(const struct gw_conf *conf)
 
 /* ---- signals ---- */
 
+/* load_conf for a reload. With log.format json the problems of a refused file become
+ * log lines (code reload_problem), so that every line on stderr stays one JSON object;
+ * in text they are printed as gwd --check prints them. */
+static struct gw_conf *
+reload_conf(const char *path)
+{
+    struct gw_conf *conf;
+    char *buf = NULL, *line, *save = NULL;
+    size_t len = 0;
+    FILE *out;
+
+    if (gw_log_get_format() != GW_LOG_JSON)
+        return load_conf(path, stderr);
+    out = open_memstream(&buf, &len);
+    if (!out)
+        return load_conf(path, stderr);
+    conf = load_conf(path, out);
+    fclose(out);
+    for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        GW_LOG(GW_LOG_ERROR, NULL, "reload_problem", "%s", line);
+    free(buf);
+    return conf;
+}
+
 static void
 on_sighup(evutil_socket_t sig, short what, void *arg)
 {
@@ -306,7 +330,7 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
 
     (void)sig;
     (void)what;
-    conf = load_conf(g->conf_path, stderr);
+    conf = reload_conf(g->conf_path);
     if (!conf) {
         GW_LOG(GW_LOG_ERROR, NULL, "reload_failed",
                "the new config was refused; the running one stays (problems above)");

@@ -217,6 +217,13 @@ net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, con
         net_worker_request_id(c->w, id);
         req_id = id;
     }
+    {
+        /* Refused before a stream existed (at the head: its key, its size): the request's
+         * line, with the id its answer carries. */
+        struct gw_log_ctx ctx = {(int)c->w->id, c->id, req_id};
+
+        net_report_unrecorded(&ctx, NULL, gw_code_http_status(code), code, GW_OUT_REFUSED, 0);
+    }
     net_conn_sink(c, &k);
     net_sink_refusal(&k, net_conn_shape(c), req_id, code, message, extra, n_extra);
 }
@@ -394,6 +401,13 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
             store_row_submit(s->w->store, &r);
         else
             gw_free(r);
+    } else if (s->tgt.ep != NET_EP_HEALTHZ && s->tgt.ep != NET_EP_READYZ) {
+        /* No row (not recorded, or not an API call): its line all the same; probes of
+         * /healthz and /readyz are left out, they would drown the rest. */
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+        net_report_unrecorded(&ctx, s->client ? s->client->name : NULL, status, code, outcome,
+                              net_ms_since(s->t0_us, now));
     }
     net_slot_give_back(s, &s->hop_slot);
     net_slot_give_back(s, &s->key_slot);

@@ -11,6 +11,7 @@
  */
 #include "net/report.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -134,6 +135,26 @@ net_report_request(const struct gw_row *r, const struct gw_log_ctx *ctx)
         log_request(r, ctx);
     if (gw_event_wanted_request(r->id))
         publish_request(r);
+}
+
+void
+net_report_unrecorded(const struct gw_log_ctx *ctx, const char *client, int status,
+                      enum gw_code code, enum gw_outcome outcome, uint32_t duration_ms)
+{
+    struct gw_row r;
+
+    if (!gw_log_enabled(GW_LOG_INFO))
+        return;
+    /* The row's head only: n_attempts is 0, so the attempts are never read. */
+    memset(&r, 0, offsetof(struct gw_row, attempts));
+    if (client)
+        snprintf(r.client, sizeof(r.client), "%s", client);
+    r.status = (uint16_t)status;
+    r.code = (uint16_t)code;
+    r.outcome = (uint8_t)outcome;
+    r.ttfb_ms = -1;
+    r.duration_ms = duration_ms;
+    log_request(&r, ctx);
 }
 
 /* ---- upstream pauses ---- */

@@ -27,6 +27,13 @@ struct gw_conf_provider;
  * event: the row as GET /control/v1/traffic renders it, plus "type". */
 void net_report_request(const struct gw_row *r, const struct gw_log_ctx *ctx);
 
+/* A request answered without a row (refused before its key was known, a listing, a
+ * token count, a malformed or oversized request): its `request` line only, the fields it
+ * has (<client> and <model> may be NULL), zeros and nulls for the rest. No event: events
+ * are about recorded requests (the traffic view's rows). */
+void net_report_unrecorded(const struct gw_log_ctx *ctx, const char *client, int status,
+                           enum gw_code code, enum gw_outcome outcome, uint32_t duration_ms);
+
 /* Upstream <p> has just been paused (gw_upstate_failure returned true) at <now_ms> by a
  * failure answered with <status> (0: none) and <code>; <retry_ms> is the Retry-After the
  * upstream asked for (0: none). Logs a warn line and queues upstream_paused with the

@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/log.h"
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
@@ -138,17 +139,18 @@ report_write_error(struct store *s, int rc, uint64_t dropped)
 {
     if (rc == MDB_MAP_FULL) {
         if (!s->map_full_logged)
-            fprintf(stderr,
-                    "gw store %s: map full (raise store.map_size_mb or lower "
-                    "retention.row_days); dropping rows, counted in rows_dropped "
-                    "(%llu now)\n",
-                    s->path, (unsigned long long)dropped);
+            GW_LOG(GW_LOG_ERROR, NULL, "gw.store.io",
+                   "store %s: map full (raise store.map_size_mb or lower "
+                   "retention.row_days); dropping rows, counted in rows_dropped "
+                   "(%llu now)",
+                   s->path, (unsigned long long)dropped);
         s->map_full_logged = true;
         return;
     }
     if (!s->io_logged)
-        fprintf(stderr, "gw store %s: write failed: %s; dropping rows, counted in rows_dropped\n",
-                s->path, mdb_strerror(rc));
+        GW_LOG(GW_LOG_ERROR, NULL, "gw.store.io",
+               "store %s: write failed: %s; dropping rows, counted in rows_dropped", s->path,
+               mdb_strerror(rc));
     s->io_logged = true;
 }
 
@@ -192,11 +194,11 @@ static void
 report_resp_error(struct store *s, int rc)
 {
     if (!s->resp_logged)
-        fprintf(stderr,
-                "gw store %s: cannot write Responses conversations: %s%s; dropping them "
-                "(the rows of the batch are kept), counted in resp_dropped\n",
-                s->path, mdb_strerror(rc),
-                rc == MDB_MAP_FULL ? " (raise store.map_size_mb or lower retention.row_days)" : "");
+        GW_LOG(GW_LOG_ERROR, NULL, "gw.store.io",
+               "store %s: cannot write Responses conversations: %s%s; dropping them "
+               "(the rows of the batch are kept), counted in resp_dropped",
+               s->path, mdb_strerror(rc),
+               rc == MDB_MAP_FULL ? " (raise store.map_size_mb or lower retention.row_days)" : "");
     s->resp_logged = true;
 }
 
@@ -404,7 +406,8 @@ static void
 report_prune_error(struct store *s)
 {
     if (!s->io_logged)
-        fprintf(stderr, "gw store %s: retention failed; retrying in an hour\n", s->path);
+        GW_LOG(GW_LOG_ERROR, NULL, "gw.store.io", "store %s: retention failed; retrying in an hour",
+               s->path);
     s->io_logged = true;
 }
 

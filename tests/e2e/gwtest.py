@@ -445,7 +445,8 @@ class Bench(Proc):
                           timeout, what)
 
 
-READY_RE = (r"code=ready\b.*data=\[?([0-9a-fA-F.:]+?)\]?:(\d+)\b.*"
+# The `ready` line, in either log.format (text: code=ready, json: "code":"ready").
+READY_RE = (r"(?:code=|\"code\":\")ready\b.*data=\[?([0-9a-fA-F.:]+?)\]?:(\d+)\b.*"
             r"control=\[?([0-9a-fA-F.:]+?)\]?:(\d+)\b")
 
 

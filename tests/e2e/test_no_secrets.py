@@ -3,12 +3,16 @@
 # missing and misplaced gateway keys, an upstream refusing its key and echoing it, a
 # refused reload, bad control calls), nothing an operator can see shows a secret: gwd's
 # log, the control views, /metrics, the event stream, gwctl's outputs, the error
-# bodies the clients got and the store's files on disk. Also: without a control token only /healthz, /readyz and
+# bodies the clients got and the store's files on disk. Run with log.format text and json
+# (issue 12 point 6: every json line parses); the events include request_finished and
+# upstream_paused (point 4). Also: without a control token only /healthz, /readyz and
 # /metrics answer, and gwd says so at startup.
 
 import json
 import signal
 import subprocess
+
+import pytest
 
 from gwtest import (Lines, base_env, binary, chat_body, config, http_request, sha256_hex,
                     wait_until, write_config)
@@ -32,7 +36,7 @@ def env():
     return e
 
 
-def session_config(tmp_path, bad, good):
+def session_config(tmp_path, bad, good, log_format="text"):
     return config(
         tmp_path,
         [{"name": "up-bad", "dialect": "openai", "base_url": bad.url,
@@ -42,7 +46,9 @@ def session_config(tmp_path, bad, good):
         clients=[{"name": "hashed", "key_sha256": sha256_hex(GW_KEY_HASHED),
                   "limits": [{"per": "day", "requests": 1000}]},
                  {"name": "fromenv", "key_env": "SEC_GW_KEY",
-                  "limits": [{"per": "day", "requests": 2}]}])
+                  "limits": [{"per": "day", "requests": 2}]}],
+        failover={"failures_to_pause": 2},  # up-bad pauses: upstream_paused is seen too
+        log={"format": log_format})
 
 
 def gwctl(g, *args):
@@ -64,12 +70,14 @@ def seen(resp):
     return f"{resp.status} {json.dumps(resp.headers)} {resp.body.decode(errors='replace')}"
 
 
-def test_no_secret_shows_anywhere_after_a_session_with_failures(tmp_path, bench, gwd):
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_no_secret_shows_anywhere_after_a_session_with_failures(tmp_path, bench, gwd,
+                                                                 log_format):
     # The failing upstream refuses its key and echoes it, as real providers partly do.
     bad = bench("--fault", "status", "--status", 401, "--error-body",
                 json.dumps({"error": {"message": f"bad key {UP_KEY_VALUE}"}}))
     good = bench()
-    g = gwd(session_config(tmp_path, bad, good), env=env())
+    g = gwd(session_config(tmp_path, bad, good, log_format), env=env())
     seen_by_clients = []
 
     class EventLines:
@@ -131,13 +139,13 @@ def test_no_secret_shows_anywhere_after_a_session_with_failures(tmp_path, bench,
             g.control_port, "POST", "/control/v1/dry-run",
             json.dumps({"model": GW_KEY_HASHED, "key": GW_KEY_HASHED}).encode(),
             headers={"authorization": "Bearer " + CTL_TOKEN}))
-        refused = session_config(tmp_path, bad, good)
+        refused = session_config(tmp_path, bad, good, log_format)
         refused["providers"][0]["keys"] = [{"value": UP_KEY_NEW, "env": "SEC_UP_KEY"}]
         refused["providers"][1]["base_url"] = f"http://u:{UP_KEY_NEW}@127.0.0.1:1"
         write_config(tmp_path, refused)
         mark = g.err.count()
         g.signal(signal.SIGHUP)
-        g.err.wait_for(r"code=reload_failed", start=mark)
+        g.err.wait_for(r'(code=|"code":")reload_failed', start=mark)
 
         views = [seen(g.control(p)) for p in (
             "/control/v1/overview", "/control/v1/traffic?limit=100", "/control/v1/version",
@@ -164,6 +172,12 @@ def test_no_secret_shows_anywhere_after_a_session_with_failures(tmp_path, bench,
         "store files": store,
     }
     assert "reload_failed" in log and "key_limit_alert" in events and "gpt-test" in store
+    assert "request_finished" in events and "upstream_paused" in events, events
+    assert "code=request" in log or '"code":"request"' in log
+    if log_format == "json":  # every line of gwd's log is one JSON object
+        for line in g.err.text().splitlines():
+            json.loads(line)
+        assert '"code":"reload_problem"' in log
     leaks = [(where, s) for where, text in everything.items() for s in SECRETS if s in text]
     assert not leaks, "secrets shown: " + "; ".join(
         f"{s} in {where}: ...{text[max(0, text.find(s) - 300):text.find(s) + 60]}..."

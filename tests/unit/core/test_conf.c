@@ -19,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/conf-priv.h"
 #include "core/conf.h"
+#include "core/log.h"
 #include "core/str.h"
 
 /* ---- fixtures ---- */
@@ -288,6 +289,37 @@ test_conf_listen_port_zero_means_any_free_port(void **state)
               &c, &p),
         GW_OK);
     assert_true(has_problem(&p, GW_E_CFG_BAD_URL, "providers[0] (p).base_url", "http://h:0"));
+    gw_conf_problems_fini(&p);
+}
+
+/* log: text at info unless written; json and every level by name; other words refused,
+ * both at once. */
+static void
+test_conf_log_format_and_level(void **state)
+{
+    struct gw_conf_problems p = {0};
+    struct gw_conf *c;
+
+    (void)state;
+    assert_int_equal(parse(MINIMAL, &c, &p), GW_OK);
+    assert_int_equal(c->log.format, GW_LOG_TEXT);
+    assert_int_equal(c->log.level, GW_LOG_INFO);
+    gw_conf_free(c);
+    gw_conf_problems_fini(&p);
+    assert_int_equal(parse(MINIMAL "log: {format: json, level: debug}\n", &c, &p), GW_OK);
+    assert_int_equal(c->log.format, GW_LOG_JSON);
+    assert_int_equal(c->log.level, GW_LOG_DEBUG);
+    gw_conf_free(c);
+    gw_conf_problems_fini(&p);
+    assert_int_equal(parse(MINIMAL "log: {level: error}\n", &c, &p), GW_OK);
+    assert_int_equal(c->log.format, GW_LOG_TEXT);
+    assert_int_equal(c->log.level, GW_LOG_ERROR);
+    gw_conf_free(c);
+    gw_conf_problems_fini(&p);
+    assert_int_equal(parse(MINIMAL "log: {format: xml, level: loud}\n", &c, &p),
+                     GW_E_CFG_BAD_VALUE);
+    assert_true(has_problem(&p, GW_E_CFG_BAD_VALUE, "log.format", "xml"));
+    assert_true(has_problem(&p, GW_E_CFG_BAD_VALUE, "log.level", "loud"));
     gw_conf_problems_fini(&p);
 }
 
@@ -1675,6 +1707,7 @@ main(void)
         cmocka_unit_test(test_conf_control_token_unset_is_null_not_an_error),
         cmocka_unit_test(test_conf_listen_port_zero_means_any_free_port),
         cmocka_unit_test(test_conf_store_responses_defaults_to_true_and_turns_off),
+        cmocka_unit_test(test_conf_log_format_and_level),
         cmocka_unit_test(test_conf_relative_paths_without_dir_stay_as_written),
         cmocka_unit_test(test_conf_each_bad_value_gets_its_code_path_and_value),
         cmocka_unit_test(test_conf_max_buffered_body_follows_max_body_when_absent),

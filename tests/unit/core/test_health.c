@@ -226,6 +226,41 @@ test_health_success_ends_a_running_pause(void **state)
     gw_upstates_free(r);
 }
 
+/* Issue 12 point 4: the end of each pause is told once (upstream_resumed), by the
+ * success that ends it or by the sweep once its time is over, never by both. */
+static void
+test_health_end_of_a_pause_is_told_once(void **state)
+{
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
+    struct gw_conf f = conf_failover(2, 60, 600);
+    uint64_t until = 1;
+
+    (void)state;
+    assert_false(gw_upstate_take_resumed(u, T0, &until)); /* never paused */
+    assert_false(gw_upstate_success(u, T0));
+    fail_n(u, T0, &f, 2);
+    assert_false(gw_upstate_take_resumed(u, T0 + 59999, &until)); /* still running */
+    assert_true(gw_upstate_take_resumed(u, T0 + 60000, &until));
+    assert_int_equal(until, T0 + 60000);
+    assert_false(gw_upstate_take_resumed(u, T0 + 70000, &until)); /* told already */
+    /* the next pause escalates as before: the sweep changed no decision */
+    fail_n(u, T0 + 70000, &f, 2);
+    assert_int_equal(facts(u, T0 + 70000).paused_until_ms, T0 + 70000 + 120000);
+    /* a success ends it: told by the success, not again by the sweep */
+    assert_true(gw_upstate_success(u, T0 + 80000));
+    assert_false(gw_upstate_take_resumed(u, T0 + 500000, &until));
+    /* a pause that ran out and then met a success first: told by the success */
+    fail_n(u, T0 + 600000, &f, 2);
+    assert_true(gw_upstate_success(u, T0 + 700000));
+    assert_false(gw_upstate_take_resumed(u, T0 + 700000, &until));
+    /* swept first: the success after it tells nothing more */
+    fail_n(u, T0 + 800000, &f, 2);
+    assert_true(gw_upstate_take_resumed(u, T0 + 900000, &until));
+    assert_false(gw_upstate_success(u, T0 + 900000));
+    gw_upstates_free(r);
+}
+
 static void
 test_health_retry_after_pauses_whatever_the_count(void **state)
 {
@@ -429,6 +464,7 @@ main(void)
         cmocka_unit_test(test_health_median_ages_out_old_samples),
         cmocka_unit_test(test_health_samples_keep_the_last_50),
         cmocka_unit_test(test_health_link_seed_is_not_a_sample),
+        cmocka_unit_test(test_health_end_of_a_pause_is_told_once),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
