@@ -48,8 +48,9 @@ print_human(const char *event, json_t *j, const char *raw)
 
         printf("%-17s %s %-12s %-16s -> %-12s %3lld %-24s %zu att  %lld/%lld tok  $%.6f  %lld ms\n",
                event, str_or_dash(j, "id"), str_or_dash(j, "client"), str_or_dash(j, "model"),
-               str_or_dash(j, "upstream"), (long long)json_integer_value(json_object_get(j, "status")),
-               str_or_dash(j, "code"), json_array_size(json_object_get(j, "attempts")),
+               str_or_dash(j, "upstream"),
+               (long long)json_integer_value(json_object_get(j, "status")), str_or_dash(j, "code"),
+               json_array_size(json_object_get(j, "attempts")),
                (long long)json_integer_value(json_object_get(u, "input_tokens")),
                (long long)json_integer_value(json_object_get(u, "output_tokens")),
                json_number_value(json_object_get(j, "cost_usd")),

@@ -90,8 +90,7 @@ copy_cut(char *dst, size_t cap, const char *s)
 }
 
 void
-gw_event_push_about(enum gw_event_name e, const char *client, const char *id,
-                    const char *json)
+gw_event_push_about(enum gw_event_name e, const char *client, const char *id, const char *json)
 {
     struct ev_ring *r = e == GW_EV_REQUEST_FINISHED ? &bulk : &prio;
     size_t n = strlen(json);
@@ -215,8 +214,7 @@ gw_event_wanted(enum gw_event_name e)
 bool
 gw_event_wanted_request(const char *id)
 {
-    return gw_event_wanted(GW_EV_REQUEST_FINISHED) &&
-           sampled_fix(id, ck_pr_load_64(&ev_rate_fix));
+    return gw_event_wanted(GW_EV_REQUEST_FINISHED) && sampled_fix(id, ck_pr_load_64(&ev_rate_fix));
 }
 
 /* ---- one subscriber's filter ---- */

@@ -212,8 +212,7 @@ gw_log_format_line(struct gw_buf *b, enum gw_log_format fmt, uint64_t ts_ms,
     /* gmtime_r is pure arithmetic on the value: no clock read here. */
     gmtime_r(&secs, &tm);
     snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             (unsigned)(ts_ms % 1000));
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ts_ms % 1000));
     ok = gw_buf_printf(b, json ? "{\"ts\":\"%s\"" : "ts=%s", ts) == GW_OK;
     ok &= append_key(b, fmt, "lvl") == GW_OK;
     ok &= append_str(b, fmt, gw_log_level_str(level)) == GW_OK;

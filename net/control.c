@@ -1692,9 +1692,9 @@ ring_drops(struct net_control *c, struct evbuffer *all)
             continue;
         c->drops_told[i] = now;
         if (off < sizeof(json))
-            off += (size_t)snprintf(json + off, sizeof(json) - off, "%s\"%s\":%llu",
-                                    total ? "," : "", gw_event_str((enum gw_event_name)i),
-                                    (unsigned long long)d);
+            off +=
+                (size_t)snprintf(json + off, sizeof(json) - off, "%s\"%s\":%llu", total ? "," : "",
+                                 gw_event_str((enum gw_event_name)i), (unsigned long long)d);
         total += d;
     }
     if (!total || off >= sizeof(json))

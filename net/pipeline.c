@@ -289,7 +289,7 @@ net_stream_emit_alerts(struct net_stream *s)
 
     n = gw_keylimits_take_alerts(s->client->usage, a, sizeof(a) / sizeof(a[0]));
     for (i = 0; i < n; i++) {
-        struct gw_log_ctx ctx = {(int)s->w->id, 0, s->id};
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
         bool cost = a[i].measure == GW_LIMIT_COST;
         char resets[40], json[1024], used[32], max[32];
         time_t t = (time_t)(a[i].resets_at_ms / 1000);

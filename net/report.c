@@ -108,8 +108,8 @@ log_request(const struct gw_row *r, const struct gw_log_ctx *ctx)
     f[n++] = r->ttfb_ms < 0 ? f_str("ttfb_ms", NULL) : f_u64("ttfb_ms", (uint64_t)r->ttfb_ms);
     f[n++] = f_u64("duration_ms", r->duration_ms);
     f[n++] = f_u64("queued_ms", r->queued_ms);
-    gw_log_fields(GW_LOG_INFO, ctx, "request", f, n, "%s %u in %u ms",
-                  r->model[0] ? r->model : "-", (unsigned)r->status, (unsigned)r->duration_ms);
+    gw_log_fields(GW_LOG_INFO, ctx, "request", f, n, "%s %u in %u ms", r->model[0] ? r->model : "-",
+                  (unsigned)r->status, (unsigned)r->duration_ms);
 }
 
 static void
@@ -125,7 +125,7 @@ publish_request(const struct gw_row *r)
         gw_event_push_about(GW_EV_REQUEST_FINISHED, r->client, r->id, s);
     else
         gw_event_count_drop(GW_EV_REQUEST_FINISHED); /* out of memory: lost, not silently */
-    free(s); /* jansson's default allocator */
+    free(s);                                         /* jansson's default allocator */
 }
 
 void
@@ -160,8 +160,8 @@ net_report_unrecorded(const struct gw_log_ctx *ctx, const char *client, int stat
 /* ---- upstream pauses ---- */
 
 void
-net_report_paused(const struct gw_conf_provider *p, uint64_t now_ms, int status,
-                  enum gw_code code, uint64_t retry_ms, const struct gw_log_ctx *ctx)
+net_report_paused(const struct gw_conf_provider *p, uint64_t now_ms, int status, enum gw_code code,
+                  uint64_t retry_ms, const struct gw_log_ctx *ctx)
 {
     struct gw_upfacts f;
     const char *reason;
@@ -169,17 +169,15 @@ net_report_paused(const struct gw_conf_provider *p, uint64_t now_ms, int status,
 
     gw_upstate_facts(p->state, now_ms, &f);
     /* A Retry-After at least as long as the pause is what set its end. */
-    reason = retry_ms && f.paused_until_ms && f.paused_until_ms - now_ms <= retry_ms
-                 ? "retry_after"
-                 : "failures";
+    reason = retry_ms && f.paused_until_ms && f.paused_until_ms - now_ms <= retry_ms ? "retry_after"
+                                                                                     : "failures";
     format_ts(f.paused_until_ms ? f.paused_until_ms : now_ms, until);
     snprintf(st, sizeof(st), "%d", status);
     snprintf(json, sizeof(json),
              "{\"type\":\"upstream_paused\",\"provider\":\"%s\",\"reason\":\"%s\","
              "\"code\":%s%s%s,\"status\":%s,\"until\":\"%s\",\"pause_ms\":%llu,\"pauses\":%u}",
-             p->name, reason, code == GW_OK ? "" : "\"",
-             code == GW_OK ? "null" : gw_code_str(code), code == GW_OK ? "" : "\"",
-             status > 0 ? st : "null", until,
+             p->name, reason, code == GW_OK ? "" : "\"", code == GW_OK ? "null" : gw_code_str(code),
+             code == GW_OK ? "" : "\"", status > 0 ? st : "null", until,
              (unsigned long long)(f.paused_until_ms > now_ms ? f.paused_until_ms - now_ms : 0),
              f.pauses);
     gw_event_push(GW_EV_UPSTREAM_PAUSED, json);

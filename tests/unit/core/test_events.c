@@ -162,9 +162,8 @@ test_events_filter_types_and_bad_names(void **state)
     (void)state;
     gw_event_filter_init(&f);
     assert_true(gw_event_filter_pass(&f, ev_new(GW_EV_UPSTREAM_PAUSED, "", "")));
-    assert_int_equal(gw_event_filter_set_types(&f, "request_finished,upstream_paused", &bad,
-                                               &bad_len),
-                     GW_OK);
+    assert_int_equal(
+        gw_event_filter_set_types(&f, "request_finished,upstream_paused", &bad, &bad_len), GW_OK);
     assert_true(gw_event_filter_pass(&f, ev_new(GW_EV_UPSTREAM_PAUSED, "", "")));
     assert_true(gw_event_filter_pass(&f, ev_new(GW_EV_REQUEST_FINISHED, "a", "x")));
     assert_false(gw_event_filter_pass(&f, ev_new(GW_EV_UPSTREAM_RESUMED, "", "")));

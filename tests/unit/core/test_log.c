@@ -62,7 +62,6 @@ test_log_rate_kinds_are_counted_apart(void **state)
     assert_false(gw_log_rate_pass(&a, &held));
 }
 
-
 /* ---- line formats ---- */
 
 #define T_TS 1764621662345ull /* 2025-12-01T20:41:02.345Z */
@@ -118,12 +117,9 @@ static void
 test_log_fields_in_text_and_json(void **state)
 {
     struct gw_log_field f[] = {
-        {"client", GW_LF_STR, {.s = "alice"}},
-        {"model", GW_LF_STR, {.s = "gpt 4o \"mini\""}},
-        {"upstream", GW_LF_STR, {.s = NULL}},
-        {"status", GW_LF_U64, {.u = 200}},
-        {"ttfb_ms", GW_LF_I64, {.i = -1}},
-        {"cost_usd", GW_LF_RAW, {.s = "0.000120"}},
+        {"client", GW_LF_STR, {.s = "alice"}}, {"model", GW_LF_STR, {.s = "gpt 4o \"mini\""}},
+        {"upstream", GW_LF_STR, {.s = NULL}},  {"status", GW_LF_U64, {.u = 200}},
+        {"ttfb_ms", GW_LF_I64, {.i = -1}},     {"cost_usd", GW_LF_RAW, {.s = "0.000120"}},
         {"empty", GW_LF_STR, {.s = ""}},
     };
     struct gw_log_ctx ctx = {2, 0, "r1"};
@@ -133,11 +129,12 @@ test_log_fields_in_text_and_json(void **state)
                         "ts=2025-12-01T20:41:02.345Z lvl=info code=request wrk=2 conn=- req=r1 "
                         "client=alice model=\"gpt 4o \\\"mini\\\"\" upstream=- status=200 "
                         "ttfb_ms=-1 cost_usd=0.000120 empty=\"\" msg=\"m\"\n");
-    assert_string_equal(t_line(GW_LOG_JSON, &ctx, "request", f, 7, "m", 1),
-                        "{\"ts\":\"2025-12-01T20:41:02.345Z\",\"lvl\":\"info\",\"code\":\"request\","
-                        "\"wrk\":2,\"conn\":null,\"req\":\"r1\",\"client\":\"alice\","
-                        "\"model\":\"gpt 4o \\\"mini\\\"\",\"upstream\":null,\"status\":200,"
-                        "\"ttfb_ms\":-1,\"cost_usd\":0.000120,\"empty\":\"\",\"msg\":\"m\"}\n");
+    assert_string_equal(
+        t_line(GW_LOG_JSON, &ctx, "request", f, 7, "m", 1),
+        "{\"ts\":\"2025-12-01T20:41:02.345Z\",\"lvl\":\"info\",\"code\":\"request\","
+        "\"wrk\":2,\"conn\":null,\"req\":\"r1\",\"client\":\"alice\","
+        "\"model\":\"gpt 4o \\\"mini\\\"\",\"upstream\":null,\"status\":200,"
+        "\"ttfb_ms\":-1,\"cost_usd\":0.000120,\"empty\":\"\",\"msg\":\"m\"}\n");
 }
 
 /* Quotes, backslashes, line breaks and every control character are escaped: a message
