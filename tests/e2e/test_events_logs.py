@@ -220,6 +220,30 @@ def test_a_failing_upstream_emits_paused_then_resumed(tmp_path, bench, gwd):
         ups.close()
 
 
+def test_a_success_ends_a_pause_and_says_so(tmp_path, bench, gwd):
+    # The only upstream fails once (the x-bench-fault header of the first request) and
+    # pauses for a minute; the next request tries it anyway (every candidate paused)
+    # and it answers: upstream_resumed at once, reason "answered".
+    a = bench("--chunks", 1)
+    g = gwd(config(tmp_path, [provider("a", a)],
+                   failover={"failures_to_pause": 1, "pause_secs": 60}))
+    ups = EventStream(g, "type=upstream_paused,upstream_resumed")
+    try:
+        r = g.chat(headers={"x-bench-fault": "status"})
+        assert r.status >= 500, r
+        paused = ups.wait_event(lambda n, d: n == "upstream_paused", "upstream_paused")
+        assert paused["provider"] == "a" and 50000 < paused["pause_ms"] <= 60000, paused
+        r = g.chat()
+        assert r.status == 200, r
+        resumed = ups.wait_event(lambda n, d: n == "upstream_resumed", "upstream_resumed")
+        assert resumed == {"type": "upstream_resumed", "provider": "a", "reason": "answered",
+                           "paused_until": None}, resumed
+        g.err.wait_for(r"code=upstream_resumed\b.*req=" + r.headers["x-request-id"] +
+                       r".*upstream a resumed \(answered\)")
+    finally:
+        ups.close()
+
+
 def gwctl_events(g, *args):
     p = subprocess.Popen([binary("gwctl"), "--url", g.control_url, "--token", CONTROL_TOKEN,
                           *args], env=base_env(), stdin=subprocess.DEVNULL,
