@@ -8,7 +8,6 @@
  */
 #include "core/quota.h"
 
-#include <arpa/inet.h>
 #include <string.h>
 
 #include <openssl/sha.h>
@@ -30,7 +29,7 @@ static const uint64_t q_probe_backoff_ms[] = {120000, 240000, 480000, 900000};
 
 /* Sliding minute: bucket i holds second sec[i] (valid while sec[i] > last - 60). */
 struct q_minute {
-    uint64_t last;        /* latest second seen; time only moves forward */
+    uint64_t last; /* latest second seen; time only moves forward */
     uint64_t sec[Q_MIN_SECS];
     uint64_t req[Q_MIN_SECS];
     uint64_t tok[Q_MIN_SECS];
@@ -54,10 +53,10 @@ struct q_unit {
     bool seen;
     /* cooldown and ladders */
     struct gw_quota_cooldown cool;
-    unsigned day_step;         /* next day-ladder step */
-    uint64_t day_first_ms;     /* first hit of the current rolling day */
-    unsigned unknown_step;     /* next unknown-limits step */
-    uint64_t last_429_ms;      /* for "two 429s within an hour" */
+    unsigned day_step;     /* next day-ladder step */
+    uint64_t day_first_ms; /* first hit of the current rolling day */
+    unsigned unknown_step; /* next unknown-limits step */
+    uint64_t last_429_ms;  /* for "two 429s within an hour" */
     unsigned probe_fails;
     uint64_t probe_next_ms;
 };
@@ -93,25 +92,59 @@ gw_quota_fingerprint(const char *secret, size_t len, char out[GW_QUOTA_FP_LEN + 
     out[GW_QUOTA_FP_LEN] = '\0';
 }
 
+/* A dotted IPv4 literal into <a>; false when <s> is not one. (inet_pton is an I/O header's
+ * function as far as check-deps goes, and four numbers are quick to read.) */
+static bool
+q_ipv4(const char *s, unsigned char a[4])
+{
+    for (int k = 0; k < 4; k++) {
+        unsigned v = 0, digits = 0;
+
+        while (*s >= '0' && *s <= '9' && digits < 4) {
+            v = v * 10 + (unsigned)(*s++ - '0');
+            digits++;
+        }
+        if (!digits || v > 255 || *s != (k < 3 ? '.' : '\0'))
+            return false;
+        a[k] = (unsigned char)v;
+        s += k < 3;
+    }
+    return true;
+}
+
 bool
 gw_quota_host_is_local(const char *host)
 {
-    unsigned char a[16];
+    unsigned char a[4];
 
     if (!host)
         return false;
     if (strcmp(host, "localhost") == 0)
         return true;
-    if (inet_pton(AF_INET, host, a) == 1)
-        return a[0] == 127 || a[0] == 10 || (a[0] == 172 && (a[1] & 0xf0) == 16) ||
-               (a[0] == 192 && a[1] == 168) || (a[0] == 169 && a[1] == 254);
-    if (inet_pton(AF_INET6, host, a) == 1) {
-        static const unsigned char loop[16] = {[15] = 1};
+    if (strchr(host, ':')) {
+        const char *last = strrchr(host, ':');
+        unsigned v = 0;
 
-        return memcmp(a, loop, 16) == 0 || (a[0] & 0xfe) == 0xfc ||
-               (a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
+        if (strcmp(host, "::1") == 0)
+            return true;
+        if (strchr(last, '.')) /* ::ffff:10.0.0.1 */
+            return q_ipv4(last + 1, a) && gw_quota_host_is_local(last + 1);
+        for (const char *p = host; *p && *p != ':'; p++) {
+            char c = *p;
+
+            if (c >= 'A' && c <= 'F')
+                c = (char)(c + 32);
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) || v > 0xfff)
+                return false;
+            v = v * 16 + (unsigned)(c <= '9' ? c - '0' : c - 'a' + 10);
+        }
+        /* fc00::/7 unique local, fe80::/10 link local */
+        return (v & 0xfe00) == 0xfc00 || (v & 0xffc0) == 0xfe80;
     }
-    return false;
+    if (!q_ipv4(host, a))
+        return false;
+    return a[0] == 127 || a[0] == 10 || (a[0] == 172 && (a[1] & 0xf0) == 16) ||
+           (a[0] == 192 && a[1] == 168) || (a[0] == 169 && a[1] == 254);
 }
 
 void
@@ -204,22 +237,17 @@ static uint64_t
 q_used(const struct q_unit *u, enum gw_quota_win w)
 {
     switch (w) {
-    case GW_QUOTA_RPM:
-        return u->min.req_sum;
-    case GW_QUOTA_TPM:
-        return u->min.tok_sum;
-    case GW_QUOTA_RPD:
-        return u->day_req;
-    default:
-        return u->day_tok;
+    case GW_QUOTA_RPM: return u->min.req_sum;
+    case GW_QUOTA_TPM: return u->min.tok_sum;
+    case GW_QUOTA_RPD: return u->day_req;
+    default: return u->day_tok;
     }
 }
 
 /* When the minute window, holding <used> with limit <lim>, admits <need>: the end of the
  * second whose leaving frees enough. */
 static uint64_t
-q_minute_frees_at(const struct q_minute *m, bool tokens, uint64_t used, uint64_t lim,
-                  uint64_t need)
+q_minute_frees_at(const struct q_minute *m, bool tokens, uint64_t used, uint64_t lim, uint64_t need)
 {
     uint64_t freed = 0;
 
@@ -238,8 +266,8 @@ q_minute_frees_at(const struct q_minute *m, bool tokens, uint64_t used, uint64_t
 /* Whether unit <u> admits <need> on every window; else the first full window in <*w> and
  * when it admits in <*at>. Fills <*ppm> with its headroom. */
 static bool
-q_unit_admits(const struct gw_quota_set *s, const struct q_unit *u, uint64_t now_ms,
-              uint64_t est, enum gw_quota_win *w, uint64_t *at, uint32_t *ppm)
+q_unit_admits(const struct gw_quota_set *s, const struct q_unit *u, uint64_t now_ms, uint64_t est,
+              enum gw_quota_win *w, uint64_t *at, uint32_t *ppm)
 {
     uint64_t worst = 0; /* parts per million used */
     bool ok = true;
@@ -254,9 +282,9 @@ q_unit_admits(const struct gw_quota_set *s, const struct q_unit *u, uint64_t now
         if (u->held_until[k] > now_ms)
             frees = u->held_until[k];
         else if (lim && used && used + need > lim)
-            frees = k < GW_QUOTA_RPD ? q_minute_frees_at(&u->min, win == GW_QUOTA_TPM, used, lim,
-                                                         need)
-                                     : (u->day + 1) * GW_QUOTA_DAY_MS;
+            frees = k < GW_QUOTA_RPD
+                        ? q_minute_frees_at(&u->min, win == GW_QUOTA_TPM, used, lim, need)
+                        : (u->day + 1) * GW_QUOTA_DAY_MS;
         if (frees) {
             if (ok || frees > *at) {
                 *w = win;

@@ -51,10 +51,10 @@
 
 #include "core/conf.h"
 
-#define GW_QUOTA_MAX_CREDS 16             /* credentials of one provider that are used */
-#define GW_QUOTA_FP_LEN 12                /* fingerprint: 12 hex characters (48 bits) */
-#define GW_QUOTA_ORIGIN_MAX 48            /* where a learned limit came from */
-#define GW_QUOTA_LEASE_TTL_MS 120000ull   /* an unsettled, unkept lease is dropped after */
+#define GW_QUOTA_MAX_CREDS 16           /* credentials of one provider that are used */
+#define GW_QUOTA_FP_LEN 12              /* fingerprint: 12 hex characters (48 bits) */
+#define GW_QUOTA_ORIGIN_MAX 48          /* where a learned limit came from */
+#define GW_QUOTA_LEASE_TTL_MS 120000ull /* an unsettled, unkept lease is dropped after */
 #define GW_QUOTA_DAY_MS 86400000ull
 #define GW_QUOTA_TRANSIENT_MS 90000ull    /* 429 with healthy day counters */
 #define GW_QUOTA_UNKNOWN_CAP_MS 600000ull /* unknown limits escalate up to 10 min */
@@ -62,13 +62,7 @@
 #define GW_QUOTA_PROBES_PER_PASS 3
 
 /* The four windows, in this order everywhere. */
-enum gw_quota_win {
-    GW_QUOTA_RPM = 0,
-    GW_QUOTA_TPM,
-    GW_QUOTA_RPD,
-    GW_QUOTA_TPD,
-    GW_QUOTA_WINS
-};
+enum gw_quota_win { GW_QUOTA_RPM = 0, GW_QUOTA_TPM, GW_QUOTA_RPD, GW_QUOTA_TPD, GW_QUOTA_WINS };
 
 /* Why a unit is cooling down (DESIGN.md 10). */
 enum gw_quota_source {
@@ -133,9 +127,9 @@ struct gw_quota_choice {
 
 /* One window as the control plane shows it. */
 struct gw_quota_win_view {
-    uint64_t used;         /* leases included */
-    uint64_t limit;        /* effective; 0 = not known */
-    uint64_t resets_at_ms; /* minute: when the oldest counted usage leaves; day: midnight UTC */
+    uint64_t used;          /* leases included */
+    uint64_t limit;         /* effective; 0 = not known */
+    uint64_t resets_at_ms;  /* minute: when the oldest counted usage leaves; day: midnight UTC */
     uint64_t held_until_ms; /* an upstream said remaining 0 until then (0: not held) */
 };
 
@@ -152,9 +146,9 @@ struct gw_quota_unit_view {
 /* What an upstream said about one window, from core/quota_learn.h. */
 struct gw_quota_fact {
     enum gw_quota_win win;
-    uint64_t limit;     /* 0: not stated */
-    int64_t remaining;  /* -1: not stated */
-    uint64_t reset_ms;  /* relative to now; 0: not stated */
+    uint64_t limit;    /* 0: not stated */
+    int64_t remaining; /* -1: not stated */
+    uint64_t reset_ms; /* relative to now; 0: not stated */
     char origin[GW_QUOTA_ORIGIN_MAX + 1];
 };
 

@@ -119,8 +119,8 @@ q_origin(char *dst, const char *pre, const char *s, size_t n)
         k = GW_QUOTA_ORIGIN_MAX;
     memcpy(dst, pre, k);
     for (size_t i = 0; i < n && k < GW_QUOTA_ORIGIN_MAX; i++)
-        dst[k++] = (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\') ? q_lower(s[i])
-                                                                                 : '?';
+        dst[k++] =
+            (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\') ? q_lower(s[i]) : '?';
     dst[k] = '\0';
 }
 

@@ -72,7 +72,7 @@ test_quota_tpm_counts_the_estimate_and_settle_corrects_it(void **state)
     (void)state;
     assert_int_equal(t_choose(s, NOW, 800, &l), 0);
     assert_int_equal(t_choose(s, NOW + 1000, 300, NULL), -1); /* 800 + 300 > 1000 */
-    gw_quota_settle(s, &l, NOW + 2000, 100, true);           /* really 100 */
+    gw_quota_settle(s, &l, NOW + 2000, 100, true);            /* really 100 */
     assert_false(l.active);
     gw_quota_view(s, 0, NOW + 2000, &v);
     assert_int_equal(v.win[GW_QUOTA_TPM].used, 100);
@@ -457,10 +457,16 @@ static void
 test_quota_learned_limit_only_tightens_and_keeps_its_origin(void **state)
 {
     struct gw_quota_set *s = t_set(1, 0, 100000, 0, 0);
-    struct gw_quota_facts tight = {.n = 1, .f = {{.win = GW_QUOTA_TPM, .limit = 30000,
-                                                  .remaining = -1, .origin = "body: tokens per min"}}};
-    struct gw_quota_facts loose = {.n = 1, .f = {{.win = GW_QUOTA_TPM, .limit = 500000,
-                                                  .remaining = -1, .origin = "x-ratelimit-limit-tokens"}}};
+    struct gw_quota_facts tight = {.n = 1,
+                                   .f = {{.win = GW_QUOTA_TPM,
+                                          .limit = 30000,
+                                          .remaining = -1,
+                                          .origin = "body: tokens per min"}}};
+    struct gw_quota_facts loose = {.n = 1,
+                                   .f = {{.win = GW_QUOTA_TPM,
+                                          .limit = 500000,
+                                          .remaining = -1,
+                                          .origin = "x-ratelimit-limit-tokens"}}};
     struct gw_quota_unit_view v;
 
     (void)state;
@@ -479,8 +485,8 @@ static void
 test_quota_remaining_zero_holds_the_window_until_its_reset(void **state)
 {
     struct gw_quota_set *s = t_set(1, 0, 0, 0, 0);
-    struct gw_quota_facts f = {
-        .n = 1, .f = {{.win = GW_QUOTA_TPM, .remaining = 0, .reset_ms = 7660}}};
+    struct gw_quota_facts f = {.n = 1,
+                               .f = {{.win = GW_QUOTA_TPM, .remaining = 0, .reset_ms = 7660}}};
     struct gw_quota_choice why;
     struct gw_quota_lease l;
 
@@ -610,12 +616,12 @@ test_quota_rebuild_counts_rows_still_inside_their_windows(void **state)
     assert_true(created);
     assert_ptr_equal(gw_quota_reg_get(reg, "groq", "llama", fps3, 2, &c, &created), s);
     assert_false(created);
-    assert_true(gw_quota_reg_rebuild_add(reg, NOW - 30000, "groq", "llama", "bbbbbbbbbbbb", 500,
-                                         NOW));
-    assert_true(gw_quota_reg_rebuild_add(reg, NOW - 3 * MIN, "groq", "llama", "bbbbbbbbbbbb", 70,
-                                         NOW));
-    assert_true(gw_quota_reg_rebuild_add(reg, DAY0 - 1000, "groq", "llama", "bbbbbbbbbbbb", 9,
-                                         NOW));
+    assert_true(
+        gw_quota_reg_rebuild_add(reg, NOW - 30000, "groq", "llama", "bbbbbbbbbbbb", 500, NOW));
+    assert_true(
+        gw_quota_reg_rebuild_add(reg, NOW - 3 * MIN, "groq", "llama", "bbbbbbbbbbbb", 70, NOW));
+    assert_true(
+        gw_quota_reg_rebuild_add(reg, DAY0 - 1000, "groq", "llama", "bbbbbbbbbbbb", 9, NOW));
     assert_false(gw_quota_reg_rebuild_add(reg, NOW, "groq", "llama", "dddddddddddd", 1, NOW));
     assert_false(gw_quota_reg_rebuild_add(reg, NOW, "other", "llama", "bbbbbbbbbbbb", 1, NOW));
     gw_quota_view(s, 1, NOW, &v);
@@ -654,6 +660,12 @@ test_quota_local_hosts(void **state)
     assert_true(gw_quota_host_is_local("192.168.1.1"));
     assert_true(gw_quota_host_is_local("::1"));
     assert_true(gw_quota_host_is_local("fd00::1"));
+    assert_true(gw_quota_host_is_local("fe80::1"));
+    assert_true(gw_quota_host_is_local("::ffff:192.168.0.9"));
+    assert_false(gw_quota_host_is_local("2001:db8::1"));
+    assert_false(gw_quota_host_is_local("::ffff:8.8.8.8"));
+    assert_false(gw_quota_host_is_local("127.0.0"));
+    assert_false(gw_quota_host_is_local("127.0.0.256"));
     assert_false(gw_quota_host_is_local("8.8.8.8"));
     assert_false(gw_quota_host_is_local("api.openai.com"));
 }
@@ -663,9 +675,11 @@ test_quota_conf_of_overrides_the_default_axis_by_axis(void **state)
 {
     char model[] = "gpt-4.1", host[] = "127.0.0.1";
     struct gw_conf_quota_model m = {.model = model, .win = {.rpm = 60}};
-    struct gw_conf_provider p = {.host = host, .quota_local_cap_secs = 5,
+    struct gw_conf_provider p = {.host = host,
+                                 .quota_local_cap_secs = 5,
                                  .quota_default = {500, 200000, 10000, 5000000},
-                                 .quota_models = &m, .n_quota_models = 1};
+                                 .quota_models = &m,
+                                 .n_quota_models = 1};
     struct gw_quota_set_conf c;
 
     (void)state;
