@@ -164,21 +164,22 @@ static const struct t_case cases[] = {
     },
     {
         .name = "gemini: QuotaFailure with a quotaValue, wrapped and escaped by a proxy",
-        .body = "{\"error\":{\"message\":\"{\\n  \\\"error\\\": {\\n    \\\"code\\\": 429,\\n    "
-                "\\\"message\\\": \\\"You exceeded your current quota, please check your plan "
-                "and billing details.\\\",\\n    \\\"status\\\": \\\"RESOURCE_EXHAUSTED\\\",\\n    "
-                "\\\"details\\\": [\\n      {\\n        \\\"@type\\\": "
-                "\\\"type.googleapis.com/google.rpc.QuotaFailure\\\",\\n        \\\"violations\\\": "
-                "[\\n          {\\n            \\\"quotaMetric\\\": "
-                "\\\"generativelanguage.googleapis.com/generate_content_free_tier_input_token_"
-                "count\\\",\\n            \\\"quotaId\\\": "
-                "\\\"GenerateContentInputTokensPerModelPerMinute-FreeTier\\\",\\n            "
-                "\\\"quotaDimensions\\\": {\\n              \\\"location\\\": \\\"global\\\",\\n   "
-                "           \\\"model\\\": \\\"gemini-2.5-flash\\\"\\n            },\\n            "
-                "\\\"quotaValue\\\": \\\"250000\\\"\\n          }\\n        ]\\n      },\\n      "
-                "{\\n        \\\"@type\\\": \\\"type.googleapis.com/google.rpc.RetryInfo\\\",\\n   "
-                "     \\\"retryDelay\\\": \\\"26s\\\"\\n      }\\n    ]\\n  }\\n}\\n\",\"code\":429,"
-                "\"status\":\"Too Many Requests\"}}",
+        .body =
+            "{\"error\":{\"message\":\"{\\n  \\\"error\\\": {\\n    \\\"code\\\": 429,\\n    "
+            "\\\"message\\\": \\\"You exceeded your current quota, please check your plan "
+            "and billing details.\\\",\\n    \\\"status\\\": \\\"RESOURCE_EXHAUSTED\\\",\\n    "
+            "\\\"details\\\": [\\n      {\\n        \\\"@type\\\": "
+            "\\\"type.googleapis.com/google.rpc.QuotaFailure\\\",\\n        \\\"violations\\\": "
+            "[\\n          {\\n            \\\"quotaMetric\\\": "
+            "\\\"generativelanguage.googleapis.com/generate_content_free_tier_input_token_"
+            "count\\\",\\n            \\\"quotaId\\\": "
+            "\\\"GenerateContentInputTokensPerModelPerMinute-FreeTier\\\",\\n            "
+            "\\\"quotaDimensions\\\": {\\n              \\\"location\\\": \\\"global\\\",\\n   "
+            "           \\\"model\\\": \\\"gemini-2.5-flash\\\"\\n            },\\n            "
+            "\\\"quotaValue\\\": \\\"250000\\\"\\n          }\\n        ]\\n      },\\n      "
+            "{\\n        \\\"@type\\\": \\\"type.googleapis.com/google.rpc.RetryInfo\\\",\\n   "
+            "     \\\"retryDelay\\\": \\\"26s\\\"\\n      }\\n    ]\\n  }\\n}\\n\",\"code\":429,"
+            "\"status\":\"Too Many Requests\"}}",
         .n_want = 1,
         .want = {{GW_QUOTA_TPM, 250000, -1, 0, "body: quotaId generatecontentinputtokens"}},
         .retry_after_ms = 26000,
@@ -354,8 +355,8 @@ test_quota_learn_reset_forms(void **state)
     assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("20ms"), NOW), 20);
     assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("1h2m3.5s"), NOW), 3723500);
     assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("11.5"), NOW), 11500);
-    assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("1796011260"), NOW), 60000);    /* epoch s */
-    assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("1796011200250"), NOW), 250);   /* epoch ms */
+    assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("1796011260"), NOW), 60000);  /* epoch s */
+    assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("1796011200250"), NOW), 250); /* epoch ms */
     assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("2026-11-30T05:00:00+01:00"), NOW), 0);
     assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("2026-11-30T04:00:10+00:00"), NOW), 10000);
     assert_int_equal(gw_quota_reset_ms(GW_STR_LIT("2026-11-30T03:00:00Z"), NOW), 0); /* past */
