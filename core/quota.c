@@ -295,7 +295,8 @@ q_unit_admits(const struct gw_quota_set *s, const struct q_unit *u, uint64_t now
         }
         if (!lim)
             continue; /* an unknown limit does not count towards headroom */
-        r = used >= lim ? 1000000 : used * 1000000 / lim;
+        /* in double: a token count times 1e6 may not fit 64 bits */
+        r = used >= lim ? 1000000 : (uint64_t)((double)used / (double)lim * 1e6);
         if (!u->seen && r < 500000)
             r = 500000; /* never seen answering: counts as half used */
         if (r > worst)
@@ -331,9 +332,16 @@ q_decide(struct gw_quota_set *s, uint64_t now_ms, uint64_t est, struct gw_quota_
         memset(v, 0, sizeof(*v));
         q_unit_advance(u, now_ms);
         if (q_unit_cooling(u, now_ms)) {
+            enum gw_quota_win w;
+            uint32_t ppm;
+
             v->skip = GW_QUOTA_SKIP_COOLING;
             v->cool = u->cool;
             v->frees_at_ms = u->cool.until_ms;
+            /* A window that is also full and frees later decides when this unit admits
+             * (counted as it stands now: nothing else frees it sooner). */
+            if (!q_unit_admits(s, u, now_ms, est, &w, &at, &ppm) && at > v->frees_at_ms)
+                v->frees_at_ms = at;
         } else if (!q_unit_admits(s, u, now_ms, est, &v->win, &at, &v->headroom_ppm)) {
             v->skip = GW_QUOTA_SKIP_WINDOW_FULL;
             v->frees_at_ms = at;

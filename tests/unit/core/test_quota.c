@@ -270,6 +270,23 @@ test_quota_why_names_cooling_and_full_windows_and_the_earliest_retry(void **stat
     gw_quota_set_free(s);
 }
 
+static void
+test_quota_a_cooling_unit_with_a_full_day_admits_when_both_end(void **state)
+{
+    struct gw_quota_set *s = t_set(1, 0, 0, 1, 0);
+    struct gw_quota_choice why;
+    struct gw_quota_lease l;
+
+    (void)state;
+    assert_int_equal(t_choose(s, NOW, 1, NULL), 0);
+    gw_quota_fail(s, 0, NOW, &(struct gw_quota_hit){.status = 429}, NULL);
+    assert_int_equal(gw_quota_choose(s, NOW + 1000, 1, &l, &why), -1);
+    assert_int_equal(why.v[0].skip, GW_QUOTA_SKIP_COOLING);
+    assert_int_equal(why.v[0].cool.until_ms, NOW + 2 * MIN); /* day spent: the day ladder */
+    assert_int_equal(why.retry_at_ms, DAY0 + 86400000ull);   /* the day resets later */
+    gw_quota_set_free(s);
+}
+
 /* ---- cooldown ladders ---- */
 
 static struct gw_quota_cooldown
@@ -750,6 +767,7 @@ main(void)
         cmocka_unit_test(test_quota_never_seen_counts_half_used_on_known_limits_only),
         cmocka_unit_test(test_quota_ties_take_turns),
         cmocka_unit_test(test_quota_why_names_cooling_and_full_windows_and_the_earliest_retry),
+        cmocka_unit_test(test_quota_a_cooling_unit_with_a_full_day_admits_when_both_end),
         cmocka_unit_test(test_quota_transient_429_with_healthy_day_is_90s_without_escalation),
         cmocka_unit_test(test_quota_day_exhaustion_climbs_the_ladder_and_a_success_clears_it),
         cmocka_unit_test(test_quota_day_ladder_counts_within_a_rolling_day),
