@@ -183,9 +183,9 @@ struct gw_quota_reg;
  * of the secret. Any thread; pure. */
 void gw_quota_fingerprint(const char *secret, size_t len, char out[GW_QUOTA_FP_LEN + 1]);
 
-/* The configured limits of <p> for <model> (NULL: the provider default; quota.models
- * overrides the default axis by axis), and whether its base_url host is loopback or
- * private (local). <local_cap_secs> is quota.local_cooldown_cap_secs. Pure. */
+/* The set settings of provider <p> for <model>: its configured limits (NULL model: the
+ * provider default; a quota.models entry overrides the default axis by axis), whether its
+ * base_url host is loopback or private (local), and quota.local_cooldown_cap_secs. Pure. */
 void gw_quota_set_conf_of(const struct gw_conf_provider *p, const char *model,
                           struct gw_quota_set_conf *out);
 
