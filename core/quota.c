@@ -178,6 +178,14 @@ gw_quota_set_conf_of(const struct gw_conf_provider *p, const char *model,
     out->local_cap_ms = (uint64_t)p->quota_local_cap_secs * 1000;
 }
 
+uint64_t
+gw_quota_usage_tokens(const struct gw_usage *u)
+{
+    if (!u)
+        return 0;
+    return u->input_tokens + u->cache_read_tokens + u->cache_write_tokens + u->output_tokens;
+}
+
 /* ---- windows ---- */
 
 static void

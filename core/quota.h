@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "core/conf.h"
+#include "core/row-t.h"
 
 #define GW_QUOTA_MAX_CREDS 16           /* credentials of one provider that are used */
 #define GW_QUOTA_FP_LEN 12              /* fingerprint: 12 hex characters (48 bits) */
@@ -192,6 +193,20 @@ void gw_quota_set_conf_of(const struct gw_conf_provider *p, const char *model,
 /* True when <host> (no brackets) is a loopback or private-network address or "localhost":
  * 127/8, 10/8, 172.16/12, 192.168/16, 169.254/16, ::1, fc00::/7, fe80::/10. Pure. */
 bool gw_quota_host_is_local(const char *host);
+
+/* The tokens an upstream's quota counts for one answer: all input (uncached, cache reads
+ * and cache writes) plus output. Cache reads are counted although some upstreams leave
+ * them out of their limits (Anthropic's ITPM): counting more keeps gw under the limit.
+ * <u> NULL: 0. Pure. */
+uint64_t gw_quota_usage_tokens(const struct gw_usage *u);
+
+/* True for the statuses that are about a credential's quota (429, 402, 403): the hop's
+ * credential cools (gw_quota_fail) and the provider is not counted as failing. Pure. */
+static inline bool
+gw_quota_status_is_quota(unsigned status)
+{
+    return status == 429 || status == 402 || status == 403;
+}
 
 /* ---- sets ---- */
 

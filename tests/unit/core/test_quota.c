@@ -709,7 +709,83 @@ test_quota_conf_of_overrides_the_default_axis_by_axis(void **state)
     assert_int_equal(c.limit[GW_QUOTA_RPM], 500);
 }
 
+static void
+test_quota_usage_tokens_and_quota_statuses(void **state)
+{
+    struct gw_usage u = {.input_tokens = 10,
+                         .output_tokens = 5,
+                         .cache_read_tokens = 100,
+                         .cache_write_tokens = 7,
+                         .reasoning_tokens = 3};
+
+    (void)state;
+    assert_int_equal(gw_quota_usage_tokens(&u), 122); /* reasoning is part of output */
+    assert_int_equal(gw_quota_usage_tokens(NULL), 0);
+    assert_true(gw_quota_status_is_quota(429));
+    assert_true(gw_quota_status_is_quota(402));
+    assert_true(gw_quota_status_is_quota(403));
+    assert_false(gw_quota_status_is_quota(401));
+    assert_false(gw_quota_status_is_quota(503));
+}
+
+static void
+test_quota_a_lease_kept_after_its_drop_is_open_again(void **state)
+{
+    struct gw_quota_set *s = t_set(1, 0, 0, 0, 0);
+    struct gw_quota_unit_view v;
+    struct gw_quota_lease l;
+
+    (void)state;
+    assert_int_equal(t_choose(s, NOW, 1, &l), 0);
+    assert_int_equal(gw_quota_sweep(s, NOW + 3 * MIN), 1);
+    gw_quota_lease_keep(s, &l, NOW + 3 * MIN);
+    gw_quota_view(s, 0, NOW + 3 * MIN, &v);
+    assert_int_equal(v.open_leases, 1);
+    assert_int_equal(v.leases_dropped, 1);
+    gw_quota_settle(s, &l, NOW + 4 * MIN, 1, true);
+    gw_quota_view(s, 0, NOW + 4 * MIN, &v);
+    assert_int_equal(v.open_leases, 0);
+    gw_quota_set_free(s);
+}
+
 /* ---- threads: the choice and the lease are one operation ---- */
+
+struct t_getter {
+    struct gw_quota_reg *reg;
+    struct gw_quota_set *got;
+};
+
+static void *
+t_get(void *arg)
+{
+    struct t_getter *g = arg;
+    struct gw_quota_set_conf c = {.limit = {0}};
+
+    g->got = gw_quota_reg_get(g->reg, "p", "m", fps3, 3, &c, NULL);
+    return NULL;
+}
+
+static void
+test_quota_registry_creates_a_set_once_under_threads(void **state)
+{
+    struct gw_quota_reg *reg = gw_quota_reg_new();
+    struct t_getter g[4];
+    pthread_t th[4];
+
+    (void)state;
+    for (int i = 0; i < 4; i++) {
+        g[i] = (struct t_getter){.reg = reg};
+        assert_int_equal(pthread_create(&th[i], NULL, t_get, &g[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_non_null(g[i].got);
+        assert_ptr_equal(g[i].got, g[0].got);
+    }
+    assert_ptr_equal(gw_quota_reg_find(reg, "p", "m"), g[0].got);
+    assert_null(gw_quota_reg_find(reg, "p", "other"));
+    gw_quota_reg_free(reg);
+}
 
 #define T_THREADS 4
 #define T_TRIES 2000
@@ -788,6 +864,9 @@ main(void)
         cmocka_unit_test(test_quota_fingerprint_is_the_head_of_sha256),
         cmocka_unit_test(test_quota_local_hosts),
         cmocka_unit_test(test_quota_conf_of_overrides_the_default_axis_by_axis),
+        cmocka_unit_test(test_quota_usage_tokens_and_quota_statuses),
+        cmocka_unit_test(test_quota_a_lease_kept_after_its_drop_is_open_again),
+        cmocka_unit_test(test_quota_registry_creates_a_set_once_under_threads),
         cmocka_unit_test(test_quota_parallel_choices_admit_exactly_the_limit),
     };
 
