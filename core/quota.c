@@ -691,6 +691,17 @@ q_day_spent(const struct gw_quota_set *s, const struct q_unit *u)
     return (rpd && u->day_req >= rpd) || (tpd && u->day_tok >= tpd);
 }
 
+/* The upstream's own headers say a day window has nothing left (Groq's requests,
+ * Cerebras' -day headers, OpenRouter's per-day count). */
+static bool
+q_facts_day_spent(const struct gw_quota_facts *f)
+{
+    for (size_t k = 0; f && k < f->n && k < GW_QUOTA_MAX_FACTS; k++)
+        if ((f->f[k].win == GW_QUOTA_RPD || f->f[k].win == GW_QUOTA_TPD) && f->f[k].remaining == 0)
+            return true;
+    return false;
+}
+
 /* A step of the day ladder: steps count within a rolling day of the first hit. */
 static uint64_t
 q_day_step(struct q_unit *u, uint64_t now_ms, bool escalate)
@@ -728,7 +739,8 @@ gw_quota_fail(struct gw_quota_set *s, size_t i, uint64_t now_ms, const struct gw
     if (h->status == 402 || h->status == 403) {
         src = h->status == 402 ? GW_QUOTA_SRC_CREDIT : GW_QUOTA_SRC_TIER;
         dur = q_day_step(u, now_ms, !capped);
-    } else if ((h->facts && h->facts->day_exhausted) || q_day_spent(s, u)) {
+    } else if ((h->facts && h->facts->day_exhausted) || q_facts_day_spent(h->facts) ||
+               q_day_spent(s, u)) {
         src = GW_QUOTA_SRC_DAY;
         dur = q_day_step(u, now_ms, !capped);
     } else if (q_any_limit(s, u)) {

@@ -264,8 +264,9 @@ void gw_quota_success(struct gw_quota_set *s, size_t i, uint64_t now_ms);
 
 /* Unit <i> failed with a quota status (<h->status> 429, 402 or 403) at <now_ms>: learns
  * the facts' limits, then cools the unit: 402 credit and 403 tier climb the day ladder
- * under their own source; 429 with a day quota named exhausted (facts) or the unit's own
- * day counters at a known limit -> day ladder (2 min, 10 min, 1 h, 24 h; the step rises
+ * under their own source; 429 with a day quota named exhausted (facts: a body naming a
+ * per-day quota, or a day window's remaining stated 0) or the unit's own day counters at
+ * a known limit -> day ladder (2 min, 10 min, 1 h, 24 h; the step rises
  * with each hit within a rolling day of the first); 429 with a known limit and healthy day
  * counters -> 90 s transient, no escalation; 429 with no limit known -> 90 s, and a 429
  * within an hour of the previous one escalates (2 min, then 10 min, capped). A longer

@@ -340,6 +340,24 @@ test_quota_day_exhaustion_climbs_the_ladder_and_a_success_clears_it(void **state
 }
 
 static void
+test_quota_a_day_window_stated_empty_is_day_exhaustion(void **state)
+{
+    struct gw_quota_facts groq = {
+        .n = 1, .f = {{.win = GW_QUOTA_RPD, .limit = 14400, .remaining = 0, .reset_ms = 3 * MIN}}};
+    struct gw_quota_facts left = {
+        .n = 1, .f = {{.win = GW_QUOTA_RPD, .limit = 14400, .remaining = 9, .reset_ms = 3 * MIN}}};
+    struct gw_quota_set *s = t_set(1, 0, 0, 0, 0);
+    struct gw_quota_cooldown c;
+
+    (void)state;
+    c = t_fail(s, NOW, 429, &left);
+    assert_int_equal(c.source, GW_QUOTA_SRC_TRANSIENT); /* a limit is known, day healthy */
+    c = t_fail(s, c.until_ms, 429, &groq);
+    assert_int_equal(c.source, GW_QUOTA_SRC_DAY);
+    gw_quota_set_free(s);
+}
+
+static void
 test_quota_day_ladder_counts_within_a_rolling_day(void **state)
 {
     struct gw_quota_facts f = {.day_exhausted = true};
@@ -846,6 +864,7 @@ main(void)
         cmocka_unit_test(test_quota_a_cooling_unit_with_a_full_day_admits_when_both_end),
         cmocka_unit_test(test_quota_transient_429_with_healthy_day_is_90s_without_escalation),
         cmocka_unit_test(test_quota_day_exhaustion_climbs_the_ladder_and_a_success_clears_it),
+        cmocka_unit_test(test_quota_a_day_window_stated_empty_is_day_exhaustion),
         cmocka_unit_test(test_quota_day_ladder_counts_within_a_rolling_day),
         cmocka_unit_test(test_quota_own_day_counters_at_the_limit_mean_day_exhaustion),
         cmocka_unit_test(
