@@ -8,6 +8,7 @@
  */
 #include "core/quota.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <openssl/sha.h>
@@ -1064,6 +1065,38 @@ gw_quota_reg_each(const struct gw_quota_reg *reg,
         for (; s; s = s->next)
             fn(arg, s->provider, s->model, s);
     }
+}
+
+static uint64_t
+q_secs_until(uint64_t at_ms, uint64_t now_ms)
+{
+    return at_ms > now_ms ? (at_ms - now_ms + 999) / 1000 : 0;
+}
+
+const char *
+gw_quota_verdict_str(const struct gw_quota_verdict *v, uint64_t now_ms, char *buf, size_t len)
+{
+    if (!len)
+        return buf;
+    switch (v->skip) {
+    case GW_QUOTA_CHOSEN:
+        snprintf(buf, len, "chosen (headroom %u%%)", (unsigned)(v->headroom_ppm / 10000));
+        break;
+    case GW_QUOTA_SKIP_HEADROOM:
+        snprintf(buf, len, "less headroom (%u%%)", (unsigned)(v->headroom_ppm / 10000));
+        break;
+    case GW_QUOTA_SKIP_COOLING:
+        snprintf(buf, len, "cooling: %s until +%llu s, %u hit%s%s%s",
+                 gw_quota_source_str(v->cool.source),
+                 (unsigned long long)q_secs_until(v->cool.until_ms, now_ms), (unsigned)v->cool.hits,
+                 v->cool.hits == 1 ? "" : "s", v->cool.authoritative ? ", authoritative" : "",
+                 v->cool.capped ? ", capped (local)" : "");
+        break;
+    default:
+        snprintf(buf, len, "%s window full, admits in %llu s", gw_quota_win_str(v->win),
+                 (unsigned long long)q_secs_until(v->frees_at_ms, now_ms));
+    }
+    return buf;
 }
 
 const char *

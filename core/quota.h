@@ -355,6 +355,14 @@ void gw_quota_reg_each(const struct gw_quota_reg *reg,
                                   struct gw_quota_set *s),
                        void *arg);
 
+/* One line saying why a unit was or was not chosen, for dry-run, logs and the skipped
+ * attempt's note, into <buf> (always NUL-terminated; cut to <len>): "chosen (headroom
+ * 62%)", "less headroom (40%)", "cooling: day until +120 s, 2 hits, authoritative",
+ * "tpm window full, admits in 12 s". Times relative to <now_ms>, rounded up to a second.
+ * Returns <buf>. Pure. */
+const char *gw_quota_verdict_str(const struct gw_quota_verdict *v, uint64_t now_ms, char *buf,
+                                 size_t len);
+
 const char *gw_quota_win_str(enum gw_quota_win w);       /* "rpm", "tpm", "rpd", "tpd" */
 const char *gw_quota_source_str(enum gw_quota_source s); /* "none", "transient", "day", ... */
 

@@ -287,6 +287,28 @@ test_quota_a_cooling_unit_with_a_full_day_admits_when_both_end(void **state)
     gw_quota_set_free(s);
 }
 
+static void
+test_quota_verdicts_read_as_one_line(void **state)
+{
+    struct gw_quota_set *s = t_set(3, 1, 0, 0, 0);
+    struct gw_quota_choice why;
+    struct gw_quota_lease l;
+    char line[96];
+
+    (void)state;
+    gw_quota_fail(s, 0, NOW, &(struct gw_quota_hit){.status = 402}, NULL);
+    assert_int_equal(t_choose(s, NOW, 1, NULL), 1);
+    assert_int_equal(gw_quota_choose(s, NOW + 500, 1, &l, &why), 2);
+    assert_string_equal(gw_quota_verdict_str(&why.v[0], NOW + 500, line, sizeof(line)),
+                        "cooling: credit until +120 s, 1 hit");
+    assert_string_equal(gw_quota_verdict_str(&why.v[1], NOW + 500, line, sizeof(line)),
+                        "rpm window full, admits in 60 s");
+    assert_string_equal(gw_quota_verdict_str(&why.v[2], NOW + 500, line, sizeof(line)),
+                        "chosen (headroom 50%)");
+    assert_string_equal(gw_quota_verdict_str(&why.v[2], NOW + 500, line, 7), "chosen");
+    gw_quota_set_free(s);
+}
+
 /* ---- cooldown ladders ---- */
 
 static struct gw_quota_cooldown
@@ -862,6 +884,7 @@ main(void)
         cmocka_unit_test(test_quota_ties_take_turns),
         cmocka_unit_test(test_quota_why_names_cooling_and_full_windows_and_the_earliest_retry),
         cmocka_unit_test(test_quota_a_cooling_unit_with_a_full_day_admits_when_both_end),
+        cmocka_unit_test(test_quota_verdicts_read_as_one_line),
         cmocka_unit_test(test_quota_transient_429_with_healthy_day_is_90s_without_escalation),
         cmocka_unit_test(test_quota_day_exhaustion_climbs_the_ladder_and_a_success_clears_it),
         cmocka_unit_test(test_quota_a_day_window_stated_empty_is_day_exhaustion),
