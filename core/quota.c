@@ -18,7 +18,7 @@
 
 #define Q_MIN_SECS 60
 #define Q_LEASE_SLOTS 128 /* > TTL in seconds, so a slot is swept before it is reused */
-#define Q_REG_BUCKETS 32
+#define Q_REG_BUCKETS 256
 #define Q_NAME_MAX 128
 
 static const uint64_t q_day_ladder_ms[] = {120000, 600000, 3600000, GW_QUOTA_DAY_MS};
@@ -74,6 +74,7 @@ struct gw_quota_set {
 
 struct gw_quota_reg {
     struct gw_spin lock;
+    size_t n_sets; /* under lock */
     struct gw_quota_set *heads[Q_REG_BUCKETS];
 };
 
@@ -1022,7 +1023,13 @@ gw_quota_reg_get(struct gw_quota_reg *reg, const char *provider, const char *mod
     strcpy(s->model, model);
     gw_spin_lock(&reg->lock);
     found = q_chain_find(&reg->heads[h], provider, model);
+    if (!found && reg->n_sets >= GW_QUOTA_MAX_SETS) {
+        gw_spin_unlock(&reg->lock);
+        gw_quota_set_free(s); /* full: the caller falls back to (provider, "") */
+        return NULL;
+    }
     if (!found) {
+        reg->n_sets++;
         s->next = reg->heads[h];
         /* RELEASE: the set's initialisation happens before a reader's ACQUIRE load. */
         __atomic_store_n(&reg->heads[h], s, __ATOMIC_RELEASE);

@@ -61,6 +61,8 @@
 #define GW_QUOTA_UNKNOWN_CAP_MS 600000ull /* unknown limits escalate up to 10 min */
 #define GW_QUOTA_PROBE_EVERY_MS 60000ull  /* one probe pass a minute */
 #define GW_QUOTA_PROBES_PER_PASS 3
+#define GW_QUOTA_MAX_SETS 4096 /* sets a registry creates; bounds what clients' model names cost   \
+                                */
 
 /* The four windows, in this order everywhere. */
 enum gw_quota_win { GW_QUOTA_RPM = 0, GW_QUOTA_TPM, GW_QUOTA_RPD, GW_QUOTA_TPD, GW_QUOTA_WINS };
@@ -335,8 +337,11 @@ void gw_quota_reg_free(struct gw_quota_reg *reg);
 /* The set of (<provider>, <model>) (model "" with pool account), created with <fps>/<n>
  * and <c> on first use (<*created> true: the caller rebuilds it). Lock-free when it
  * exists; creation allocates, then publishes under the registry lock. NULL when out of
- * memory or a name is too long. An existing set keeps its units (a reload that changes a
- * provider's keys needs a new set: see docs/ARCHITECTURE.md). */
+ * memory, a name is longer than 128 bytes, or the registry already holds
+ * GW_QUOTA_MAX_SETS sets (a "*" provider asked for endless model names): the caller then
+ * uses the provider's (provider, "") set, created before the limit at startup. An existing set
+ * keeps its units (a reload that changes a provider's keys needs a new set: see
+ * docs/ARCHITECTURE.md). */
 struct gw_quota_set *gw_quota_reg_get(struct gw_quota_reg *reg, const char *provider,
                                       const char *model, const char (*fps)[GW_QUOTA_FP_LEN + 1],
                                       size_t n, const struct gw_quota_set_conf *c, bool *created);

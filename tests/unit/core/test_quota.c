@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -696,6 +697,23 @@ test_quota_rebuild_counts_rows_still_inside_their_windows(void **state)
 }
 
 static void
+test_quota_registry_stops_creating_at_its_limit(void **state)
+{
+    struct gw_quota_set_conf c = {.limit = {0}};
+    struct gw_quota_reg *reg = gw_quota_reg_new();
+    char model[16];
+
+    (void)state;
+    for (int i = 0; i < GW_QUOTA_MAX_SETS; i++) {
+        snprintf(model, sizeof(model), "m%d", i);
+        assert_non_null(gw_quota_reg_get(reg, "p", model, fps3, 1, &c, NULL));
+    }
+    assert_null(gw_quota_reg_get(reg, "p", "one-more", fps3, 1, &c, NULL));
+    assert_non_null(gw_quota_reg_get(reg, "p", "m7", fps3, 1, &c, NULL)); /* existing: found */
+    gw_quota_reg_free(reg);
+}
+
+static void
 test_quota_fingerprint_is_the_head_of_sha256(void **state)
 {
     char fp[GW_QUOTA_FP_LEN + 1];
@@ -903,6 +921,7 @@ main(void)
         cmocka_unit_test(test_quota_probe_pass_takes_at_most_three_longest_cooling_first),
         cmocka_unit_test(test_quota_prober_jitters_the_first_pass_then_runs_every_minute),
         cmocka_unit_test(test_quota_rebuild_counts_rows_still_inside_their_windows),
+        cmocka_unit_test(test_quota_registry_stops_creating_at_its_limit),
         cmocka_unit_test(test_quota_fingerprint_is_the_head_of_sha256),
         cmocka_unit_test(test_quota_local_hosts),
         cmocka_unit_test(test_quota_conf_of_overrides_the_default_axis_by_axis),
