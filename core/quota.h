@@ -61,8 +61,8 @@
 #define GW_QUOTA_UNKNOWN_CAP_MS 600000ull /* unknown limits escalate up to 10 min */
 #define GW_QUOTA_PROBE_EVERY_MS 60000ull  /* one probe pass a minute */
 #define GW_QUOTA_PROBES_PER_PASS 3
-#define GW_QUOTA_MAX_SETS 4096 /* sets a registry creates; bounds what clients' model names cost   \
-                                */
+/* Sets a registry creates at most: what clients' model names on a "*" provider can cost. */
+#define GW_QUOTA_MAX_SETS 4096
 
 /* The four windows, in this order everywhere. */
 enum gw_quota_win { GW_QUOTA_RPM = 0, GW_QUOTA_TPM, GW_QUOTA_RPD, GW_QUOTA_TPD, GW_QUOTA_WINS };
