@@ -97,6 +97,8 @@ struct gw_conf_file_quota_win {
 struct gw_conf_file_quota {
     struct gw_conf_file_quota_win *dflt; /* "default" */
     char *pool;
+    int64_t *local_cooldown_cap_secs;
+    int *probes;
 };
 
 /* model_specs is keyed by model id: ignored by the schema, read from the tree. */

@@ -1488,6 +1488,14 @@ build_keys(struct ctx *x, const char *base, const struct gw_conf_file_provider *
                 "at least one credential ({env: NAME} or {value: SECRET}) is required");
         return;
     }
+    if (fp->keys_count > 16) {
+        char shown[32];
+
+        /* core/quota.h keeps one unit per credential, GW_QUOTA_MAX_CREDS (16) at most. */
+        snprintf(shown, sizeof(shown), "(%u keys)", fp->keys_count);
+        problem(x, GW_E_CFG_TOO_MANY_KEYS, base, "keys", shown,
+                "a provider holds at most 16 credentials");
+    }
     p->keys = gw_calloc(fp->keys_count, sizeof(*p->keys));
     if (!p->keys) {
         x->nomem = true;
@@ -1686,8 +1694,23 @@ build_quota(struct ctx *x, const char *base, const struct gw_conf_file_quota *fq
     }
     if (take_word(x, qb, "pool", fq->pool, pool_words, "model, account", &pool))
         p->quota_pool = (enum gw_quota_pool)pool;
+    {
+        uint64_t cap = p->quota_local_cap_secs;
+
+        /* A day at most: a cooldown never lasts longer (core/quota.h). */
+        if (take_u64(x, qb, "local_cooldown_cap_secs", fq->local_cooldown_cap_secs, 0, 86400, &cap))
+            p->quota_local_cap_secs = (unsigned)cap;
+    }
+    take_bool(fq->probes, &p->quota_probes);
     if (!qm)
         return;
+    if (p->quota_pool == GW_QUOTA_POOL_ACCOUNT && qm->type == YAML_MAPPING_NODE &&
+        qm->data.mapping.pairs.top > qm->data.mapping.pairs.start) {
+        /* One quota across models has no per-model windows to override. */
+        problem(x, GW_E_CFG_QUOTA_ACCOUNT_MODELS, qb, "models", "(pool: account)",
+                "per-model quotas need pool: model; with pool: account use quota.default");
+        return;
+    }
     if (qm->type != YAML_MAPPING_NODE) {
         problem(x, GW_E_CFG_WRONG_TYPE, qb, "models", node_kind(qm),
                 "expected a mapping of model id to {rpm, tpm, rpd, tpd}");
@@ -1713,6 +1736,12 @@ build_quota(struct ctx *x, const char *base, const struct gw_conf_file_quota *fq
         if (k->data.scalar.length == 0) {
             problem(x, GW_E_CFG_MODEL_SPEC_BLANK_MODEL, qb, "models", "",
                     "a model id must not be blank");
+            continue;
+        }
+        if (k->data.scalar.length == 1 && k->data.scalar.value[0] == '*') {
+            /* quota.default is the quota of every model. */
+            problem(x, GW_E_CFG_MODEL_SPEC_WILDCARD, qb, "models", "*",
+                    "a per-model quota names one model id, not \"*\" (use quota.default)");
             continue;
         }
         if (v->type != YAML_MAPPING_NODE) {
@@ -1746,6 +1775,8 @@ build_provider(struct ctx *x, unsigned i, const struct gw_conf_file_provider *fp
     entry_path_doc(&x->doc, base, sizeof(base), NULL, "providers", i, tree, false);
     p->index = i;
     p->enabled = true;
+    p->quota_local_cap_secs = 5;
+    p->quota_probes = true;
     if (!fp->name)
         missing(x, base, "name", "a name ([a-z0-9._-]{1,64})");
     else if (!is_valid_name(fp->name))

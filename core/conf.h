@@ -87,7 +87,7 @@ struct gw_conf_model_spec {
     double cache_write;
 };
 
-/* One quota window set (DESIGN.md 10); 0 = no limit on that axis. Stored, used later. */
+/* One quota window set (DESIGN.md 10); 0 = no limit on that axis (core/quota.h). */
 struct gw_conf_quota_win {
     uint64_t rpm, tpm, rpd, tpd;
 };
@@ -124,6 +124,11 @@ struct gw_conf_provider {
     struct gw_conf_quota_model *quota_models;
     size_t n_quota_models;
     enum gw_quota_pool quota_pool; /* default model */
+    /* quota.local_cooldown_cap_secs: a loopback / private upstream's cooldowns are capped
+     * at this (default 5; 0 = no cap); quota.probes (default true). Both apply whether or
+     * not a quota section was written (core/quota.h). */
+    unsigned quota_local_cap_secs;
+    bool quota_probes;
     /* Shared mutable state, set by gw_routes_attach before the snapshot is published
      * (core/route.h); lives in the registry, not in the snapshot. */
     struct gw_upstate *state;

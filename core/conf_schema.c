@@ -131,6 +131,8 @@ static const cyaml_schema_field_t quota_fields[] = {
     CYAML_FIELD_MAPPING_PTR("default", OPT, struct gw_conf_file_quota, dflt, quota_win_fields),
     CYAML_FIELD_IGNORE("models", OPT), /* keyed by model id: read from the tree */
     FIELD_STR("pool", struct gw_conf_file_quota, pool),
+    FIELD_INT("local_cooldown_cap_secs", struct gw_conf_file_quota, local_cooldown_cap_secs),
+    FIELD_BOOL("probes", struct gw_conf_file_quota, probes),
     CYAML_FIELD_END,
 };
 

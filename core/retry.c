@@ -120,8 +120,16 @@ delay_after(const char *s, size_t n)
         i++;
     if (n - i >= 2 && lower_eq(s + i, "ms", 2))
         return milli / 1000;
-    if (n - i >= 1 && (s[i] == 'm' || s[i] == 'M') && !(n - i >= 2 && lower_eq(s + i, "ms", 2)))
+    if (n - i >= 1 && (s[i] == 'm' || s[i] == 'M') && !(n - i >= 2 && lower_eq(s + i, "ms", 2))) {
+        uint64_t sec;
+
+        /* Groq's Go durations: "2m12.5s" is two minutes and 12.5 seconds. */
+        i++;
+        used = number_milli(s + i, n - i, &sec);
+        if (used && n - i > used && (s[i + used] == 's' || s[i + used] == 'S'))
+            return milli * 60 + sec;
         return milli * 60;
+    }
     if (n - i >= 1 && (s[i] == 's' || s[i] == 'S'))
         return milli;
     return 0;

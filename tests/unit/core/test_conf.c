@@ -181,6 +181,8 @@ test_conf_defaults_apply_when_keys_absent(void **state)
     assert_int_equal(c->providers[0].billing, GW_BILLING_METERED);
     assert_int_equal(c->providers[0].min_speed_tps, 0);
     assert_false(c->providers[0].has_quota);
+    assert_int_equal(c->providers[0].quota_local_cap_secs, 5);
+    assert_true(c->providers[0].quota_probes);
     assert_int_equal(c->n_clients, 0);
     assert_int_equal(c->n_groups, 0);
     assert_string_equal(c->dir, "/etc/gw");
@@ -479,6 +481,19 @@ static const struct bad_case bad_cases[] = {
     {PROV_WITH("quota: {pool: team}"), GW_E_CFG_BAD_VALUE, "providers[0] (p).quota.pool", "team"},
     {PROV_WITH("quota: {default: {rpm: 0}}"), GW_E_CFG_RANGE, "providers[0] (p).quota.default.rpm",
      "0"},
+    {PROV_WITH("quota: {local_cooldown_cap_secs: 86401}"), GW_E_CFG_RANGE,
+     "providers[0] (p).quota.local_cooldown_cap_secs", "86401"},
+    {PROV_WITH("quota: {local_cooldown_cap_secs: -1}"), GW_E_CFG_RANGE,
+     "providers[0] (p).quota.local_cooldown_cap_secs", "-1"},
+    {PROV_WITH("quota: {pool: account, models: {m: {rpm: 1}}}"), GW_E_CFG_QUOTA_ACCOUNT_MODELS,
+     "providers[0] (p).quota.models", "(pool: account)"},
+    {PROV_WITH("quota: {models: {\"*\": {rpm: 1}}}"), GW_E_CFG_MODEL_SPEC_WILDCARD,
+     "providers[0] (p).quota.models", "*"},
+    {LISTEN "providers:\n  - {name: p, dialect: openai, base_url: \"http://h\", models: [m], "
+            "keys: [{value: a}, {value: b}, {value: c}, {value: d}, {value: e}, {value: f}, "
+            "{value: g}, {value: h}, {value: i}, {value: j}, {value: k}, {value: l}, {value: m}, "
+            "{value: n}, {value: o}, {value: p}, {value: q}]}\n",
+     GW_E_CFG_TOO_MANY_KEYS, "providers[0] (p).keys", "(17 keys)"},
     {PROV_WITH("model_specs: {\"\": {context_window: 1}}"), GW_E_CFG_MODEL_SPEC_BLANK_MODEL,
      "providers[0] (p).model_specs", ""},
     {PROV_WITH("model_specs: {m: {context_window: 0}}"), GW_E_CFG_MODEL_SPEC_ZERO,
@@ -1480,6 +1495,23 @@ test_conf_group_members_plain_and_mapping_are_told_apart(void **state)
 }
 
 static void
+test_conf_quota_pool_account_and_local_cap(void **state)
+{
+    static const char yaml[] = PROV_WITH("quota: {pool: account, local_cooldown_cap_secs: 30, "
+                                         "default: {rpd: 100}}");
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    assert_int_equal(parse(yaml, &c, &p), GW_OK);
+    assert_int_equal(c->providers[0].quota_pool, GW_QUOTA_POOL_ACCOUNT);
+    assert_int_equal(c->providers[0].quota_local_cap_secs, 30);
+    assert_true(c->providers[0].quota_probes);
+    assert_int_equal(c->providers[0].quota_default.rpd, 100);
+    gw_conf_free(c);
+}
+
+static void
 test_conf_later_provider_and_client_keys_are_stored(void **state)
 {
     static const char yaml[] =
@@ -1495,7 +1527,9 @@ test_conf_later_provider_and_client_keys_are_stored(void **state)
                "    quota:\n"
                "      default: {rpm: 500, tpd: 9}\n"
                "      models: {m: {rpm: 60}, n: {tpm: 7}}\n"
-               "      pool: account\n"
+               "      pool: model\n"
+               "      local_cooldown_cap_secs: 0\n"
+               "      probes: false\n"
                "clients:\n"
                "  - name: a\n"
                "    key_sha256: \"" DIGEST_A "\"\n"
@@ -1525,7 +1559,9 @@ test_conf_later_provider_and_client_keys_are_stored(void **state)
     assert_int_equal(pv->quota_default.rpm, 500);
     assert_int_equal(pv->quota_default.tpm, 0);
     assert_int_equal(pv->quota_default.tpd, 9);
-    assert_int_equal(pv->quota_pool, GW_QUOTA_POOL_ACCOUNT);
+    assert_int_equal(pv->quota_pool, GW_QUOTA_POOL_MODEL);
+    assert_int_equal(pv->quota_local_cap_secs, 0);
+    assert_false(pv->quota_probes);
     assert_int_equal(pv->n_quota_models, 2);
     assert_string_equal(pv->quota_models[1].model, "n");
     assert_int_equal(pv->quota_models[1].win.tpm, 7);
@@ -1743,6 +1779,7 @@ main(void)
         cmocka_unit_test(test_conf_candidates_in_file_order_with_star_and_without_disabled),
         cmocka_unit_test(test_conf_group_members_plain_and_mapping_are_told_apart),
         cmocka_unit_test(test_conf_later_provider_and_client_keys_are_stored),
+        cmocka_unit_test(test_conf_quota_pool_account_and_local_cap),
         cmocka_unit_test(test_conf_loads_demo_config),
         cmocka_unit_test(test_conf_loads_example_config),
         cmocka_unit_test(test_conf_every_allocation_failure_ends_cleanly),

@@ -55,6 +55,9 @@ test_retry_delays_stated_in_bodies(void **state)
     assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("Please try again in 1.25s"), NOW),
                      1250);
     assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("try again in 750ms"), NOW), 750);
+    /* Groq states Go durations */
+    assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("Please try again in 2m12.5s."), NOW),
+                     132500);
     assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("{\"retryDelay\": \"37s\"}"), NOW),
                      37000);
     assert_int_equal(gw_retry_after_ms(NONE, NONE, GW_STR_LIT("retry after 2 minutes"), NOW),
