@@ -512,8 +512,8 @@ set_is_empty(const struct gw_confdiff_set *s)
 bool
 gw_confdiff_is_empty(const struct gw_confdiff *d)
 {
-    return set_is_empty(&d->providers) && set_is_empty(&d->groups) &&
-           set_is_empty(&d->clients) && d->n_settings == 0;
+    return set_is_empty(&d->providers) && set_is_empty(&d->groups) && set_is_empty(&d->clients) &&
+           d->n_settings == 0;
 }
 
 static void

@@ -368,9 +368,9 @@ reload_run(void *arg, const char *source, struct net_reload_result *res)
         conf = NULL;
     }
     if (!conf) {
-        GW_LOG(GW_LOG_ERROR, NULL, "reload_failed",
-               "(%s, from %s) %s; the running config stays (problems above)",
-               gw_code_str(res->code), source, res->message);
+        GW_LOG(GW_LOG_ERROR, NULL, "reload_failed", "(%s, from %s) %s; the running config stays%s",
+               gw_code_str(res->code), source, res->message,
+               res->problems.n ? " (problems above)" : "");
         net_reload_announce(res, source);
         return;
     }

@@ -232,10 +232,10 @@ problems_json(const struct gw_conf_problems *p)
     size_t i;
 
     for (i = 0; a && i < p->n && i < 20; i++) {
-        json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "code", gw_code_str(p->v[i].code), "path",
-                              p->v[i].path ? p->v[i].path : "", "value",
-                              p->v[i].value ? p->v[i].value : "", "message",
-                              p->v[i].msg ? p->v[i].msg : "");
+        json_t *o =
+            json_pack("{s:s,s:s,s:s,s:s}", "code", gw_code_str(p->v[i].code), "path",
+                      p->v[i].path ? p->v[i].path : "", "value", p->v[i].value ? p->v[i].value : "",
+                      "message", p->v[i].msg ? p->v[i].msg : "");
 
         if (!o || json_array_append_new(a, o) != 0) {
             json_decref(a);

@@ -95,10 +95,15 @@ assert_names(const struct gw_confdiff_names *l, ...)
 }
 
 #define HEAD "server: {listen: [\"127.0.0.1:8080\"]}\n"
-#define PA "  - {name: a, dialect: openai, base_url: \"http://a\", keys: [{value: s1}], models: [m]}\n"
-#define PB "  - {name: b, dialect: openai, base_url: \"http://b\", keys: [{value: s2}], models: [m]}\n"
-#define PC "  - {name: c, dialect: openai, base_url: \"http://c\", keys: [{value: s3}], models: [m]}\n"
-#define CL_X "  - {name: x, key_sha256: \"3a9049c62b74d338ebcabad13065aa0a5435e1efdba0176c9c17a5bfa1fac5ff\"}\n"
+#define PA                                                                                         \
+    "  - {name: a, dialect: openai, base_url: \"http://a\", keys: [{value: s1}], models: [m]}\n"
+#define PB                                                                                         \
+    "  - {name: b, dialect: openai, base_url: \"http://b\", keys: [{value: s2}], models: [m]}\n"
+#define PC                                                                                         \
+    "  - {name: c, dialect: openai, base_url: \"http://c\", keys: [{value: s3}], models: [m]}\n"
+#define CL_X                                                                                       \
+    "  - {name: x, key_sha256: "                                                                   \
+    "\"3a9049c62b74d338ebcabad13065aa0a5435e1efdba0176c9c17a5bfa1fac5ff\"}\n"
 #define CL_Y "  - {name: y, key_env: K}\n"
 
 /* ---- tests ---- */
@@ -106,7 +111,8 @@ assert_names(const struct gw_confdiff_names *l, ...)
 static void
 test_confdiff_same_file_is_no_change(void **state)
 {
-    const char *y = HEAD "providers:\n" PA PB "clients:\n" CL_X "groups: [{name: g, providers: [a, b]}]\n";
+    const char *y =
+        HEAD "providers:\n" PA PB "clients:\n" CL_X "groups: [{name: g, providers: [a, b]}]\n";
     struct gw_confdiff d;
     char line[128];
 
@@ -146,8 +152,10 @@ test_confdiff_any_provider_field_is_a_change(void **state)
         /* one field differs from PA each */
         "  - {name: a, dialect: anthropic, base_url: \"http://a\", keys: [{value: s1}], models: "
         "[m]}\n",
-        "  - {name: a, dialect: openai, base_url: \"http://a2\", keys: [{value: s1}], models: [m]}\n",
-        "  - {name: a, dialect: openai, base_url: \"http://a\", keys: [{value: s9}], models: [m]}\n",
+        "  - {name: a, dialect: openai, base_url: \"http://a2\", keys: [{value: s1}], models: "
+        "[m]}\n",
+        "  - {name: a, dialect: openai, base_url: \"http://a\", keys: [{value: s9}], models: "
+        "[m]}\n",
         "  - {name: a, dialect: openai, base_url: \"http://a\", keys: [{value: s1}], models: [m, "
         "n]}\n",
         "  - {name: a, dialect: openai, base_url: \"http://a\", keys: [{value: s1}], models: [m], "
@@ -210,7 +218,8 @@ test_confdiff_group_member_spelling_is_no_change(void **state)
     struct gw_confdiff d;
 
     (void)state;
-    diff_of(HEAD "providers:\n" PA PB "groups: [{name: g, type: load-balance, providers: [a, b]}]\n",
+    diff_of(HEAD "providers:\n" PA PB
+                 "groups: [{name: g, type: load-balance, providers: [a, b]}]\n",
             HEAD "providers:\n" PA PB "groups: [{name: g, type: load-balance, balance_by: weights, "
                  "providers: [{name: a}, {name: b, weight: 1}]}]\n",
             &d);
@@ -247,8 +256,7 @@ test_confdiff_clients_and_a_new_key_value(void **state)
         struct gw_conf *a = load(HEAD "providers:\n" PA "clients:\n" CL_X CL_Y), *b;
 
         env_k = "key-two"; /* the same file; the environment gives y another key */
-        b = load(HEAD "providers:\n" PA "clients:\n" CL_Y
-                      "  - {name: z, key_sha256: "
+        b = load(HEAD "providers:\n" PA "clients:\n" CL_Y "  - {name: z, key_sha256: "
                       "\"72ee9d4355ccb9d3a4c9dbf37382e38e75c1b1a225b5bd1f729ee91bbda30c20\"}\n");
         assert_int_equal(gw_confdiff_build(a, b, &d), GW_OK);
         gw_conf_free(a);
