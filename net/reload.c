@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * net/reload.c - the queue of reload asks between the control thread (or any loop) and
  * main, the JSON of an outcome and its operator event.
- * Owns:    the queue (mutex, list, main's event) and each ask until its answer ran.
+ * Owns:    the queue (mutex, list, main's event), each ask until its answer ran, and the
+ *          process-wide reload counters.
  * Threads: see net/reload.h: asks on any loop's thread, runs on main, answers on the
  *          asker's loop. The ask's result is written by main before it makes the
  *          asker's event active and read by the asker in that event's callback: the
@@ -28,6 +29,9 @@ struct reload_ask {
     const char *source;
     struct net_reload_result res; /* written by main, read by the asker */
 };
+
+/* Reloads announced since start, by outcome; __atomic, relaxed (statistics for /metrics). */
+static uint64_t reloads_ok, reloads_refused;
 
 struct net_reload {
     pthread_mutex_t mu; /* guards the fields below it */
@@ -268,9 +272,11 @@ void
 net_reload_announce(const struct net_reload_result *res, const char *source)
 {
     enum gw_event_name e = res->reloaded ? GW_EV_CONFIG_RELOADED : GW_EV_CONFIG_REFUSED;
-    json_t *j = net_reload_result_json(res);
+    json_t *j;
     char *s;
 
+    __atomic_fetch_add(res->reloaded ? &reloads_ok : &reloads_refused, 1, __ATOMIC_RELAXED);
+    j = net_reload_result_json(res);
     if (!j || json_object_set_new(j, "type", json_string(gw_event_str(e))) != 0 ||
         json_object_set_new(j, "source", json_string(source)) != 0) {
         json_decref(j);
@@ -282,4 +288,11 @@ net_reload_announce(const struct net_reload_result *res, const char *source)
         return;
     gw_event_push(e, s);
     free(s); /* jansson's allocator */
+}
+
+void
+net_reload_counts(uint64_t *reloaded, uint64_t *refused)
+{
+    *reloaded = __atomic_load_n(&reloads_ok, __ATOMIC_RELAXED);
+    *refused = __atomic_load_n(&reloads_refused, __ATOMIC_RELAXED);
 }

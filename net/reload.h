@@ -88,4 +88,8 @@ json_t *net_reload_result_json(const struct net_reload_result *res);
  * "source". Any thread; never blocks. */
 void net_reload_announce(const struct net_reload_result *res, const char *source);
 
+/* Reloads announced since the process started (net_reload_announce: every reload, by
+ * SIGHUP, an ask or a save), by outcome: for /metrics. Any thread; relaxed reads. */
+void net_reload_counts(uint64_t *reloaded, uint64_t *refused);
+
 #endif

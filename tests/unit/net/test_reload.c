@@ -239,12 +239,14 @@ static void
 test_reload_result_json_and_event(void **state)
 {
     struct net_reload_result res;
+    uint64_t ok0, refused0, ok, refused;
     enum gw_event_name e;
     json_t *j, *p;
     char *s;
 
     (void)state;
     gw_events_init();
+    net_reload_counts(&ok0, &refused0);
     memset(&res, 0, sizeof(res));
     res.reloaded = true;
     res.generation = 7;
@@ -305,6 +307,9 @@ test_reload_result_json_and_event(void **state)
     assert_non_null(s);
     assert_int_equal(e, GW_EV_CONFIG_REFUSED);
     gw_free(s);
+    net_reload_counts(&ok, &refused);
+    assert_int_equal(ok, ok0 + 1);
+    assert_int_equal(refused, refused0 + 1);
     net_reload_result_fini(&res);
 }
 
