@@ -2,7 +2,7 @@
  * net/control.c - the control thread: one event_base and one evhttp server on
  * control.listen answering /healthz, /readyz, /metrics (Prometheus text) and the bearer-token
  * protected /control/v1/ JSON API (DESIGN.md 14, 18): version, traffic, overview,
- * dry-run, events and PUT provider-model-spec.
+ * dry-run, events, PUT provider-model-spec and POST reload (net/reload.h).
  * Each request acquires the live config snapshot (for the token) and releases it before
  * the handler returns; traffic pages are read from the store in their own read
  * transaction (store_rows_page), so nothing is held across callbacks. The dry-run calls
@@ -66,6 +66,7 @@
 #include "net/calendar.h"
 #include "net/logger.h"
 #include "net/net-priv.h"
+#include "net/reload.h"
 #include "net/report.h"
 #include "store/store.h"
 
@@ -1526,6 +1527,90 @@ out:
     json_decref(j);
 }
 
+/* ---- POST /control/v1/reload ---- */
+
+enum gw_code
+net_control_reload(struct net_control *c, const char *source, net_reload_done_fn done, void *arg)
+{
+    if (!c->deps.reload)
+        return GW_E_SHUTTING_DOWN;
+    return net_reload_ask(c->deps.reload, c->base, source, done, arg);
+}
+
+/* A POST /control/v1/reload waiting for its answer; req is NULL once the client left. */
+struct reload_wait {
+    struct evhttp_request *req;
+};
+
+static void
+on_reload_client_gone(struct evhttp_connection *evcon, void *arg)
+{
+    struct reload_wait *w = arg;
+
+    (void)evcon;
+    w->req = NULL; /* evhttp frees the request after this */
+}
+
+/* The answer of a reload: 200 and what changed, or the refusal with the control API's
+ * codes (a refused file: 409 gw.control.config_invalid with every problem, as a save of
+ * a file refused as it is; unreadable: gw.control.config_io). */
+static void
+send_reload_result(struct evhttp_request *req, const struct net_reload_result *res)
+{
+    json_t *j = net_reload_result_json(res), *err;
+    enum gw_code code = res->code;
+    int status;
+
+    if (res->reloaded) {
+        send_json(req, 200, j);
+        return;
+    }
+    if (res->problems.n)
+        code = GW_E_CONTROL_CONFIG_INVALID;
+    else if (code == GW_E_CFG_IO)
+        code = GW_E_CONTROL_CONFIG_IO;
+    status = gw_code_http_status(code);
+    err = j ? json_object_get(j, "error") : NULL;
+    if (err)
+        json_object_set_new(err, "code", json_string(gw_code_str(code)));
+    send_json(req, status ? status : 500, j);
+}
+
+static void
+on_reload_done(void *arg, const struct net_reload_result *res)
+{
+    struct reload_wait *w = arg;
+
+    if (w->req) {
+        evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
+        send_reload_result(w->req, res);
+    }
+    gw_free(w);
+}
+
+static void
+on_reload(struct net_control *c, struct evhttp_request *req)
+{
+    struct reload_wait *w = gw_calloc(1, sizeof(*w));
+    enum gw_code rc;
+
+    if (!w) {
+        send_error(req, GW_E_NOMEM, 0, "out of memory");
+        return;
+    }
+    w->req = req;
+    rc = net_control_reload(c, "control", on_reload_done, w);
+    if (rc != GW_OK) {
+        gw_free(w);
+        send_error(req, rc, 0,
+                   rc == GW_E_BUSY            ? "too many reloads are waiting; try again"
+                   : rc == GW_E_SHUTTING_DOWN ? "the gateway is stopping"
+                                              : "out of memory");
+        return;
+    }
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_reload_client_gone, w);
+}
+
 /* The /control/v1/ endpoints and the one method each answers. */
 enum control_ep {
     EP_VERSION,
@@ -1534,6 +1619,7 @@ enum control_ep {
     EP_DRY_RUN,
     EP_EVENTS,
     EP_MODEL_SPEC,
+    EP_RELOAD,
     EP__COUNT
 };
 
@@ -1548,6 +1634,7 @@ static const struct {
     [EP_DRY_RUN] = {"dry-run", EVHTTP_REQ_POST, "POST"},
     [EP_EVENTS] = {"events", EVHTTP_REQ_GET, "GET"},
     [EP_MODEL_SPEC] = {"provider-model-spec", EVHTTP_REQ_PUT, "PUT"},
+    [EP_RELOAD] = {"reload", EVHTTP_REQ_POST, "POST"},
 };
 
 /* ---- GET /control/v1/events (SSE) ---- */
@@ -1820,6 +1907,7 @@ on_control(struct net_control *c, struct evhttp_request *req, const char *sub)
         case EP_DRY_RUN: on_dry_run(c, req, conf); break;
         case EP_EVENTS: on_events(c, req); break;
         case EP_MODEL_SPEC: on_model_spec(c, req, conf); break;
+        case EP_RELOAD: on_reload(c, req); break;
         case EP__COUNT: break;
         }
     }

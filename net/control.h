@@ -3,8 +3,9 @@
  * 18): /healthz, /readyz, /metrics, /control/v1/version, /control/v1/traffic,
  * /control/v1/overview, /control/v1/events, POST /control/v1/dry-run and
  * PUT /control/v1/provider-model-spec (saves one model_specs entry to the config file
- * at deps->conf_path, then reloads by sending the process SIGHUP), with the bearer
- * token from control.token_env compared in constant time.
+ * at deps->conf_path, then reloads by sending the process SIGHUP), POST /control/v1/reload
+ * (asks main for a reload through deps->reload and answers what changed), with the
+ * bearer token from control.token_env compared in constant time.
  * Owns:    its thread, event_base and evhttp listener.
  * Threads: start/stop on main; everything else on the control thread.
  * See:     net/control.c, cli/ (gwctl), tests/e2e/test_control.py
@@ -20,6 +21,7 @@
 #include "core/conf.h"
 #include "core/row-t.h"
 #include "net/deps.h"
+#include "net/reload.h"
 
 struct gw_sticky;
 struct net_control;
@@ -57,6 +59,19 @@ void net_control_set_phase(struct net_control *c, enum net_control_phase phase);
 /* The port <c> is bound to (the kernel's choice when control.listen asked for port 0).
  * Any thread; constant after net_control_start. */
 uint16_t net_control_port(const struct net_control *c);
+
+/* Asks main to reload the config file (net/reload.h: one reload per ask, run in order
+ * on main's loop) and calls <done>(<arg>, outcome) later on the control thread, exactly
+ * once, unless the control thread stops first. The outcome says what changed
+ * (core/confdiff.h) or why the running config stays; net_reload_result_json renders it.
+ * What POST /control/v1/reload uses; a save handler calls it after replacing the file
+ * to answer with the diff. <source> ("control", "save", ...) is a static string shown
+ * in the log line and the config_reloaded / config_refused event.
+ * GW_OK when asked; otherwise <done> is never called and the caller answers at once:
+ * GW_E_SHUTTING_DOWN (stopping, or no reload queue in deps), GW_E_BUSY (too many
+ * waiting), GW_E_NOMEM. Control thread only; never blocks. */
+enum gw_code net_control_reload(struct net_control *c, const char *source, net_reload_done_fn done,
+                                void *arg);
 
 /* The control API version answered by /control/v1/version, and the gateway's version. */
 #define NET_CONTROL_API_VERSION 1

@@ -11,6 +11,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 
 #include "core/alloc.h"
 #include "core/conf.h"
+#include "core/confdiff.h"
 #include "core/events.h"
 #include "core/limits.h"
 #include "core/log.h"
@@ -35,6 +37,7 @@
 #include "net/linktest.h"
 #include "net/logger.h"
 #include "net/net-priv.h"
+#include "net/reload.h"
 #include "net/rezone.h"
 #include "net/worker.h"
 #include "store/store.h"
@@ -58,6 +61,7 @@ struct gwd {
     struct net_deps deps;
     struct net_linktest *linktest;
     struct net_rezone *rezone; /* recounts key totals when the local calendar moves */
+    struct net_reload *reload; /* reloads asked by the control thread, run here */
     unsigned drain_secs;
 };
 
@@ -124,10 +128,52 @@ print_problems(FILE *out, const char *prefix, const struct gw_conf_problems *pro
     }
 }
 
+/* Moves the problems of <probs> into <keep> (NULL: frees them), each path prefixed with
+ * <prefix> (the price table's file; NULL: none). <keep> is empty before. */
+static void
+keep_problems(struct gw_conf_problems *probs, const char *prefix, struct net_reload_result *keep)
+{
+    size_t i;
+
+    if (keep && keep->problems.n == 0) {
+        keep->problems = *probs;
+        memset(probs, 0, sizeof(*probs));
+        for (i = 0; prefix && i < keep->problems.n; i++) {
+            struct gw_conf_problem *p = &keep->problems.v[i];
+            size_t n = strlen(prefix) + strlen(p->path ? p->path : "") + 3;
+            char *path = gw_malloc(n);
+
+            if (!path)
+                continue;
+            snprintf(path, n, "%s: %s", prefix, p->path ? p->path : "");
+            gw_free(p->path);
+            p->path = path;
+        }
+    }
+    gw_conf_problems_fini(probs);
+}
+
+/* Says in <keep> (NULL: nowhere) why the running config stays. */
+static void keep_refusal(struct net_reload_result *keep, enum gw_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void
+keep_refusal(struct net_reload_result *keep, enum gw_code code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!keep)
+        return;
+    keep->code = code;
+    va_start(ap, fmt);
+    vsnprintf(keep->message, sizeof(keep->message), fmt, ap);
+    va_end(ap);
+}
+
 /* The price table named by the config (DESIGN.md 9): a missing default prices.yaml
- * means no table; a missing explicit one, or a refused one, refuses the config. */
+ * means no table; a missing explicit one, or a refused one, refuses the config. A
+ * refusal is also said in <keep> (may be NULL) for a reload's answer. */
 static bool
-load_prices(struct gw_conf *conf, FILE *out)
+load_prices(struct gw_conf *conf, FILE *out, struct net_reload_result *keep)
 {
     struct gw_conf_problems probs = {0};
     struct gw_prices *prices = NULL;
@@ -141,6 +187,8 @@ load_prices(struct gw_conf *conf, FILE *out)
             return true;
         fprintf(out, "prices: %s: %s (config.io) cannot read the price table\n", conf->prices_path,
                 strerror(errno));
+        keep_refusal(keep, GW_E_CFG_IO, "cannot read the price table %.300s: %s", conf->prices_path,
+                     strerror(errno));
         return false;
     }
     rc = gw_prices_parse(data, len, &prices, &probs);
@@ -151,7 +199,9 @@ load_prices(struct gw_conf *conf, FILE *out)
         if (probs.n == 0)
             fprintf(out, "%s: (%s) the price table was refused\n", conf->prices_path,
                     gw_code_str(rc));
-        gw_conf_problems_fini(&probs);
+        keep_refusal(keep, probs.n ? probs.v[0].code : rc, "the price table %.300s was refused",
+                     conf->prices_path);
+        keep_problems(&probs, conf->prices_path, keep);
         return false;
     }
     gw_conf_problems_fini(&probs);
@@ -160,9 +210,9 @@ load_prices(struct gw_conf *conf, FILE *out)
 }
 
 /* Reads and validates <path> and its price table. Prints every problem to <out>, one a
- * line. */
+ * line, and keeps them in <keep> (NULL: not kept) with the refusal's code. */
 static struct gw_conf *
-load_conf(const char *path, FILE *out)
+load_conf(const char *path, FILE *out, struct net_reload_result *keep)
 {
     struct gw_conf_problems probs = {0};
     struct gw_conf *conf = NULL;
@@ -173,6 +223,8 @@ load_conf(const char *path, FILE *out)
     data = read_all(path, &len);
     if (!data) {
         fprintf(out, "%s: %s (config.io) cannot read the config file\n", path, strerror(errno));
+        keep_refusal(keep, GW_E_CFG_IO, "cannot read the config file %.300s: %s", path,
+                     strerror(errno));
         return NULL;
     }
     dircopy = strdup(path);
@@ -185,11 +237,13 @@ load_conf(const char *path, FILE *out)
         print_problems(out, "", &probs);
         if (probs.n == 0)
             fprintf(out, "%s: (%s) the config was refused\n", path, gw_code_str(rc));
-        gw_conf_problems_fini(&probs);
+        keep_refusal(keep, probs.n ? probs.v[0].code : rc, "the config file %.300s was refused",
+                     path);
+        keep_problems(&probs, NULL, keep);
         return NULL;
     }
     gw_conf_problems_fini(&probs);
-    if (!load_prices(conf, out)) {
+    if (!load_prices(conf, out, keep)) {
         gw_conf_free(conf);
         return NULL;
     }
@@ -296,13 +350,11 @@ apply_log(const struct gw_conf *conf)
     gw_log_set_level((enum gw_log_level)conf->log.level);
 }
 
-/* ---- signals ---- */
-
 /* load_conf for a reload. With log.format json the problems of a refused file become
  * log lines (code reload_problem), so that every line on stderr stays one JSON object;
  * in text they are printed as gwd --check prints them. */
 static struct gw_conf *
-reload_conf(const char *path)
+reload_conf(const char *path, struct net_reload_result *keep)
 {
     struct gw_conf *conf;
     char *buf = NULL, *line, *save = NULL;
@@ -310,11 +362,11 @@ reload_conf(const char *path)
     FILE *out;
 
     if (gw_log_get_format() != GW_LOG_JSON)
-        return load_conf(path, stderr);
+        return load_conf(path, stderr, keep);
     out = open_memstream(&buf, &len);
     if (!out)
-        return load_conf(path, stderr);
-    conf = load_conf(path, out);
+        return load_conf(path, stderr, keep);
+    conf = load_conf(path, out, keep);
     fclose(out);
     for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         GW_LOG(GW_LOG_ERROR, NULL, "reload_problem", "%s", line);
@@ -322,33 +374,64 @@ reload_conf(const char *path)
     return conf;
 }
 
+/* ---- reloads ---- */
+
+/* One reload of the config file (DESIGN.md 1): load and validate it, say what it
+ * changes against the live snapshot, attach the shared state kept by name, publish.
+ * A refused file leaves the running config; either way one log line and one operator
+ * event. The run function of g->reload (net/reload.h) and of SIGHUP. Main thread. */
 static void
-on_sighup(evutil_socket_t sig, short what, void *arg)
+reload_run(void *arg, const char *source, struct net_reload_result *res)
 {
     struct gwd *g = arg;
-    struct gw_conf *conf;
+    struct gw_conf *conf, *live;
+    char changed[512];
+    enum gw_code rc;
 
-    (void)sig;
-    (void)what;
-    conf = reload_conf(g->conf_path);
-    if (!conf) {
-        GW_LOG(GW_LOG_ERROR, NULL, "reload_failed",
-               "the new config was refused; the running one stays (problems above)");
-        return;
-    }
-    if (gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf) ||
-        !attach_usage(g, conf)) {
-        GW_LOG(GW_LOG_ERROR, NULL, "reload_failed", "out of memory attaching the new config");
+    conf = reload_conf(g->conf_path, res);
+    live = gw_conf_acquire(&g->gt);
+    res->generation = live ? live->generation : 0;
+    rc = conf ? gw_confdiff_build(live, conf, &res->diff) : GW_OK;
+    gw_conf_release(live);
+    if (conf && (rc != GW_OK || gw_routes_attach(g->routes, conf) != GW_OK ||
+                 !attach_slots(g, conf) || !attach_usage(g, conf))) {
+        keep_refusal(res, GW_E_NOMEM, "out of memory attaching the new config");
+        gw_confdiff_fini(&res->diff);
         gw_conf_free(conf);
+        conf = NULL;
+    }
+    if (!conf) {
+        GW_LOG(GW_LOG_ERROR, NULL, "reload_failed", "(%s, from %s) %s; the running config stays%s",
+               gw_code_str(res->code), source, res->message,
+               res->problems.n ? " (problems above)" : "");
+        net_reload_announce(res, source);
         return;
     }
     g->drain_secs = conf->server.drain_secs;
     apply_log(conf);
     gw_conf_publish(&g->gt, conf);
+    res->reloaded = true;
+    res->generation = conf->generation; /* main publishes: conf stays live until the next */
+    gw_confdiff_format(&res->diff, changed, sizeof(changed));
     GW_LOG(GW_LOG_INFO, NULL, "reloaded",
-           "config %s reloaded (listen and store changes need a "
-           "restart)",
-           g->conf_path);
+           "config %s reloaded (from %s, generation %llu): %s (listen and store changes need "
+           "a restart)",
+           g->conf_path, source, (unsigned long long)res->generation, changed);
+    net_reload_announce(res, source);
+}
+
+/* ---- signals ---- */
+
+static void
+on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+    struct net_reload_result res;
+
+    (void)sig;
+    (void)what;
+    memset(&res, 0, sizeof(res));
+    reload_run(arg, "signal", &res);
+    net_reload_result_fini(&res);
 }
 
 static void
@@ -425,7 +508,7 @@ run(struct gwd *g)
     unsigned n_workers;
     int rc = 1;
 
-    conf = load_conf(g->conf_path, stderr);
+    conf = load_conf(g->conf_path, stderr, NULL);
     if (!conf)
         return 1;
     apply_log(conf);
@@ -467,6 +550,8 @@ run(struct gwd *g)
     }
     g->deps.store = g->store;
     g->deps.conf_path = g->conf_path;
+    g->reload = net_reload_new(reload_run, g);
+    g->deps.reload = g->reload;
     /* The live snapshot is not read by any other thread yet: its clients get their
      * usage totals, rebuilt from the store, before the workers start. */
     if (!attach_usage(g, conf)) {
@@ -500,7 +585,8 @@ run(struct gwd *g)
     ev_term = evsignal_new(g->base, SIGTERM, on_sigterm, g);
     ev_int = evsignal_new(g->base, SIGINT, on_sigterm, g);
     ev_tick = event_new(g->base, -1, EV_PERSIST, on_tick, g);
-    if (!ev_hup || !ev_term || !ev_int || !ev_tick) {
+    if (!ev_hup || !ev_term || !ev_int || !ev_tick || !g->reload ||
+        net_reload_attach(g->reload, g->base) != GW_OK) {
         fprintf(stderr, "gwd: cannot set up signal handling\n");
         goto out;
     }
@@ -527,6 +613,7 @@ run(struct gwd *g)
     conf = NULL;
 
     event_base_dispatch(g->base);
+    net_reload_close(g->reload); /* asks still queued: answered "stopping" */
 
     net_workers_stop(g->workers, g->drain_secs);
     g->workers = NULL;
@@ -539,6 +626,7 @@ out:
     gw_conf_release(conf);
     net_workers_stop(g->workers, 0);
     net_linktest_join(g->linktest);
+    net_reload_close(g->reload);
     net_control_stop(g->control);
     net_rezone_stop(g->rezone); /* reads the store and the keys: before both go */
     if (g->store) {
@@ -551,6 +639,7 @@ out:
                    (unsigned long long)st.rows_committed, (unsigned long long)st.rows_dropped);
         store_close(g->store);
     }
+    net_reload_free(g->reload); /* nothing asks any more */
     net_logger_stop();
     gw_snap_shutdown(&g->gt);
     gw_sticky_free(g->deps.sticky);
@@ -576,7 +665,7 @@ main(int argc, char **argv)
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
         return usage(stdout, 0);
     if (argc == 3 && strcmp(argv[1], "--check") == 0) {
-        struct gw_conf *conf = load_conf(argv[2], stdout);
+        struct gw_conf *conf = load_conf(argv[2], stdout, NULL);
 
         if (!conf)
             return 1;
