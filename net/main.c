@@ -34,6 +34,7 @@
 #include "net/control.h"
 #include "net/linktest.h"
 #include "net/logger.h"
+#include "net/metrics.h"
 #include "net/net-priv.h"
 #include "net/rezone.h"
 #include "net/worker.h"
@@ -301,16 +302,19 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
     if (!conf) {
         GW_LOG(GW_LOG_ERROR, NULL, "reload_failed",
                "the new config was refused; the running one stays (problems above)");
+        net_metrics_reload(false);
         return;
     }
     if (gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf) ||
         !attach_usage(g, conf)) {
         GW_LOG(GW_LOG_ERROR, NULL, "reload_failed", "out of memory attaching the new config");
         gw_conf_free(conf);
+        net_metrics_reload(false);
         return;
     }
     g->drain_secs = conf->server.drain_secs;
     gw_conf_publish(&g->gt, conf);
+    net_metrics_reload(true);
     GW_LOG(GW_LOG_INFO, NULL, "reloaded",
            "config %s reloaded (listen and store changes need a "
            "restart)",
