@@ -33,11 +33,11 @@ enum { DIM_CLIENT, DIM_MODEL, DIM_UPSTREAM, DIM__COUNT };
 
 _Static_assert(GW_METRICS_MAX_NAMES <= 256, "name ids are packed in 8 bits");
 _Static_assert(GW_CODE__COUNT < 4096, "codes are packed in 12 bits");
-_Static_assert(N_CLASSES * GW_CODE__COUNT < REQ_SLOTS - REQ_LIMIT, "room for the overflow");
+_Static_assert(N_CLASSES *GW_CODE__COUNT < REQ_SLOTS - REQ_LIMIT, "room for the overflow");
 
 struct mx_names {
-    uint32_t n;                   /* published names: release store by the owner */
-    uint16_t index[NAME_INDEX];   /* id + 1 by hash, 0 = empty; owner only */
+    uint32_t n;                 /* published names: release store by the owner */
+    uint16_t index[NAME_INDEX]; /* id + 1 by hash, 0 = empty; owner only */
     char name[GW_METRICS_MAX_NAMES][GW_METRICS_NAME_LEN + 1];
 };
 
@@ -248,8 +248,7 @@ gw_metrics_count_row(struct gw_metrics *m, const struct gw_row *r)
     const char *prev_name = r->upstream;
 
     bump(&req_slot(m, req_key(client, model, up, status_class(r->status), code))->n, 1);
-    bump(&m->dur[up][gw_metrics_bucket(gw_metrics_bounds_ms, GW_METRICS_BUCKETS,
-                                       r->duration_ms)],
+    bump(&m->dur[up][gw_metrics_bucket(gw_metrics_bounds_ms, GW_METRICS_BUCKETS, r->duration_ms)],
          1);
     bump(&m->dur_sum_ms[up], r->duration_ms);
     if (r->ttfb_ms >= 0) {
@@ -268,7 +267,8 @@ gw_metrics_count_row(struct gw_metrics *m, const struct gw_row *r)
         bump(&m->attempts[prev_up][a->outcome < GW_OUT__COUNT ? a->outcome : GW_OUT_FAILED], 1);
     }
     if (r->usage.input_tokens | r->usage.output_tokens | r->usage.cache_read_tokens |
-        r->usage.cache_write_tokens || r->cost_micros > 0) {
+            r->usage.cache_write_tokens ||
+        r->cost_micros > 0) {
         u = use_slot(m, client, model);
         bump(&u->v[0], r->usage.input_tokens);
         bump(&u->v[1], r->usage.output_tokens);
@@ -313,9 +313,8 @@ gw_metrics_add(struct gw_metrics *dst, const struct gw_metrics *src)
         /* A series whose names appeared after we read the counts: next scrape. */
         if (key == 0 || c >= n[DIM_CLIENT] || mo >= n[DIM_MODEL] || u >= n[DIM_UPSTREAM])
             continue;
-        bump(&req_slot(dst, req_key(map[DIM_CLIENT][c], map[DIM_MODEL][mo],
-                                    map[DIM_UPSTREAM][u], (unsigned)(key >> 12) & 0xf,
-                                    (unsigned)key & 0xfff))
+        bump(&req_slot(dst, req_key(map[DIM_CLIENT][c], map[DIM_MODEL][mo], map[DIM_UPSTREAM][u],
+                                    (unsigned)(key >> 12) & 0xf, (unsigned)key & 0xfff))
                   ->n,
              peek(&src->req[i].n));
     }
@@ -404,9 +403,9 @@ gw_metrics_append_histogram(struct gw_buf *b, const char *name, const char *labe
     size_t ll = strlen(labels);
 
     if (ll)
-        fail |= gw_buf_printf(b, "%s_sum{%.*s} %s\n%s_count{%.*s} %llu\n", name, (int)(ll - 1),
-                              labels, s, name, (int)(ll - 1), labels,
-                              (unsigned long long)cum) != GW_OK;
+        fail |=
+            gw_buf_printf(b, "%s_sum{%.*s} %s\n%s_count{%.*s} %llu\n", name, (int)(ll - 1), labels,
+                          s, name, (int)(ll - 1), labels, (unsigned long long)cum) != GW_OK;
     else
         fail |= gw_buf_printf(b, "%s_sum %s\n%s_count %llu\n", name, s, name,
                               (unsigned long long)cum) != GW_OK;
@@ -425,7 +424,8 @@ labels_of(struct gw_buf *b, const char *const *keys, const char *const *vals, un
     for (i = 0; i < n; i++) {
         fail |= gw_buf_printf(b, "%s=\"", keys[i]) != GW_OK;
         fail |= gw_metrics_append_label(b, gw_str_c(vals[i])) != GW_OK;
-        fail |= gw_buf_append(b, trailing || i + 1 < n ? "\"," : "\"", trailing || i + 1 < n ? 2 : 1) != GW_OK;
+        fail |= gw_buf_append(b, trailing || i + 1 < n ? "\"," : "\"",
+                              trailing || i + 1 < n ? 2 : 1) != GW_OK;
     }
     return !fail;
 }
@@ -478,8 +478,8 @@ render_usage(const struct gw_metrics *m, struct gw_buf *b)
             vals[2] = kind_names[k];
             fail |= gw_buf_append_cstr(&lines[0], "gw_tokens_total{") != GW_OK;
             fail |= !labels_of(&lines[0], keys, vals, 3, false);
-            fail |= gw_buf_printf(&lines[0], "} %llu\n", (unsigned long long)m->use[i].v[k]) !=
-                    GW_OK;
+            fail |=
+                gw_buf_printf(&lines[0], "} %llu\n", (unsigned long long)m->use[i].v[k]) != GW_OK;
         }
         fail |= gw_buf_append_cstr(&lines[1], "gw_cost_usd_total{") != GW_OK;
         fail |= !labels_of(&lines[1], keys, vals, 2, false);
@@ -545,9 +545,9 @@ render_hist(const struct gw_metrics *m, struct gw_buf *b, const char *name, cons
             continue;
         lb.len = 0;
         fail |= !labels_of(&lb, keys, vals, 1, true); /* a gw_buf is NUL-terminated */
-        fail |= !fail && gw_metrics_append_histogram(b, name, lb.data, gw_metrics_bounds_ms,
-                                                     GW_METRICS_BUCKETS, h[u], sum[u],
-                                                     1000) != GW_OK;
+        fail |=
+            !fail && gw_metrics_append_histogram(b, name, lb.data, gw_metrics_bounds_ms,
+                                                 GW_METRICS_BUCKETS, h[u], sum[u], 1000) != GW_OK;
     }
     gw_buf_fini(&lb);
     return !fail;
@@ -558,8 +558,8 @@ gw_metrics_render(const struct gw_metrics *m, struct gw_buf *b)
 {
     bool ok = render_requests(m, b) && render_attempts(m, b) &&
               render_hist(m, b, "gw_request_duration_seconds",
-                          "Time from a request's start to its end, by answering upstream.",
-                          m->dur, m->dur_sum_ms) &&
+                          "Time from a request's start to its end, by answering upstream.", m->dur,
+                          m->dur_sum_ms) &&
               render_hist(m, b, "gw_time_to_first_content_seconds",
                           "Time from a request's start to its first content, by answering "
                           "upstream.",

@@ -98,7 +98,6 @@ enum gw_code gw_metrics_append_label(struct gw_buf *b, struct gw_str v);
  * "" or a rendered list ending with ',' (e.g. `upstream="a",`). */
 enum gw_code gw_metrics_append_histogram(struct gw_buf *b, const char *name, const char *labels,
                                          const uint32_t *bounds, unsigned n_bounds,
-                                         const uint64_t *counts, uint64_t sum,
-                                         uint64_t sum_scale);
+                                         const uint64_t *counts, uint64_t sum, uint64_t sum_scale);
 
 #endif

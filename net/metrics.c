@@ -225,12 +225,13 @@ net_metrics_render(struct gw_buf *b, struct gw_thread *thr, struct store *st)
     ok = ok && render_upstreams(b, conf, now_ms) && render_key_limits(b, conf, now_ms);
     gw_conf_release(conf);
     ok = ok && (!st || render_store(b, st));
-    ok = ok && family(b, "gw_reloads_total", "counter",
-                      "Config reloads by outcome (refused: the old config was kept).") &&
-         gw_buf_printf(b, "gw_reloads_total{outcome=\"ok\"} %llu\n"
-                          "gw_reloads_total{outcome=\"refused\"} %llu\n",
+    ok = ok &&
+         family(b, "gw_reloads_total", "counter",
+                "Config reloads by outcome (refused: the old config was kept).") &&
+         gw_buf_printf(b,
+                       "gw_reloads_total{outcome=\"ok\"} %llu\n"
+                       "gw_reloads_total{outcome=\"refused\"} %llu\n",
                        (unsigned long long)__atomic_load_n(&reloads[1], __ATOMIC_RELAXED),
-                       (unsigned long long)__atomic_load_n(&reloads[0], __ATOMIC_RELAXED)) ==
-             GW_OK;
+                       (unsigned long long)__atomic_load_n(&reloads[0], __ATOMIC_RELAXED)) == GW_OK;
     return ok ? GW_OK : GW_E_NOMEM;
 }

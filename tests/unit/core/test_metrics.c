@@ -4,6 +4,7 @@
  * orders, the bound on names, and the exposition text of a histogram.
  * See: core/metrics.h
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -94,9 +95,8 @@ test_metrics_histogram_text_is_cumulative_with_sum_in_seconds(void **state)
     struct gw_buf b = {0};
 
     (void)state;
-    assert_int_equal(gw_metrics_append_histogram(&b, "h", "u=\"x\",", bounds, 2, counts, 1234567,
-                                                 1000),
-                     GW_OK);
+    assert_int_equal(
+        gw_metrics_append_histogram(&b, "h", "u=\"x\",", bounds, 2, counts, 1234567, 1000), GW_OK);
     assert_string_equal(b.data, "h_bucket{u=\"x\",le=\"0.005\"} 1\n"
                                 "h_bucket{u=\"x\",le=\"2.5\"} 3\n"
                                 "h_bucket{u=\"x\",le=\"+Inf\"} 6\n"
@@ -134,13 +134,13 @@ test_metrics_row_counts_request_attempts_histograms_and_usage(void **state)
     assert_has_line(&b, "gw_request_duration_seconds_bucket{upstream=\"up-b\",le=\"2.5\"} 2");
     assert_has_line(&b, "gw_request_duration_seconds_sum{upstream=\"up-b\"} 2.4");
     assert_has_line(&b, "gw_request_duration_seconds_count{upstream=\"up-b\"} 2");
-    assert_has_line(&b, "gw_time_to_first_content_seconds_bucket{upstream=\"up-b\",le=\"0.025\"} 0");
+    assert_has_line(&b,
+                    "gw_time_to_first_content_seconds_bucket{upstream=\"up-b\",le=\"0.025\"} 0");
     assert_has_line(&b, "gw_time_to_first_content_seconds_bucket{upstream=\"up-b\",le=\"0.05\"} 2");
     assert_has_line(&b, "gw_time_to_first_content_seconds_count{upstream=\"up-b\"} 2");
     assert_has_line(&b, "gw_tokens_total{client=\"team-a\",model=\"gpt-x\",kind=\"input\"} 20");
     assert_has_line(&b, "gw_tokens_total{client=\"team-a\",model=\"gpt-x\",kind=\"output\"} 40");
-    assert_has_line(&b,
-                    "gw_tokens_total{client=\"team-a\",model=\"gpt-x\",kind=\"cache_read\"} 6");
+    assert_has_line(&b, "gw_tokens_total{client=\"team-a\",model=\"gpt-x\",kind=\"cache_read\"} 6");
     assert_has_line(&b,
                     "gw_tokens_total{client=\"team-a\",model=\"gpt-x\",kind=\"cache_write\"} 0");
     assert_has_line(&b, "gw_cost_usd_total{client=\"team-a\",model=\"gpt-x\"} 0.003000");
@@ -263,6 +263,75 @@ test_metrics_series_beyond_the_table_count_as_other(void **state)
     gw_metrics_free(m);
 }
 
+/* ---- one worker counting while a scrape sums ---- */
+
+#define T_ROWS 20000
+
+static void *
+count_rows(void *arg)
+{
+    struct gw_metrics *m = arg;
+    struct gw_row r;
+    char client[16];
+    int i;
+
+    for (i = 0; i < T_ROWS; i++) {
+        snprintf(client, sizeof(client), "c%d", i % 50); /* new names and series meanwhile */
+        row_init(&r, client, "m", "up", 200, GW_OK);
+        add_attempt(&r, "up", GW_OUT_OK);
+        r.usage.output_tokens = 1;
+        gw_metrics_count_row(m, &r);
+    }
+    return NULL;
+}
+
+/* The +Inf bucket of gw_request_duration_seconds{upstream="up"} in <m>'s text, 0 when
+ * the series is not there yet. */
+static unsigned long long
+count_of(const struct gw_metrics *m)
+{
+    struct gw_buf b = render(m);
+    const char *p = strstr(b.data, "gw_request_duration_seconds_count{upstream=\"up\"} ");
+    unsigned long long n = p ? strtoull(strchr(p, '}') + 2, NULL, 10) : 0;
+
+    gw_buf_fini(&b);
+    return n;
+}
+
+static void
+test_metrics_sums_a_table_while_its_owner_counts(void **state)
+{
+    struct gw_metrics *w = gw_metrics_new();
+    unsigned long long last = 0, n;
+    pthread_t t;
+
+    (void)state;
+    assert_int_equal(pthread_create(&t, NULL, count_rows, w), 0);
+    do {
+        struct gw_metrics *sum = gw_metrics_new();
+
+        gw_metrics_add(sum, w);
+        n = count_of(sum);
+        assert_true(n >= last && n <= T_ROWS); /* never backwards, never invented */
+        last = n;
+        gw_metrics_free(sum);
+    } while (n < T_ROWS); /* the owner gets there: every row is counted */
+    pthread_join(t, NULL);
+    {
+        struct gw_metrics *sum = gw_metrics_new();
+        struct gw_buf b;
+
+        gw_metrics_add(sum, w);
+        assert_int_equal(count_of(sum), T_ROWS);
+        b = render(sum);
+        assert_has_line(&b, "gw_attempts_total{upstream=\"up\",outcome=\"ok\"} 20000");
+        assert_has_line(&b, "gw_tokens_total{client=\"c7\",model=\"m\",kind=\"output\"} 400");
+        gw_buf_fini(&b);
+        gw_metrics_free(sum);
+    }
+    gw_metrics_free(w);
+}
+
 int
 main(void)
 {
@@ -275,6 +344,7 @@ main(void)
         cmocka_unit_test(test_metrics_add_sums_tables_that_saw_names_in_other_orders),
         cmocka_unit_test(test_metrics_names_beyond_the_bound_count_as_other),
         cmocka_unit_test(test_metrics_series_beyond_the_table_count_as_other),
+        cmocka_unit_test(test_metrics_sums_a_table_while_its_owner_counts),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
