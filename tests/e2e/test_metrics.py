@@ -165,12 +165,18 @@ def test_metrics_count_what_was_sent_summed_over_workers(tmp_path, bench, gwd):
     assert one(m, "gw_key_limit_used", client="alice", per="day", measure="requests") == 12
     assert one(m, "gw_key_limit_max", client="alice", per="day", measure="requests") == 1000
 
-    # Store: every committed row was in a batch, every batch's commit was timed.
-    assert one(m, "gw_store_batch_rows_sum") == one(m, "gw_store_rows_committed_total")
-    assert one(m, "gw_store_batch_rows_sum") >= len(ids)
-    assert one(m, "gw_store_commit_seconds_count") == one(m, "gw_store_batches_total")
-    wait_until(lambda: one(scrape(g)[0], "gw_store_queue_depth") == 0,
-               what="the store queue drained")
+    # Store: once the writer is idle, every committed row was in a batch and every
+    # batch's commit was timed (the writer adds its counters just after a commit, so a
+    # scrape may come between the two: wait for it to be idle).
+    def store_idle():
+        s = scrape(g)[0]
+        idle = (one(s, "gw_store_queue_depth") == 0
+                and one(s, "gw_store_batch_rows_sum") == one(s, "gw_store_rows_committed_total")
+                and one(s, "gw_store_commit_seconds_count") == one(s, "gw_store_batches_total"))
+        return s if idle else None
+    st = wait_until(store_idle, what="the store writer idle with its counters agreeing")
+    assert one(st, "gw_store_batch_rows_sum") >= len(ids)
+    assert one(st, "gw_store_batch_rows_count") == one(st, "gw_store_batches_total") > 0
 
     # The process counters of before are still there.
     assert one(m, "gw_code_total", code="gw.auth.invalid_key") == 2
