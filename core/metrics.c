@@ -259,12 +259,18 @@ gw_metrics_count_row(struct gw_metrics *m, const struct gw_row *r)
     }
     for (i = 0; i < r->n_attempts && i < GW_ROW_MAX_ATTEMPTS; i++) {
         const struct gw_attempt *a = &r->attempts[i];
+        unsigned id;
 
-        if (strcmp(a->upstream, prev_name) != 0) { /* most hops are the answering one */
-            prev_up = name_id_c(&m->names[DIM_UPSTREAM], a->upstream);
+        /* Most hops are the answering upstream's or the previous hop's: no hashing. */
+        if (strcmp(a->upstream, r->upstream) == 0) {
+            id = up;
+        } else if (strcmp(a->upstream, prev_name) == 0) {
+            id = prev_up;
+        } else {
+            id = prev_up = name_id_c(&m->names[DIM_UPSTREAM], a->upstream);
             prev_name = a->upstream;
         }
-        bump(&m->attempts[prev_up][a->outcome < GW_OUT__COUNT ? a->outcome : GW_OUT_FAILED], 1);
+        bump(&m->attempts[id][a->outcome < GW_OUT__COUNT ? a->outcome : GW_OUT_FAILED], 1);
     }
     if (r->usage.input_tokens | r->usage.output_tokens | r->usage.cache_read_tokens |
             r->usage.cache_write_tokens ||
