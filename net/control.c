@@ -65,6 +65,7 @@
 #include "dialects/openai.h"
 #include "net/calendar.h"
 #include "net/logger.h"
+#include "net/metrics.h"
 #include "net/net-priv.h"
 #include "net/reload.h"
 #include "net/report.h"
@@ -890,6 +891,7 @@ on_metrics(struct net_control *c, struct evhttp_request *req)
                               (unsigned long long)st.rows_dropped, (unsigned long long)st.batches,
                               (unsigned long long)st.rows_pruned) != GW_OK;
     }
+    fail |= net_metrics_render(&b, &c->thr, c->deps.store) != GW_OK;
     if (fail)
         send_error(req, GW_E_NOMEM, 0, "out of memory");
     else

@@ -36,6 +36,7 @@
 #include "net/control.h"
 #include "net/linktest.h"
 #include "net/logger.h"
+#include "net/metrics.h"
 #include "net/net-priv.h"
 #include "net/reload.h"
 #include "net/rezone.h"

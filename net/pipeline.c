@@ -40,6 +40,7 @@
 #include "net/calendar.h"
 #include "net/decode.h"
 #include "net/logger.h"
+#include "net/metrics.h"
 #include "net/report.h"
 #include "net/sink.h"
 #include "net/upstream.h"
@@ -226,6 +227,7 @@ net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, con
     }
     net_conn_sink(c, &k);
     net_sink_refusal(&k, net_conn_shape(c), req_id, code, message, extra, n_extra);
+    net_metrics_refused(c->w->id, gw_code_http_status(code), code);
 }
 
 void
@@ -391,6 +393,7 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
                                 r->cost_micros, gw_keylimits_row_counts(r));
         if (s->client && s->client->usage && gw_keylimits_has_alerts(s->client->usage))
             net_stream_emit_alerts(s);
+        net_metrics_count(s->w->id, r);
         {
             struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
 
@@ -429,13 +432,31 @@ net_stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_o
         net_conn_response_done(c);
 }
 
+/* A refusal that keeps no row (before authentication, an unknown path, shutting down):
+ * counted in /metrics all the same, then dropped. */
+static void
+drop_row(struct net_stream *s, enum gw_code code)
+{
+    struct gw_row *r = s->row;
+
+    if (r) {
+        r->status = (uint16_t)gw_code_http_status(code);
+        r->code = (uint16_t)code;
+        r->outcome = GW_OUT_REFUSED;
+        r->duration_ms = net_ms_since(s->t0_us, net_mono_us());
+        r->ttfb_ms = -1;
+        net_metrics_count(s->w->id, r);
+    }
+    GW_FREE(s->row);
+}
+
 /* A refusal by the gateway: error body in the client's shape, row with no attempts. */
 void
 net_stream_refuse_hdrs(struct net_stream *s, enum gw_code code, const char *message,
                        const struct net_hdr *extra, size_t n_extra, bool record)
 {
     if (!record)
-        GW_FREE(s->row);
+        drop_row(s, code);
     net_stream_settle(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
     net_sink_refusal(&s->sink, s->client_shape, s->id, code, message, extra, n_extra);
     net_stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
@@ -445,7 +466,7 @@ void
 net_stream_refuse(struct net_stream *s, enum gw_code code, const char *message, bool record)
 {
     if (!record)
-        GW_FREE(s->row);
+        drop_row(s, code);
     net_stream_settle(s, gw_code_http_status(code), code, GW_OUT_REFUSED);
     net_sink_refusal(&s->sink, s->client_shape, s->id, code, message, NULL, 0);
     net_stream_finish(s, gw_code_http_status(code), code, GW_OUT_REFUSED);

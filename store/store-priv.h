@@ -98,6 +98,10 @@ struct store {
     _Atomic uint64_t rows_dropped;
     _Atomic uint64_t batches;
     _Atomic uint64_t rows_pruned;
+    _Atomic uint64_t batch_rows[STORE_BATCH_BUCKETS + 1]; /* writer only adds */
+    _Atomic uint64_t batch_rows_sum;
+    _Atomic uint64_t commit_us[STORE_COMMIT_BUCKETS + 1];
+    _Atomic uint64_t commit_us_sum;
     /* For store_sync: rows put on the queue, and rows the writer took off it and
      * committed or dropped. Seq-cst: a sync compares the two. */
     _Atomic uint64_t rows_queued;

@@ -460,4 +460,15 @@ store_stats_get(struct store *s, struct store_stats *out)
     out->resp_committed = atomic_load_explicit(&s->resp_committed, memory_order_relaxed);
     out->resp_pruned = atomic_load_explicit(&s->resp_pruned, memory_order_relaxed);
     out->resp_dropped = atomic_load_explicit(&s->resp_dropped, memory_order_relaxed);
+    /* handled is read first: it never passes queued, so the depth is never negative. */
+    uint64_t handled = atomic_load(&s->rows_handled);
+    uint64_t queued = atomic_load(&s->rows_queued);
+
+    out->queue_depth = queued > handled ? queued - handled : 0;
+    for (unsigned i = 0; i <= STORE_BATCH_BUCKETS; i++)
+        out->batch_rows[i] = atomic_load_explicit(&s->batch_rows[i], memory_order_relaxed);
+    out->batch_rows_sum = atomic_load_explicit(&s->batch_rows_sum, memory_order_relaxed);
+    for (unsigned i = 0; i <= STORE_COMMIT_BUCKETS; i++)
+        out->commit_us[i] = atomic_load_explicit(&s->commit_us[i], memory_order_relaxed);
+    out->commit_us_sum = atomic_load_explicit(&s->commit_us_sum, memory_order_relaxed);
 }

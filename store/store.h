@@ -103,6 +103,13 @@ enum gw_code store_resp_put(struct store *s, const char *id, const char *provide
 enum gw_code store_resp_get(struct store *s, const char *id, char provider[GW_NAME_MAX + 1],
                             int *shape, struct gw_buf *items);
 
+/* Histogram bounds of store_stats (for /metrics): rows per batch, and commit time in µs
+ * (0.5 ms to 2.5 s: a commit is an fsync, far below the request buckets). */
+#define STORE_BATCH_BUCKETS 10
+#define STORE_COMMIT_BUCKETS 12
+extern const uint32_t store_batch_bounds[STORE_BATCH_BUCKETS];
+extern const uint32_t store_commit_bounds_us[STORE_COMMIT_BUCKETS];
+
 struct store_stats {
     uint64_t rows_committed; /* since open */
     uint64_t rows_dropped;   /* queue full */
@@ -112,6 +119,13 @@ struct store_stats {
     uint64_t resp_committed; /* written by a committed batch */
     uint64_t resp_pruned;    /* deleted by retention */
     uint64_t resp_dropped;   /* refused (memory bound, no memory) or lost to a failed write */
+    uint64_t queue_depth;    /* rows submitted and not yet committed or dropped */
+    /* Rows per committed batch with rows, by bucket of store_batch_bounds (then +Inf). */
+    uint64_t batch_rows[STORE_BATCH_BUCKETS + 1];
+    uint64_t batch_rows_sum;
+    /* Time of each successful mdb_txn_commit in µs, by bucket of store_commit_bounds_us. */
+    uint64_t commit_us[STORE_COMMIT_BUCKETS + 1];
+    uint64_t commit_us_sum;
 };
 void store_stats_get(struct store *s, struct store_stats *out);
 

@@ -33,12 +33,44 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "core/metrics.h"
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
 #endif
 
 #define STORE_DAY_MS ((uint64_t)86400000)
+
+const uint32_t store_batch_bounds[STORE_BATCH_BUCKETS] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+const uint32_t store_commit_bounds_us[STORE_COMMIT_BUCKETS] = {
+    500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000,
+};
+
+static uint64_t
+mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* For /metrics: the rows of a committed batch and how long its commit took. Relaxed
+ * adds by the writer; store_stats_get reads them. */
+static void
+note_batch(struct store *s, unsigned rows, uint64_t commit_us)
+{
+    if (rows) {
+        atomic_fetch_add_explicit(
+            &s->batch_rows[gw_metrics_bucket(store_batch_bounds, STORE_BATCH_BUCKETS, rows)], 1,
+            memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->batch_rows_sum, rows, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(
+        &s->commit_us[gw_metrics_bucket(store_commit_bounds_us, STORE_COMMIT_BUCKETS, commit_us)],
+        1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->commit_us_sum, commit_us, memory_order_relaxed);
+}
 
 /* ---- the queue: store_q_mpsc ---- */
 
@@ -258,6 +290,8 @@ commit_batch(struct store *s, unsigned max)
         if (!resp_ok)
             report_resp_error(s, rrc);
     }
+    uint64_t t0 = mono_us();
+
     if (rc == 0)
         rc = mdb_txn_commit(txn); /* frees txn, also on failure */
     else
@@ -274,8 +308,10 @@ commit_batch(struct store *s, unsigned max)
     }
     /* Counts only (relaxed); store_stats_get reads them on any thread. */
     atomic_fetch_add_explicit(&s->rows_committed, n, memory_order_relaxed);
-    if (n > 0 || resp_ok) /* not a transaction left empty by failed responses */
+    if (n > 0 || resp_ok) { /* not a transaction left empty by failed responses */
         atomic_fetch_add_explicit(&s->batches, 1, memory_order_relaxed);
+        note_batch(s, n, mono_us() - t0);
+    }
     atomic_fetch_add(&s->rows_handled, n);
     /* Only now, after the commit, do the responses leave the table (store/resp.c). */
     store_resp_settle(s, resp, resp_ok);

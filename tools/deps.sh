@@ -6,12 +6,13 @@
 # is `make check-fmt`, which `make test` runs. zlib1g-dev, libbrotli-dev and libzstd-dev
 # decode compressed request bodies (core/decode.c; libbrotli-dev's encoder makes the
 # unit tests' br bodies); python3-brotli and python3-zstandard make the end-to-end
-# tests' br and zstd bodies (tests/e2e/test_compressed_body.py).
+# tests' br and zstd bodies (tests/e2e/test_compressed_body.py); python3-prometheus-client
+# parses /metrics as Prometheus would (tests/e2e/test_metrics.py).
 set -e
 PKGS="build-essential pkg-config libevent-dev libnghttp2-dev libssl-dev libjansson-dev
 libcyaml-dev libyaml-dev liblmdb-dev libck-dev libcmocka-dev libhttp-parser-dev libwslay-dev
 zlib1g-dev libbrotli-dev libzstd-dev
-python3 python3-pytest python3-brotli python3-zstandard nginx-light nodejs npm clang
+python3 python3-pytest python3-brotli python3-zstandard python3-prometheus-client nginx-light nodejs npm clang
 libclang-rt-dev clang-format curl"
 missing=""
 for p in $PKGS; do

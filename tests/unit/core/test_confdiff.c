@@ -281,6 +281,10 @@ test_confdiff_settings_sections(void **state)
     assert_string_equal(d.settings[0], "retention");
     assert_string_equal(d.settings[1], "failover");
     gw_confdiff_fini(&d);
+    diff_of(HEAD "providers:\n" PA, HEAD "log: {format: json}\nproviders:\n" PA, &d);
+    assert_int_equal(d.n_settings, 1);
+    assert_string_equal(d.settings[0], "log");
+    gw_confdiff_fini(&d);
 }
 
 static void
@@ -292,7 +296,7 @@ test_confdiff_first_load_adds_everything(void **state)
     diff_of(NULL, HEAD "providers:\n" PA PB "clients:\n" CL_X, &d);
     assert_names(&d.providers.added, "a", "b", NULL);
     assert_names(&d.clients.added, "x", NULL);
-    assert_int_equal(d.n_settings, 6);
+    assert_int_equal(d.n_settings, 7);
     gw_confdiff_fini(&d);
 }
 
