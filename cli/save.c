@@ -171,8 +171,9 @@ cli_cmd_save(const struct cli_opts *o, int argc, char **argv)
     }
     j = json_loadb(body.data ? body.data : "", body.len, 0, &jerr);
     if (!json_is_object(j)) {
-        fprintf(stderr, "gwctl: %s: expected a JSON object (the entry, with the config's field "
-                        "names)%s%s\n",
+        fprintf(stderr,
+                "gwctl: %s: expected a JSON object (the entry, with the config's field "
+                "names)%s%s\n",
                 file, j ? "" : ": ", j ? "" : jerr.text);
         json_decref(j);
         gw_buf_fini(&body);

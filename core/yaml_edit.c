@@ -681,7 +681,7 @@ gw_yaml_set_model_spec(const char *yaml, size_t len, const char *provider, const
 static bool
 plain_ok(const char *s, size_t n)
 {
-    static const char *const words[] = {"true", "false", "yes", "no", "on",
+    static const char *const words[] = {"true", "false", "yes", "no",  "on",
                                         "off",  "y",     "n",   "null"};
     size_t i;
 
@@ -795,10 +795,9 @@ entry_load(struct ye *x, const char *entry, size_t len, yaml_document_t *d, yaml
         return GW_E_NOMEM;
     yaml_parser_set_input_string(&p, (const unsigned char *)entry, len);
     if (!yaml_parser_load(&p, d)) {
-        rc = p.error == YAML_MEMORY_ERROR
-                 ? GW_E_NOMEM
-                 : fail(x, GW_E_BAD_REQUEST, "the entry is not JSON: %s",
-                        p.problem ? p.problem : "?");
+        rc = p.error == YAML_MEMORY_ERROR ? GW_E_NOMEM
+                                          : fail(x, GW_E_BAD_REQUEST, "the entry is not JSON: %s",
+                                                 p.problem ? p.problem : "?");
         yaml_parser_delete(&p);
         return rc;
     }
@@ -913,8 +912,7 @@ item_remove(struct ye *x, yaml_node_t *root, size_t ki, yaml_node_t *seq, size_t
 
 /* Adds the new entry after the last item of <seq> (or into an empty flow list). */
 static enum gw_code
-item_add(struct ye *x, yaml_node_t *seq, yaml_document_t *d, yaml_node_t *root,
-         struct splice *s)
+item_add(struct ye *x, yaml_node_t *seq, yaml_document_t *d, yaml_node_t *root, struct splice *s)
 {
     size_t n = n_items(seq), at, dash, col;
     yaml_node_t *last;
@@ -957,8 +955,8 @@ item_add(struct ye *x, yaml_node_t *seq, yaml_document_t *d, yaml_node_t *root,
 
 /* Adds "<list>:" with the new entry as its one item after the last key of <root>. */
 static enum gw_code
-list_add(struct ye *x, yaml_node_t *root, const char *list, yaml_document_t *d,
-         yaml_node_t *eroot, struct splice *s)
+list_add(struct ye *x, yaml_node_t *root, const char *list, yaml_document_t *d, yaml_node_t *eroot,
+         struct splice *s)
 {
     size_t at, col = root->start_mark.column;
     enum gw_code rc;
@@ -991,8 +989,8 @@ not_found(struct ye *x, const char *list, const char *name)
 }
 
 static enum gw_code
-entry_edit(struct ye *x, const char *list, const char *name, yaml_document_t *d,
-           yaml_node_t *eroot, struct splice *s, bool *created)
+entry_edit(struct ye *x, const char *list, const char *name, yaml_document_t *d, yaml_node_t *eroot,
+           struct splice *s, bool *created)
 {
     yaml_node_t *root, *seq, *item = NULL;
     long li;
@@ -1064,8 +1062,8 @@ entry_edit(struct ye *x, const char *list, const char *name, yaml_document_t *d,
 
 enum gw_code
 gw_yaml_set_entry(const char *yaml, size_t len, const char *list, const char *name,
-                  const char *entry, size_t entry_len, struct gw_buf *out, bool *created,
-                  char *why, size_t whylen)
+                  const char *entry, size_t entry_len, struct gw_buf *out, bool *created, char *why,
+                  size_t whylen)
 {
     struct ye x;
     struct gw_buf text = {0};

@@ -1237,10 +1237,9 @@ save_answer(struct save *sv, bool reloaded)
             a = spec_answer(j->name, j->model, j->spec_present, j->spec_cw, j->spec_mo, j->changed,
                             reloaded);
         else
-            a = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:o}", "kind", save_kind_names[j->kind],
-                          "name", j->entry ? j->new_name : j->name, "saved", j->changed,
-                          "reloaded", reloaded, "created", j->created, "removed", !j->entry,
-                          "renamed_from",
+            a = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:o}", "kind", save_kind_names[j->kind], "name",
+                          j->entry ? j->new_name : j->name, "saved", j->changed, "reloaded",
+                          reloaded, "created", j->created, "removed", !j->entry, "renamed_from",
                           j->entry && strcmp(j->name, j->new_name) != 0 ? json_string(j->name)
                                                                         : json_null());
         send_json(sv->req, 200, a);
@@ -1290,7 +1289,8 @@ on_save_done(evutil_socket_t fd, short what, void *arg)
     if (j->code != GW_OK) {
         evhttp_connection_set_closecb(evhttp_request_get_connection(sv->req), NULL, NULL);
         if (j->probs.n)
-            send_problems(sv->req, &j->probs, j->code == GW_E_CONTROL_CONFIG_INVALID ? j->code : GW_OK,
+            send_problems(sv->req, &j->probs,
+                          j->code == GW_E_CONTROL_CONFIG_INVALID ? j->code : GW_OK,
                           j->status ? j->status : 400, j->lead ? j->lead : "the config is refused");
         else
             send_error(sv->req, j->code, j->status, j->why[0] ? j->why : gw_code_str(j->code));
@@ -1303,7 +1303,9 @@ on_save_done(evutil_socket_t fd, short what, void *arg)
         return;
     }
     GW_LOG(GW_LOG_INFO, NULL, "config_saved", "%s %s %s in %s", save_kind_names[j->kind],
-           j->kind == NET_SAVE_SPEC ? j->name : j->entry ? j->new_name : j->name,
+           j->kind == NET_SAVE_SPEC ? j->name
+           : j->entry               ? j->new_name
+                                    : j->name,
            j->entry || j->kind == NET_SAVE_SPEC ? "saved" : "removed", j->conf_path);
     live = gw_conf_acquire(&sv->c->thr);
     sv->gen = live ? live->generation : 0;
@@ -1431,7 +1433,8 @@ entry_kind_of(const char *sub, const char **name)
     static const struct {
         const char *prefix;
         enum net_save_kind kind;
-    } t[] = {{"groups/", NET_SAVE_GROUP}, {"keys/", NET_SAVE_CLIENT}, {"providers/", NET_SAVE_PROVIDER}};
+    } t[] = {
+        {"groups/", NET_SAVE_GROUP}, {"keys/", NET_SAVE_CLIENT}, {"providers/", NET_SAVE_PROVIDER}};
     size_t i;
 
     for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

@@ -187,8 +187,7 @@ net_save_free(struct net_save *s)
     gw_free(s);
 }
 
-static void
-refuse(struct net_save *s, enum gw_code code, int status, const char *fmt, ...)
+static void refuse(struct net_save *s, enum gw_code code, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 static void
@@ -291,8 +290,8 @@ edit_text(struct net_save *s, const char *data, size_t len, const struct gw_conf
     }
     if (group_still_named(s, old))
         return false;
-    rc = gw_yaml_set_entry(data, len, net_save_list(s->kind), s->name, s->entry, s->entry_len,
-                           text, &s->created, s->why, sizeof(s->why));
+    rc = gw_yaml_set_entry(data, len, net_save_list(s->kind), s->name, s->entry, s->entry_len, text,
+                           &s->created, s->why, sizeof(s->why));
     if (rc != GW_OK) {
         s->code = rc;
         s->status = rc == GW_E_BAD_REQUEST ? 400 : 0;
@@ -308,9 +307,9 @@ net_save_is_published(const struct net_save *s, const struct gw_conf *live)
 
     if (s->kind == NET_SAVE_SPEC) {
         e = spec_entry(live, s->name, s->model);
-        return s->spec_present ? e && e->context_window == s->spec_cw &&
-                                     e->max_output_tokens == s->spec_mo
-                               : !e;
+        return s->spec_present
+                   ? e && e->context_window == s->spec_cw && e->max_output_tokens == s->spec_mo
+                   : !e;
     }
     if (s->entry)
         return has_entry(live, s->kind, s->new_name) &&
@@ -373,8 +372,8 @@ run_locked(struct net_save *s)
 
     data = file_read(s->conf_path, &len);
     if (!data) {
-        refuse(s, GW_E_CONTROL_CONFIG_IO, 0, "cannot read the config file %.300s: %s",
-               s->conf_path, strerror(errno));
+        refuse(s, GW_E_CONTROL_CONFIG_IO, 0, "cannot read the config file %.300s: %s", s->conf_path,
+               strerror(errno));
         return;
     }
     /* the folder relative paths resolve against, as gwd's loader has it */

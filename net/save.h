@@ -34,8 +34,8 @@ enum net_save_kind {
 struct net_save {
     /* in */
     enum net_save_kind kind;
-    const char *conf_path; /* borrowed: gwd's config path */
-    struct store *store;   /* borrowed, may be NULL: a client rename is recorded there */
+    const char *conf_path;          /* borrowed: gwd's config path */
+    struct store *store;            /* borrowed, may be NULL: a client rename is recorded there */
     char name[GW_NAME_MAX + 1];     /* the entry in the path (SPEC: the provider) */
     char new_name[GW_NAME_MAX + 1]; /* the saved entry's name (== name unless renamed) */
     char *entry;                    /* owned: the new entry as JSON; NULL removes it */
@@ -43,15 +43,15 @@ struct net_save {
     char *model; /* owned: SPEC only, the model id */
     struct gw_yaml_spec_edit spec;
     /* out */
-    enum gw_code code;               /* GW_OK when saved or nothing to change */
-    int status;                      /* the HTTP status of a refusal; 0: the code's own */
-    char why[1024];                  /* the refusal, for the operator (no secret values) */
-    struct gw_conf_problems probs;   /* a refused config's problems (when n > 0) */
-    const char *lead;                /* their one-line summary */
-    bool changed;                    /* the file was replaced */
-    bool created;                    /* the entry was added */
-    bool spec_present;               /* SPEC: the entry exists in the saved file ... */
-    uint64_t spec_cw, spec_mo;       /* ... with these values (0: not written) */
+    enum gw_code code;             /* GW_OK when saved or nothing to change */
+    int status;                    /* the HTTP status of a refusal; 0: the code's own */
+    char why[1024];                /* the refusal, for the operator (no secret values) */
+    struct gw_conf_problems probs; /* a refused config's problems (when n > 0) */
+    const char *lead;              /* their one-line summary */
+    bool changed;                  /* the file was replaced */
+    bool created;                  /* the entry was added */
+    bool spec_present;             /* SPEC: the entry exists in the saved file ... */
+    uint64_t spec_cw, spec_mo;     /* ... with these values (0: not written) */
 };
 
 /* A save of <kind> for the config file <conf_path>; NULL when out of memory. */

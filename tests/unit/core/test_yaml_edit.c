@@ -761,11 +761,12 @@ test_entry_replace_first_block_provider_keeps_every_other_byte(void **state)
     const char *got;
 
     (void)state;
-    got = set_ok(MIXED, "providers", "pa",
-                 "{\"name\": \"pa\", \"dialect\": \"openai\", \"base_url\": \"http://127.0.0.1:7\", "
-                 "\"keys\": [{\"value\": \"sk-new\"}], \"models\": [\"gpt-4.1\", \"*\"], "
-                 "\"max_concurrent\": 4}",
-                 &created);
+    got =
+        set_ok(MIXED, "providers", "pa",
+               "{\"name\": \"pa\", \"dialect\": \"openai\", \"base_url\": \"http://127.0.0.1:7\", "
+               "\"keys\": [{\"value\": \"sk-new\"}], \"models\": [\"gpt-4.1\", \"*\"], "
+               "\"max_concurrent\": 4}",
+               &created);
     assert_false(created);
     assert_replaced(MIXED, got,
                     "name: pa   # trailing comment\n"
@@ -787,10 +788,11 @@ test_entry_replace_flow_item_of_block_list_stays_flow(void **state)
     const char *got;
 
     (void)state;
-    got = set_ok(MIXED, "providers", "pb",
-                 "{\"name\": \"pb\", \"dialect\": \"responses\", \"base_url\": "
-                 "\"http://127.0.0.1:9\", \"keys\": [{\"value\": \"sk-b2\"}], \"models\": [\"m1\"]}",
-                 NULL);
+    got =
+        set_ok(MIXED, "providers", "pb",
+               "{\"name\": \"pb\", \"dialect\": \"responses\", \"base_url\": "
+               "\"http://127.0.0.1:9\", \"keys\": [{\"value\": \"sk-b2\"}], \"models\": [\"m1\"]}",
+               NULL);
     assert_replaced(MIXED, got,
                     "{name: pb, dialect: openai, base_url: \"http://127.0.0.1:9\", keys: [{value: "
                     "sk-b}], models: [m1]}",
@@ -885,14 +887,16 @@ test_entry_add_after_block_list_with_flow_last_item_uses_flow(void **state)
     const char *got;
 
     (void)state;
-    got = set_ok(y, "providers", "pz",
-                 "{\"name\": \"pz\", \"dialect\": \"gemini\", \"base_url\": \"http://h\", \"keys\": "
-                 "[{\"value\": \"k2\"}], \"models\": [\"m\"]}",
-                 NULL);
-    assert_replaced(y, got, "   # pa\n",
-                    "   # pa\n"
-                    "    - {name: pz, dialect: gemini, base_url: \"http://h\", keys: [{value: k2}], "
-                    "models: [m]}\n");
+    got =
+        set_ok(y, "providers", "pz",
+               "{\"name\": \"pz\", \"dialect\": \"gemini\", \"base_url\": \"http://h\", \"keys\": "
+               "[{\"value\": \"k2\"}], \"models\": [\"m\"]}",
+               NULL);
+    assert_replaced(
+        y, got, "   # pa\n",
+        "   # pa\n"
+        "    - {name: pz, dialect: gemini, base_url: \"http://h\", keys: [{value: k2}], "
+        "models: [m]}\n");
 }
 
 static void
@@ -925,9 +929,10 @@ test_entry_remove_only_item_leaves_an_empty_list(void **state)
         static char empty[sizeof(MIXED)];
 
         snprintf(empty, sizeof(empty), "%s", got);
-        got = set_ok(empty, "clients", "alice",
-                     "{\"name\": \"alice\", \"key_sha256\": " SHA_A "}", NULL);
-        assert_replaced(empty, got, "clients: []", "clients: [{name: alice, key_sha256: " SHA_A_PLAIN "}]");
+        got = set_ok(empty, "clients", "alice", "{\"name\": \"alice\", \"key_sha256\": " SHA_A "}",
+                     NULL);
+        assert_replaced(empty, got, "clients: []",
+                        "clients: [{name: alice, key_sha256: " SHA_A_PLAIN "}]");
     }
 }
 
@@ -943,7 +948,8 @@ test_entry_missing_list_is_added_at_the_end(void **state)
     (void)state;
     got = set_ok(y, "groups", "g1", "{\"name\": \"g1\", \"providers\": [\"pa\"]}", &created);
     assert_true(created);
-    assert_replaced(y, got, "# one\r\n", "# one\r\ngroups:\r\n  - name: g1\r\n    providers: [pa]\r\n");
+    assert_replaced(y, got, "# one\r\n",
+                    "# one\r\ngroups:\r\n  - name: g1\r\n    providers: [pa]\r\n");
 }
 
 static void
@@ -960,18 +966,20 @@ test_entry_crlf_block_replace_keeps_crlf(void **state)
     const char *got;
 
     (void)state;
-    got = set_ok(y, "providers", "pa",
-                 "{\"name\": \"pa\", \"dialect\": \"openai\", \"base_url\": \"http://h\", \"keys\": "
-                 "[{\"value\": \"k\"}], \"models\": [\"m\"]}",
-                 NULL);
+    got =
+        set_ok(y, "providers", "pa",
+               "{\"name\": \"pa\", \"dialect\": \"openai\", \"base_url\": \"http://h\", \"keys\": "
+               "[{\"value\": \"k\"}], \"models\": [\"m\"]}",
+               NULL);
     assert_replaced(y, got, "    models: [\"*\"]\r\n", "    models: [m]\r\n");
 }
 
 static void
 test_entry_strings_that_would_read_back_otherwise_are_quoted(void **state)
 {
-    static const char e[] = "{\"name\": \"g9\", \"model\": \"yes\", \"x\": [\"8\", \"a b\", "
-                            "\"k: v\", \"#c\", \"\", \"on\", \"ok\", 7, true, null, \"*\", \"-x\"]}";
+    static const char e[] =
+        "{\"name\": \"g9\", \"model\": \"yes\", \"x\": [\"8\", \"a b\", "
+        "\"k: v\", \"#c\", \"\", \"on\", \"ok\", 7, true, null, \"*\", \"-x\"]}";
     struct gw_buf out = {0};
     char why[256];
 
