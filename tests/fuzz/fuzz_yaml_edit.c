@@ -135,8 +135,8 @@ fuzz_entry(const char *line1, const char *entry, size_t elen, const char *yaml, 
     struct gw_conf_problems p = {0};
     struct gw_conf *before = NULL, *after = NULL;
     struct gw_buf out = {0};
-    int list = line1[1] >= '0' && line1[1] <= '2' ? line1[1] - '0' : 0;
-    const char *name = line1[0] && line1[1] ? line1 + 2 : "";
+    int list = line1[0] >= '0' && line1[0] <= '2' ? line1[0] - '0' : 0;
+    const char *name = line1[0] ? line1 + 1 : "";
     char why[256], *newname = NULL;
     bool created = false;
     enum gw_code rc;
