@@ -2,19 +2,21 @@
  * net/control.c - the control thread: one event_base and one evhttp server on
  * control.listen answering /healthz, /readyz, /metrics (Prometheus text) and the bearer-token
  * protected /control/v1/ JSON API (DESIGN.md 14, 18): version, traffic, overview,
- * dry-run, events and PUT provider-model-spec.
+ * dry-run, events, and the saves: PUT provider-model-spec and PUT/DELETE
+ * groups|keys|providers/{name}.
  * Each request acquires the live config snapshot (for the token) and releases it before
  * the handler returns; traffic pages are read from the store in their own read
  * transaction (store_rows_page), so nothing is held across callbacks. The dry-run calls
  * the data plane's own ordering (gw_route_order with advance = false) and conversation
  * key (net_conversation_key), so it answers what a request would get, changing nothing.
- * A model-spec save edits the config file's one entry (core/yaml_edit.h), validates the
- * whole text with gw_conf_parse as a reload would, replaces the file atomically (temp
- * file in the same folder, fsync, rename), sends SIGHUP to the process (main reloads on
- * its own loop) and answers once the reload has published the entry, polling the
- * snapshot with a timer so the control loop never blocks.
+ * A save hands its file work (net/save.h: read the config file, edit its one entry with
+ * core/yaml_edit.h, validate the whole text with gw_conf_parse as a reload would,
+ * replace the file atomically) to a helper thread of its own, which fires the save's
+ * event on this loop when it is done, so the loop never waits for the disk. The loop
+ * then sends SIGHUP to the process (main reloads on its own loop) and answers once the
+ * reload has published the change, polling the snapshot with a timer.
  * Owns:    the thread, its event_base, the evhttp server and listener, the stop event,
- *          the saves waiting for their reload.
+ *          the saves (and their helper threads, joined before a save is freed).
  * Threads: net_control_start/stop on main; every handler on the control thread, which
  *          blocks only on its own sockets and short LMDB reads.
  * See:     net/control.h, cli/ (gwctl), tests/unit/net/test_control.c, docs/gwctl.md

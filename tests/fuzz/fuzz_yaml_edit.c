@@ -141,8 +141,8 @@ fuzz_entry(const char *line1, const char *entry, size_t elen, const char *yaml, 
     bool created = false;
     enum gw_code rc;
 
-    rc = gw_yaml_set_entry(yaml, ylen, lists[list], name, elen ? entry : NULL, elen, &out,
-                           &created, why, sizeof(why));
+    rc = gw_yaml_set_entry(yaml, ylen, lists[list], name, elen ? entry : NULL, elen, &out, &created,
+                           why, sizeof(why));
     if (rc != GW_OK) {
         if (out.len != 0 || why[0] == '\0')
             __builtin_trap();
