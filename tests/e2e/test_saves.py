@@ -7,7 +7,10 @@
 # group); a refused save answers its config.*/engine.* code and leaves the file
 # byte-identical; a renamed key keeps its usage totals across the reload and a restart.
 
+import errno
 import json
+import os
+import threading
 
 from gwtest import (ALICE_KEY, CONTROL_TOKEN, UP_KEY_A, bearer, chat_body, gwctl_run,
                     http_request, overview, sha256_hex, wait_until)
@@ -285,3 +288,43 @@ def test_renamed_key_keeps_its_totals_across_reload_and_restart(tmp_path, bench,
     g2 = restart(g)
     assert key_used(g2, "lim2") == 3
     assert "name: lim2\n" in g2.config_path.read_text()
+
+
+def test_the_control_api_answers_while_a_save_waits_for_the_disk(tmp_path, bench, gwd):
+    """The file work runs off the control loop: with the config file swapped for a FIFO,
+    a save blocks reading it, and the control API still answers; once the FIFO gives the
+    text, the save completes and a regular file replaces the FIFO."""
+    b = bench()
+    g = gwd(config_text(tmp_path, b))
+    text = g.config_path.read_bytes()
+    g.config_path.unlink()
+    os.mkfifo(g.config_path)
+    got = {}
+
+    def save():
+        got["r"] = send(g, "PUT", "/control/v1/groups/grp-new", {"providers": ["up-a"]})
+    t = threading.Thread(target=save)
+    t.start()
+
+    def reader_waits():  # a non-blocking open for writing succeeds once a reader has it open
+        try:
+            return os.open(g.config_path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                return None
+            raise
+    fd = wait_until(reader_waits, what="the save reading the config FIFO")
+    try:
+        r = g.control("/control/v1/overview")  # answered while the save is blocked
+        assert r.status == 200, r
+        assert "grp-new" not in [x["name"] for x in r.json()["groups"]]
+        assert "r" not in got
+        os.set_blocking(fd, True)
+        os.write(fd, text)
+    finally:
+        os.close(fd)
+    t.join(30)
+    assert got["r"].status == 200, got["r"]
+    assert got["r"].json()["reloaded"] is True
+    assert g.config_path.is_file()
+    assert "grp-new" in names(g, "groups")
