@@ -71,6 +71,49 @@ print_saved(const char *kind, json_t *ans)
         printf(", saved; the reload has not shown it yet (see gwd's log)\n");
 }
 
+/* A reload's answer ({"reloaded", "generation", "changed": {"providers": {"added": [..],
+ * "removed", "changed"}, "groups", "clients"}, "settings": [..]}): one line per list and
+ * kind of change, then the settings sections. */
+static void
+print_reload(json_t *ans)
+{
+    static const char *const parts[] = {"added", "removed", "changed"};
+    json_t *changed = json_object_get(ans, "changed"), *settings, *v;
+    json_int_t gen = json_integer_value(json_object_get(ans, "generation"));
+    const char *k;
+    bool any = false;
+    size_t p, i;
+
+    json_object_foreach(changed, k, v)
+    {
+        for (p = 0; json_is_object(v) && p < 3; p++) {
+            json_t *arr = json_object_get(v, parts[p]);
+
+            if (!json_is_array(arr) || json_array_size(arr) == 0)
+                continue;
+            printf("%s %s:", k, parts[p]);
+            for (i = 0; i < json_array_size(arr); i++) {
+                json_t *e = json_array_get(arr, i);
+
+                printf(" %s", json_is_string(e) ? json_string_value(e) : "?");
+            }
+            fputc('\n', stdout);
+            any = true;
+        }
+    }
+    settings = json_object_get(ans, "settings");
+    if (json_is_array(settings) && json_array_size(settings) > 0) {
+        printf("settings changed:");
+        for (i = 0; i < json_array_size(settings); i++) {
+            v = json_array_get(settings, i);
+            printf(" %s", json_is_string(v) ? json_string_value(v) : "?");
+        }
+        fputc('\n', stdout);
+        any = true;
+    }
+    printf("reloaded (generation %lld)%s\n", (long long)gen, any ? "" : ": nothing changed");
+}
+
 static int
 call(const struct cli_opts *o, const char *kind, const char *method, const char *path,
      const char *body, size_t len, bool reload)
@@ -84,32 +127,7 @@ call(const struct cli_opts *o, const char *kind, const char *method, const char 
         json_dumpf(ans, stdout, JSON_COMPACT);
         fputc('\n', stdout);
     } else if (reload) {
-        const char *k;
-        json_t *v;
-        bool any = false;
-
-        /* each section's added/removed/changed names, as the gateway lists them */
-        json_object_foreach(ans, k, v)
-        {
-            static const char *const parts[] = {"added", "removed", "changed"};
-            size_t p, i;
-
-            for (p = 0; json_is_object(v) && p < 3; p++) {
-                json_t *arr = json_object_get(v, parts[p]);
-
-                if (!json_is_array(arr) || json_array_size(arr) == 0)
-                    continue;
-                printf("%s %s:", k, parts[p]);
-                for (i = 0; i < json_array_size(arr); i++) {
-                    json_t *e = json_array_get(arr, i);
-
-                    printf(" %s", json_is_string(e) ? json_string_value(e) : "?");
-                }
-                fputc('\n', stdout);
-                any = true;
-            }
-        }
-        printf(any ? "reloaded\n" : "reloaded: nothing changed\n");
+        print_reload(ans);
     } else {
         print_saved(kind, ans);
     }

@@ -8,12 +8,14 @@
 # byte-identical; a renamed key keeps its usage totals across the reload and a restart.
 
 import errno
+import http.server
 import json
 import os
+import subprocess
 import threading
 
-from gwtest import (ALICE_KEY, CONTROL_TOKEN, UP_KEY_A, bearer, chat_body, gwctl_run,
-                    http_request, overview, sha256_hex, wait_until)
+from gwtest import (ALICE_KEY, CONTROL_TOKEN, UP_KEY_A, base_env, bearer, binary, chat_body,
+                    gwctl_run, http_request, overview, sha256_hex, wait_until)
 
 LIM_KEY = "gw-key-limited-save-0123456789"
 
@@ -185,8 +187,6 @@ def test_gwctl_group_and_provider_set_from_stdin_and_rm(tmp_path, bench, gwd):
     b = bench()
     g = gwd(config_text(tmp_path, b))
     t0 = g.config_path.read_bytes().decode()
-    import subprocess
-    from gwtest import base_env, binary
     p = subprocess.run([binary("gwctl"), "--url", g.control_url, "--token", CONTROL_TOKEN,
                         "provider", "set", "up-d", "--file", "-"],
                        input=json.dumps({"dialect": "openai", "base_url": b.url,
@@ -328,3 +328,70 @@ def test_the_control_api_answers_while_a_save_waits_for_the_disk(tmp_path, bench
     assert got["r"].json()["reloaded"] is True
     assert g.config_path.is_file()
     assert "grp-new" in names(g, "groups")
+
+
+class ReloadStub(http.server.BaseHTTPRequestHandler):
+    """POST /control/v1/reload answered with the next (status, body) of the server's list,
+    in the shape docs/gwctl.md gives; records what was asked."""
+
+    def do_POST(self):
+        srv = self.server
+        srv.asked.append((self.path, self.headers.get("Authorization")))
+        status, body = srv.answers.pop(0)
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_gwctl_reload_prints_what_changed_or_the_refusal(tmp_path):
+    srv = http.server.HTTPServer(("127.0.0.1", 0), ReloadStub)
+    srv.asked = []
+    empty = {"added": [], "removed": [], "changed": []}
+    srv.answers = [
+        (200, {"reloaded": True, "generation": 7,
+               "changed": {"providers": {"added": ["spare"], "removed": [],
+                                         "changed": ["official"]},
+                           "groups": empty,
+                           "clients": {"added": [], "removed": ["bob", "carol"],
+                                       "changed": []}},
+               "settings": ["failover"]}),
+        (200, {"reloaded": True, "generation": 8,
+               "changed": {"providers": empty, "groups": empty, "clients": empty},
+               "settings": []}),
+        (409, {"reloaded": False, "generation": 8,
+               "error": {"code": "gw.control.config_invalid",
+                         "message": "the config is refused: groups[0].providers[0]: x "
+                                    "(engine.group_unknown_member)",
+                         "problems": []}}),
+    ]
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+
+    def gwctl(*args):
+        p = subprocess.run([binary("gwctl"), "--url", f"http://127.0.0.1:{srv.server_port}",
+                            "--token", CONTROL_TOKEN, *args], env=base_env(),
+                           capture_output=True, timeout=30)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+    try:
+        rc, out, err = gwctl("reload")
+        assert rc == 0, err
+        assert out.splitlines() == ["providers added: spare", "providers changed: official",
+                                    "clients removed: bob carol", "settings changed: failover",
+                                    "reloaded (generation 7)"]
+        rc, out, err = gwctl("reload")
+        assert (rc, out) == (0, "reloaded (generation 8): nothing changed\n"), err
+        rc, out, err = gwctl("reload")
+        assert rc == 1 and out == ""
+        assert "gw.control.config_invalid" in err and "engine.group_unknown_member" in err
+        rc, out, err = gwctl("reload", "now")
+        assert rc == 2
+        assert srv.asked == [("/control/v1/reload", f"Bearer {CONTROL_TOKEN}")] * 3
+    finally:
+        srv.shutdown()
+        srv.server_close()
