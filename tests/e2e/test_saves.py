@@ -206,6 +206,7 @@ def test_gwctl_group_and_provider_set_from_stdin_and_rm(tmp_path, bench, gwd):
                        env=base_env(), capture_output=True, timeout=30)
     assert p.returncode == 0, p
     assert b"sk-secret-d-123" not in p.stdout + p.stderr  # never echoed
+    assert "sk-secret-d-123" not in g.log(400)
     t1 = g.config_path.read_bytes().decode()
     assert_only(t0, t1, "    models: [m-c]\n",
                 "    models: [m-c]\n  - name: up-d\n    dialect: openai\n"
@@ -249,6 +250,12 @@ def test_refused_saves_answer_their_code_and_leave_the_file_alone(tmp_path, benc
     refused("PUT", "/control/v1/keys/lim", {"key_sha256": "abc"}, 400, "config.bad_key_sha256")
     refused("PUT", "/control/v1/providers/up-a", {"bogus_field": 1}, 400,
             "config.unknown_field")
+    # a refused provider's credential is not echoed in the answer
+    r = send(g, "PUT", "/control/v1/providers/up-z",
+             {"dialect": "openai", "base_url": "ftp://x", "keys": [{"value": "sk-leak-999"}],
+              "models": ["m"]})
+    assert r.status == 400 and r.json()["error"]["code"] == "config.bad_url", r
+    assert b"sk-leak-999" not in r.body and g.config_path.read_bytes() == t0
     refused("DELETE", "/control/v1/groups/nope", None, 404, "gw.control.unknown_group")
     refused("DELETE", "/control/v1/keys/nope", None, 404, "gw.control.unknown_client")
     refused("PUT", "/control/v1/keys/lim", [1, 2], 400, "gw.bad_request")
