@@ -402,3 +402,29 @@ def test_gwctl_reload_prints_what_changed_or_the_refusal(tmp_path):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_concurrent_saves_each_keep_the_others_entry(tmp_path, bench, gwd):
+    """Saves run one at a time: eight saves sent at once each read the file as the one
+    before left it, so every entry is in the file at the end and the rest is unchanged."""
+    b = bench()
+    g = gwd(config_text(tmp_path, b))
+    t0 = g.config_path.read_text()
+    got = {}
+
+    def save(i):
+        got[i] = send(g, "PUT", f"/control/v1/groups/grp-c{i}", {"providers": ["up-a"]})
+    ts = [threading.Thread(target=save, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert all(got[i].status == 200 and got[i].json()["reloaded"] for i in range(8)), got
+    t1 = g.config_path.read_text()
+    a, zb, za = changed_span(t0, t1)
+    assert zb == a  # only added bytes, in one place: the end of the groups list
+    added = t1[a:za]
+    assert sorted(added.split(", {name: ")[1:]) == sorted(
+        f"grp-c{i}, providers: [up-a]}}" for i in range(8)), added
+    groups = names(g, "groups")
+    assert all(f"grp-c{i}" in groups for i in range(8)), groups
