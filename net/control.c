@@ -25,7 +25,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -85,7 +84,6 @@
 #define CONTROL_RELOAD_WAIT_MS 10000
 #define CONTROL_RELOAD_POLL_MS 20
 #define CONTROL_MAX_SAVES 16 /* saves waiting for their reload at once */
-#define CONTROL_MAX_CONF (16 * 1024 * 1024)
 
 struct net_control;
 
