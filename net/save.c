@@ -250,7 +250,8 @@ group_still_named(struct net_save *s, const struct gw_conf *old)
 {
     size_t i, j;
 
-    if (s->kind != NET_SAVE_GROUP || (s->entry && strcmp(s->name, s->new_name) == 0))
+    if (s->kind != NET_SAVE_GROUP || (s->entry && strcmp(s->name, s->new_name) == 0) ||
+        !has_entry(old, NET_SAVE_GROUP, s->name)) /* not a group: nothing goes away */
         return false;
     for (i = 0; i < old->n_clients; i++) {
         for (j = 0; j < old->clients[i].n_models; j++) {

@@ -257,6 +257,8 @@ def test_refused_saves_answer_their_code_and_leave_the_file_alone(tmp_path, benc
     assert r.status == 400 and r.json()["error"]["code"] == "config.bad_url", r
     assert b"sk-leak-999" not in r.body and g.config_path.read_bytes() == t0
     refused("DELETE", "/control/v1/groups/nope", None, 404, "gw.control.unknown_group")
+    # gpt-test is in lim's scope but is no group: not found, not "in use"
+    refused("DELETE", "/control/v1/groups/gpt-test", None, 404, "gw.control.unknown_group")
     refused("DELETE", "/control/v1/keys/nope", None, 404, "gw.control.unknown_client")
     refused("PUT", "/control/v1/keys/lim", [1, 2], 400, "gw.bad_request")
     r = http_request(g.control_port, "PUT", "/control/v1/groups/x", b"{}")
