@@ -48,5 +48,9 @@ int cli_cmd_events(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_keys(const struct cli_opts *o, int argc, char **argv);
 /* `spec set|rm`: <argv>[1] is "set" or "rm". */
 int cli_cmd_spec(const struct cli_opts *o, int argc, char **argv);
+/* `gwctl group|key|provider set NAME --file F|-` and `... rm NAME` (argv[0] is the kind);
+ * `gwctl reload` (cli/save.c). */
+int cli_cmd_save(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_reload(const struct cli_opts *o, int argc, char **argv);
 
 #endif

@@ -32,6 +32,15 @@ usage_print(FILE *f)
           "  spec set PROVIDER MODEL [--context-window N|none] [--max-output-tokens N|none]\n"
           "  spec rm PROVIDER MODEL   set or remove a providers[].model_specs entry in the\n"
           "                           gateway's config file (saved, then reloaded)\n"
+          "  group set NAME --file F.json|-\n"
+          "  key set NAME --file F.json|-\n"
+          "  provider set NAME --file F.json|-\n"
+          "                           add or replace one groups/clients/providers entry in\n"
+          "                           the gateway's config file (a JSON object with the\n"
+          "                           config's field names; another \"name\" renames it)\n"
+          "  group|key|provider rm NAME\n"
+          "                           remove that entry (saved, then reloaded)\n"
+          "  reload                   reload the config file, print what changed\n"
           "  check FILE               validate a config file offline\n"
           "\n"
           "global flags (before the subcommand):\n"
@@ -118,6 +127,10 @@ main(int argc, char **argv)
         return cli_cmd_keys(&o, argc - i, argv + i);
     if (strcmp(cmd, "spec") == 0)
         return cli_cmd_spec(&o, argc - i, argv + i);
+    if (strcmp(cmd, "group") == 0 || strcmp(cmd, "key") == 0 || strcmp(cmd, "provider") == 0)
+        return cli_cmd_save(&o, argc - i, argv + i);
+    if (strcmp(cmd, "reload") == 0)
+        return cli_cmd_reload(&o, argc - i, argv + i);
     if (strcmp(cmd, "events") == 0)
         return cli_cmd_events(&o, argc - i, argv + i);
     if (strcmp(cmd, "dry-run") == 0)

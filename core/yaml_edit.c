@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <yaml.h>
 
@@ -442,7 +443,7 @@ check_events(struct ye *x, size_t a, size_t b)
         }
         if (anchor && at >= a && at < b)
             rc = fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE,
-                      "the provider's entry uses an anchor or alias (&%.40s / *%.40s): edit it "
+                      "the entry uses an anchor or alias (&%.40s / *%.40s): edit it "
                       "by hand",
                       (const char *)anchor, (const char *)anchor);
         if (docs > 1)
@@ -609,6 +610,46 @@ out:
     return rc;
 }
 
+/* Sets up <x> for one call over <yaml>/<len>. */
+static void
+ye_init(struct ye *x, const char *yaml, size_t len, char *why, size_t whylen)
+{
+    const char *nl;
+
+    memset(x, 0, sizeof(*x));
+    x->y = yaml ? yaml : "";
+    x->len = yaml ? len : 0;
+    x->why = why;
+    x->whylen = whylen;
+    if (whylen)
+        why[0] = '\0';
+    nl = memchr(x->y, '\n', x->len);
+    x->eol = nl && nl > x->y && nl[-1] == '\r' ? "\r\n" : "\n";
+}
+
+/* Writes the text with splice <s> applied to <out> when <rc> is GW_OK, frees what <x>
+ * holds, and returns the final code (an error leaves <out> empty). */
+static enum gw_code
+ye_finish(struct ye *x, enum gw_code rc, const struct splice *s, struct gw_buf *out)
+{
+    const struct gw_buf *text = s->text;
+
+    if (rc == GW_OK && (gw_buf_reserve(out, x->len + text->len + 1) != GW_OK ||
+                        (s->a && gw_buf_append(out, x->y, s->a) != GW_OK) ||
+                        (text->len && gw_buf_append(out, text->data, text->len) != GW_OK) ||
+                        (s->b < x->len && gw_buf_append(out, x->y + s->b, x->len - s->b) != GW_OK)))
+        rc = GW_E_NOMEM;
+    if (rc != GW_OK) {
+        gw_buf_reset(out);
+        if (rc == GW_E_NOMEM)
+            fail(x, rc, "out of memory");
+    }
+    if (x->have_doc)
+        yaml_document_delete(&x->doc);
+    gw_free(x->off);
+    return rc;
+}
+
 enum gw_code
 gw_yaml_set_model_spec(const char *yaml, size_t len, const char *provider, const char *model,
                        const struct gw_yaml_spec_edit *e, struct gw_buf *out, char *why,
@@ -617,37 +658,438 @@ gw_yaml_set_model_spec(const char *yaml, size_t len, const char *provider, const
     struct ye x;
     struct gw_buf text = {0};
     struct splice s = {0, 0, &text};
-    const char *nl;
     enum gw_code rc;
 
-    memset(&x, 0, sizeof(x));
-    x.y = yaml ? yaml : "";
-    x.len = yaml ? len : 0;
-    x.why = why;
-    x.whylen = whylen;
-    if (whylen)
-        why[0] = '\0';
+    ye_init(&x, yaml, len, why, whylen);
     gw_buf_reset(out);
-    nl = memchr(x.y, '\n', x.len);
-    x.eol = nl && nl > x.y && nl[-1] == '\r' ? "\r\n" : "\n";
     rc = check_edit(&x, model, e);
     if (rc == GW_OK)
         rc = offsets_build(&x);
     if (rc == GW_OK)
         rc = edit(&x, provider, model, e, &s);
-    if (rc == GW_OK && (gw_buf_reserve(out, x.len + text.len + 1) != GW_OK ||
-                        (s.a && gw_buf_append(out, x.y, s.a) != GW_OK) ||
-                        (text.len && gw_buf_append(out, text.data, text.len) != GW_OK) ||
-                        (s.b < x.len && gw_buf_append(out, x.y + s.b, x.len - s.b) != GW_OK)))
-        rc = GW_E_NOMEM;
-    if (rc != GW_OK) {
-        gw_buf_reset(out);
-        if (rc == GW_E_NOMEM)
-            fail(&x, rc, "out of memory");
-    }
-    if (x.have_doc)
-        yaml_document_delete(&x.doc);
-    gw_free(x.off);
+    rc = ye_finish(&x, rc, &s, out);
     gw_buf_fini(&text);
+    return rc;
+}
+
+/* ---- whole list entries (providers, groups, clients) ---- */
+
+#define YE_MAX_ENTRY (1024 * 1024) /* a rendered entry; stops alias blow-ups */
+
+/* A string that reads back as the same string when written plain: a name-like word
+ * that YAML 1.1 does not take for a number, a boolean or null. */
+static bool
+plain_ok(const char *s, size_t n)
+{
+    static const char *const words[] = {"true", "false", "yes", "no",  "on",
+                                        "off",  "y",     "n",   "null"};
+    size_t i;
+
+    if (n == 0 || n > 256 ||
+        !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
+        return false;
+    for (i = 0; i < n; i++) {
+        char c = s[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '/' || c == '-'))
+            return false;
+    }
+    for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strlen(words[i]) == n && strncasecmp(words[i], s, n) == 0)
+            return false;
+    return true;
+}
+
+/* One node of the entry document <d> in flow style: plain scalars (numbers, true,
+ * false, null) as given, strings plain when plain_ok, else double-quoted; mappings
+ * {k: v, ...} and sequences [a, ...]. */
+static enum gw_code
+render_flow(struct ye *x, yaml_document_t *d, yaml_node_t *n, struct gw_buf *t, int depth)
+{
+    size_t i;
+
+    if (!n || depth > YE_MAX_DEPTH || t->len > YE_MAX_ENTRY)
+        return fail(x, GW_E_BAD_REQUEST, "the entry is nested too deep or too large");
+    if (n->type == YAML_SCALAR_NODE) {
+        const char *v = (const char *)n->data.scalar.value;
+        size_t l = n->data.scalar.length;
+
+        if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && l > 0 &&
+            strcspn(v, ",[]{}#:\n\r\t\"'&*!|>%@`") >= l)
+            return gw_buf_append(t, v, l);
+        if (plain_ok(v, l))
+            return gw_buf_append(t, v, l);
+        return gw_buf_append_json_str(t, (struct gw_str){v, l});
+    }
+    if (n->type == YAML_SEQUENCE_NODE) {
+        if (gw_buf_append(t, "[", 1) != GW_OK)
+            return GW_E_NOMEM;
+        for (i = 0; n->data.sequence.items.start + i < n->data.sequence.items.top; i++) {
+            enum gw_code rc;
+
+            if (i && gw_buf_append(t, ", ", 2) != GW_OK)
+                return GW_E_NOMEM;
+            rc = render_flow(x, d, yaml_document_get_node(d, n->data.sequence.items.start[i]), t,
+                             depth + 1);
+            if (rc != GW_OK)
+                return rc;
+        }
+        return gw_buf_append(t, "]", 1);
+    }
+    if (n->type == YAML_MAPPING_NODE) {
+        if (gw_buf_append(t, "{", 1) != GW_OK)
+            return GW_E_NOMEM;
+        for (i = 0; i < n_pairs(n); i++) {
+            yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
+            enum gw_code rc;
+
+            if (i && gw_buf_append(t, ", ", 2) != GW_OK)
+                return GW_E_NOMEM;
+            rc = render_flow(x, d, yaml_document_get_node(d, p->key), t, depth + 1);
+            if (rc == GW_OK)
+                rc = gw_buf_append(t, ": ", 2);
+            if (rc == GW_OK)
+                rc = render_flow(x, d, yaml_document_get_node(d, p->value), t, depth + 1);
+            if (rc != GW_OK)
+                return rc;
+        }
+        return gw_buf_append(t, "}", 1);
+    }
+    return fail(x, GW_E_BAD_REQUEST, "the entry holds an empty node");
+}
+
+/* The entry mapping <m> in block style: "k: v" pairs, the first where the text goes,
+ * the others on lines of their own at column <indent>; values in flow style. No line
+ * end after the last pair. */
+static enum gw_code
+render_block(struct ye *x, yaml_document_t *d, yaml_node_t *m, size_t indent, struct gw_buf *t)
+{
+    size_t i;
+
+    for (i = 0; i < n_pairs(m); i++) {
+        yaml_node_pair_t *p = &m->data.mapping.pairs.start[i];
+        enum gw_code rc = GW_OK;
+
+        if (i && gw_buf_printf(t, "%s%*s", x->eol, (int)indent, "") != GW_OK)
+            return GW_E_NOMEM;
+        rc = render_flow(x, d, yaml_document_get_node(d, p->key), t, 1);
+        if (rc == GW_OK)
+            rc = gw_buf_append(t, ": ", 2);
+        if (rc == GW_OK)
+            rc = render_flow(x, d, yaml_document_get_node(d, p->value), t, 1);
+        if (rc != GW_OK)
+            return rc;
+    }
+    return GW_OK;
+}
+
+/* Loads the new entry (JSON, or YAML) into <d>; it must be a non-empty mapping. */
+static enum gw_code
+entry_load(struct ye *x, const char *entry, size_t len, yaml_document_t *d, yaml_node_t **root)
+{
+    yaml_parser_t p;
+    enum gw_code rc = GW_OK;
+
+    if (!yaml_parser_initialize(&p))
+        return GW_E_NOMEM;
+    yaml_parser_set_input_string(&p, (const unsigned char *)entry, len);
+    if (!yaml_parser_load(&p, d)) {
+        rc = p.error == YAML_MEMORY_ERROR ? GW_E_NOMEM
+                                          : fail(x, GW_E_BAD_REQUEST, "the entry is not JSON: %s",
+                                                 p.problem ? p.problem : "?");
+        yaml_parser_delete(&p);
+        return rc;
+    }
+    yaml_parser_delete(&p);
+    *root = yaml_document_get_root_node(d);
+    if (!*root || (*root)->type != YAML_MAPPING_NODE || n_pairs(*root) == 0) {
+        yaml_document_delete(d);
+        return fail(x, GW_E_BAD_REQUEST, "the entry must be a JSON object with its fields");
+    }
+    return GW_OK;
+}
+
+static size_t
+n_items(const yaml_node_t *s)
+{
+    return (size_t)(s->data.sequence.items.top - s->data.sequence.items.start);
+}
+
+static yaml_node_t *
+item_at(struct ye *x, yaml_node_t *s, size_t i)
+{
+    return node(x, s->data.sequence.items.start[i]);
+}
+
+/* The byte of the "-" that opens block sequence item <it> (before it on its line, or on
+ * an earlier line when the item starts on the next one); (size_t)-1 when none. */
+static size_t
+dash_of(struct ye *x, yaml_node_t *it)
+{
+    size_t p = bo(x, it->start_mark);
+
+    while (p > 0 && strchr(" \t\r\n", x->y[p - 1]))
+        p--;
+    return p > 0 && x->y[p - 1] == '-' ? p - 1 : (size_t)-1;
+}
+
+/* The column (in bytes) of byte <p> on its line, and whether only blanks precede it. */
+static size_t
+col_of(struct ye *x, size_t p, bool *line_start)
+{
+    size_t q = p;
+
+    while (q > 0 && x->y[q - 1] != '\n')
+        q--;
+    *line_start = true;
+    for (size_t i = q; i < p; i++)
+        if (x->y[i] != ' ')
+            *line_start = false;
+    return p - q;
+}
+
+/* The new entry <d>/<root> as item text: flow when <flow>, else block at <indent>. */
+static enum gw_code
+render_item(struct ye *x, yaml_document_t *d, yaml_node_t *root, bool flow, size_t indent,
+            struct gw_buf *t)
+{
+    return flow ? render_flow(x, d, root, t, 0) : render_block(x, d, root, indent, t);
+}
+
+/* Removes item <i> of sequence <seq> (the value of root pair <ki>). */
+static enum gw_code
+item_remove(struct ye *x, yaml_node_t *root, size_t ki, yaml_node_t *seq, size_t i,
+            struct splice *s)
+{
+    size_t n = n_items(seq), dash, p;
+    yaml_node_t *it = item_at(x, seq, i);
+    bool ls;
+
+    if (is_flow(seq)) {
+        if (i + 1 < n) {
+            s->a = bo(x, it->start_mark);
+            s->b = bo(x, item_at(x, seq, i + 1)->start_mark);
+        } else if (i > 0) {
+            s->a = content_end(x, item_at(x, seq, i - 1), 0);
+            s->b = content_end(x, it, 0);
+        } else {
+            s->a = bo(x, it->start_mark);
+            s->b = content_end(x, it, 0);
+        }
+        return s->a <= s->b ? GW_OK
+                            : fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "unexpected layout");
+    }
+    if (n == 1) { /* the list stays, empty: "name: []" */
+        yaml_node_t *k = pair_key(x, root, ki);
+
+        for (p = bo(x, k->end_mark); p < x->len && (x->y[p] == ' ' || x->y[p] == '\t'); p++)
+            ;
+        if (p >= x->len || x->y[p] != ':')
+            return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "unexpected layout");
+        s->a = p + 1;
+        s->b = content_end(x, it, 0);
+        if (s->b < s->a)
+            return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "unexpected layout");
+        return gw_buf_append_cstr(s->text, " []");
+    }
+    dash = dash_of(x, it);
+    if (dash == (size_t)-1)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "unexpected layout");
+    col_of(x, dash, &ls);
+    if (!ls)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE,
+                    "the entry does not start its line (write \"- \" on a line of its own)");
+    s->a = dash;
+    while (s->a > 0 && x->y[s->a - 1] == ' ')
+        s->a--;
+    s->b = line_after(x, content_end(x, it, 0));
+    if (s->b == (size_t)-1 || s->b < s->a)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE,
+                    "unexpected text after the entry on its last line");
+    return GW_OK;
+}
+
+/* Adds the new entry after the last item of <seq> (or into an empty flow list). */
+static enum gw_code
+item_add(struct ye *x, yaml_node_t *seq, yaml_document_t *d, yaml_node_t *root, struct splice *s)
+{
+    size_t n = n_items(seq), at, dash, col;
+    yaml_node_t *last;
+    enum gw_code rc;
+    bool ls;
+
+    if (is_flow(seq)) {
+        if (n == 0) {
+            at = bo(x, seq->start_mark);
+            if (at >= x->len || x->y[at] != '[')
+                return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "unexpected layout");
+            s->a = s->b = at + 1;
+            return render_flow(x, d, root, s->text, 0);
+        }
+        s->a = s->b = content_end(x, item_at(x, seq, n - 1), 0);
+        if (gw_buf_append(s->text, ", ", 2) != GW_OK)
+            return GW_E_NOMEM;
+        return render_flow(x, d, root, s->text, 0);
+    }
+    if (n == 0)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "unexpected layout");
+    last = item_at(x, seq, n - 1);
+    dash = dash_of(x, item_at(x, seq, 0));
+    if (dash == (size_t)-1)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "unexpected layout");
+    col = col_of(x, dash, &ls);
+    at = line_after(x, content_end(x, last, 0));
+    if (!ls || at == (size_t)-1)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE,
+                    "unexpected text after the last entry of the list");
+    s->a = s->b = at;
+    if (at == x->len && at > 0 && x->y[at - 1] != '\n' &&
+        gw_buf_append_cstr(s->text, x->eol) != GW_OK)
+        return GW_E_NOMEM;
+    if (gw_buf_printf(s->text, "%*s- ", (int)col, "") != GW_OK)
+        return GW_E_NOMEM;
+    rc = render_item(x, d, root, is_flow(last), col + 2, s->text);
+    return rc != GW_OK ? rc : gw_buf_append_cstr(s->text, x->eol);
+}
+
+/* Adds "<list>:" with the new entry as its one item after the last key of <root>. */
+static enum gw_code
+list_add(struct ye *x, yaml_node_t *root, const char *list, yaml_document_t *d, yaml_node_t *eroot,
+         struct splice *s)
+{
+    size_t at, col = root->start_mark.column;
+    enum gw_code rc;
+
+    if (is_flow(root) || n_pairs(root) == 0)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE,
+                    "the file is not a block mapping: add \"%s: []\" by hand first", list);
+    at = line_after(x, content_end(x, pair_value(x, root, n_pairs(root) - 1), 0));
+    if (at == (size_t)-1)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "unexpected text at the end of the file");
+    s->a = s->b = at;
+    if (at == x->len && at > 0 && x->y[at - 1] != '\n' &&
+        gw_buf_append_cstr(s->text, x->eol) != GW_OK)
+        return GW_E_NOMEM;
+    if (gw_buf_printf(s->text, "%*s%s:%s%*s  - ", (int)col, "", list, x->eol, (int)col, "") !=
+        GW_OK)
+        return GW_E_NOMEM;
+    rc = render_block(x, d, eroot, col + 4, s->text);
+    return rc != GW_OK ? rc : gw_buf_append_cstr(s->text, x->eol);
+}
+
+static enum gw_code
+not_found(struct ye *x, const char *list, const char *name)
+{
+    enum gw_code code = strcmp(list, "providers") == 0 ? GW_E_CONTROL_UNKNOWN_PROVIDER
+                        : strcmp(list, "clients") == 0 ? GW_E_CONTROL_UNKNOWN_CLIENT
+                                                       : GW_E_CONTROL_UNKNOWN_GROUP;
+
+    return fail(x, code, "no entry named \"%.64s\" in %s", name, list);
+}
+
+static enum gw_code
+entry_edit(struct ye *x, const char *list, const char *name, yaml_document_t *d, yaml_node_t *eroot,
+           struct splice *s, bool *created)
+{
+    yaml_node_t *root, *seq, *item = NULL;
+    long li;
+    size_t i, at = 0, ia, ib;
+    unsigned count, found = 0;
+    enum gw_code rc;
+
+    rc = load(x);
+    if (rc != GW_OK)
+        return rc;
+    root = yaml_document_get_root_node(&x->doc);
+    if (!root || root->type != YAML_MAPPING_NODE)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "the file is not a YAML mapping");
+    li = pair_find(x, root, list, &count);
+    if (count > 1)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "%s is written twice", list);
+    if (li < 0) {
+        if (!eroot)
+            return not_found(x, list, name);
+        rc = check_events(x, 0, 0);
+        if (rc == GW_OK)
+            rc = list_add(x, root, list, d, eroot, s);
+        *created = rc == GW_OK;
+        return rc;
+    }
+    seq = pair_value(x, root, (size_t)li);
+    if (!seq || seq->type != YAML_SEQUENCE_NODE)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE,
+                    "%s is not a list (write \"%s: []\" to start one)", list, list);
+    if (bo(x, seq->start_mark) < bo(x, pair_key(x, root, (size_t)li)->end_mark))
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "%s is an alias: edit it by hand", list);
+    for (i = 0; i < n_items(seq); i++) {
+        yaml_node_t *it = item_at(x, seq, i);
+        long ni = pair_find(x, it, "name", &count);
+
+        if (ni >= 0 && scalar_is(pair_value(x, it, (size_t)ni), name)) {
+            item = it;
+            at = i;
+            found++;
+        }
+    }
+    if (found > 1)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE,
+                    "\"%.64s\" is written twice in %s: edit the file by hand", name, list);
+    if (!item) {
+        if (!eroot)
+            return not_found(x, list, name);
+        rc = check_events(x, 0, 0);
+        if (rc == GW_OK)
+            rc = item_add(x, seq, d, eroot, s);
+        *created = rc == GW_OK;
+        return rc;
+    }
+    ia = bo(x, item->start_mark);
+    ib = bo(x, item->end_mark);
+    if (ia < bo(x, seq->start_mark) || ia > ib)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "the entry is an alias: edit it by hand");
+    rc = check_events(x, ia, ib);
+    if (rc != GW_OK)
+        return rc;
+    if (!eroot)
+        return item_remove(x, root, (size_t)li, seq, at, s);
+    s->a = ia;
+    s->b = content_end(x, item, 0);
+    if (s->b < s->a || item->type != YAML_MAPPING_NODE)
+        return fail(x, GW_E_CONTROL_CONFIG_NOT_EDITABLE, "unexpected layout");
+    return render_item(x, d, eroot, is_flow(item), item->start_mark.column, s->text);
+}
+
+enum gw_code
+gw_yaml_set_entry(const char *yaml, size_t len, const char *list, const char *name,
+                  const char *entry, size_t entry_len, struct gw_buf *out, bool *created, char *why,
+                  size_t whylen)
+{
+    struct ye x;
+    struct gw_buf text = {0};
+    struct splice s = {0, 0, &text};
+    yaml_document_t d;
+    yaml_node_t *eroot = NULL;
+    bool have_entry = false, made = false;
+    enum gw_code rc = GW_OK;
+
+    ye_init(&x, yaml, len, why, whylen);
+    gw_buf_reset(out);
+    if (!name || !*name)
+        rc = fail(&x, GW_E_BAD_REQUEST, "the entry's name is empty");
+    if (rc == GW_OK && entry) {
+        rc = entry_load(&x, entry, entry_len, &d, &eroot);
+        have_entry = rc == GW_OK;
+    }
+    if (rc == GW_OK)
+        rc = offsets_build(&x);
+    if (rc == GW_OK)
+        rc = entry_edit(&x, list, name, have_entry ? &d : NULL, eroot, &s, &made);
+    rc = ye_finish(&x, rc, &s, out);
+    if (have_entry)
+        yaml_document_delete(&d);
+    gw_buf_fini(&text);
+    if (created)
+        *created = rc == GW_OK && made;
     return rc;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * core/yaml_edit.h - edits of the YAML config text that keep every byte outside the
  * edited entry (DESIGN.md 14: "edits only its own entry in the YAML file so the rest
- * stays byte for byte"). Today: one providers[].model_specs entry.
+ * stays byte for byte"): one providers[].model_specs entry, or one whole entry of the
+ * providers, groups or clients list.
  * Pure: text in, text out; reads libyaml's node marks for byte positions, does no I/O.
  * Owns:    nothing beyond one call (the output buffer is the caller's).
  * Threads: any; never blocks.
@@ -11,6 +12,7 @@
 #ifndef GW_CORE_YAML_EDIT_H
 #define GW_CORE_YAML_EDIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,5 +63,36 @@ struct gw_yaml_spec_edit {
 enum gw_code gw_yaml_set_model_spec(const char *yaml, size_t len, const char *provider,
                                     const char *model, const struct gw_yaml_spec_edit *edit,
                                     struct gw_buf *out, char *why, size_t whylen);
+
+/* Replaces, adds or removes the entry named <name> of the top-level list <list>
+ * ("providers", "groups", "clients": a list of mappings each with a `name`) in the
+ * config text <yaml>/<len>, and writes the whole new text to <out> (reset first; the
+ * caller owns it). Every byte outside the entry's own span is copied as it was.
+ * <entry>/<entry_len> is the new entry as a JSON object (YAML flow or block text works
+ * too) with the field names of the YAML; NULL removes the entry. The new entry may carry
+ * another name than <name> (a rename: it takes the old entry's place).
+ * - The entry exists: its text, from its first key to the end of its last value, is
+ *   replaced. In a block list the entry is written in block style (one "key: value"
+ *   line per field at the entry's indentation, each value in flow style); an entry
+ *   written in flow style (`- {name: a, ...}`, or any entry of a flow list `[...]`) is
+ *   written back as one flow mapping. Comments inside the old entry go with it;
+ *   comments after it on its last line stay.
+ * - The entry does not exist: it is added after the last entry (a line "- ..." at the
+ *   column of the list's dashes, in the style of the last entry; ", {...}" in a flow
+ *   list); when <list> is absent, "<list>:" and the entry are added at the end of the
+ *   top-level mapping. <*created> (may be NULL) is set then.
+ * - Removing: the entry's lines go (in a flow list the entry and one comma); removing
+ *   the only entry of a block list leaves `<list>: []`.
+ * Strings are written plain when that reads back as the same string (a name-like
+ * word, not true/false/null/yes/no/on/off), else double-quoted.
+ * Returns GW_OK; GW_E_BAD_REQUEST (<name> empty, <entry> not an object or not
+ * parseable); GW_E_CONTROL_UNKNOWN_PROVIDER / _CLIENT / _GROUP (removing an entry
+ * that is not there); GW_E_CONTROL_CONFIG_NOT_EDITABLE (as gw_yaml_set_model_spec, or
+ * the name written twice, or a layout this function does not rewrite); GW_E_NOMEM. On
+ * any error <out> is empty and <why> says what. The result is not validated: callers
+ * run gw_conf_parse on it. */
+enum gw_code gw_yaml_set_entry(const char *yaml, size_t len, const char *list, const char *name,
+                               const char *entry, size_t entry_len, struct gw_buf *out,
+                               bool *created, char *why, size_t whylen);
 
 #endif

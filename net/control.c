@@ -2,19 +2,21 @@
  * net/control.c - the control thread: one event_base and one evhttp server on
  * control.listen answering /healthz, /readyz, /metrics (Prometheus text) and the bearer-token
  * protected /control/v1/ JSON API (DESIGN.md 14, 18): version, traffic, overview,
- * dry-run, events, PUT provider-model-spec and POST reload (net/reload.h).
+ * dry-run, events, POST reload (net/reload.h) and the saves: PUT provider-model-spec
+ * and PUT/DELETE groups|keys|providers/{name}.
  * Each request acquires the live config snapshot (for the token) and releases it before
  * the handler returns; traffic pages are read from the store in their own read
  * transaction (store_rows_page), so nothing is held across callbacks. The dry-run calls
  * the data plane's own ordering (gw_route_order with advance = false) and conversation
  * key (net_conversation_key), so it answers what a request would get, changing nothing.
- * A model-spec save edits the config file's one entry (core/yaml_edit.h), validates the
- * whole text with gw_conf_parse as a reload would, replaces the file atomically (temp
- * file in the same folder, fsync, rename), sends SIGHUP to the process (main reloads on
- * its own loop) and answers once the reload has published the entry, polling the
- * snapshot with a timer so the control loop never blocks.
+ * A save hands its file work (net/save.h: read the config file, edit its one entry with
+ * core/yaml_edit.h, validate the whole text with gw_conf_parse as a reload would,
+ * replace the file atomically) to a helper thread of its own, which fires the save's
+ * event on this loop when it is done, so the loop never waits for the disk. The loop
+ * then asks main for a reload (net/reload.h, the queue POST reload uses) and answers
+ * with what that reload changed.
  * Owns:    the thread, its event_base, the evhttp server and listener, the stop event,
- *          the saves waiting for their reload.
+ *          the saves (and their helper threads, joined before a save is freed).
  * Threads: net_control_start/stop on main; every handler on the control thread, which
  *          blocks only on its own sockets and short LMDB reads.
  * See:     net/control.h, cli/ (gwctl), tests/unit/net/test_control.c, docs/gwctl.md
@@ -23,12 +25,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +69,7 @@
 #include "net/net-priv.h"
 #include "net/reload.h"
 #include "net/report.h"
+#include "net/save.h"
 #include "store/store.h"
 
 #define CONTROL_LIMIT_DEFAULT 50
@@ -84,10 +85,7 @@
 /* "2026-11-30T04:01:02.345Z" and its NUL */
 #define CONTROL_TS_LEN 25
 /* A model-spec save waits this long for the reload to publish its entry. */
-#define CONTROL_RELOAD_WAIT_MS 10000
-#define CONTROL_RELOAD_POLL_MS 20
 #define CONTROL_MAX_SAVES 16 /* saves waiting for their reload at once */
-#define CONTROL_MAX_CONF (16 * 1024 * 1024)
 
 struct net_control;
 
@@ -98,17 +96,16 @@ struct event_sub {
     uint64_t skipped;           /* events left out since its backlog was too long, untold */
 };
 
-/* A saved model spec whose answer waits for the reload (PUT provider-model-spec). */
-struct spec_wait {
+/* A save (PUT provider-model-spec, PUT/DELETE groups|keys|providers/{name}): its file
+ * work on a helper thread, then its answer waiting for the reload. */
+struct save {
     struct net_control *c;
-    struct evhttp_request *req; /* answered when the wait ends */
-    struct event *ev;           /* owned: the poll timer */
-    uint64_t gen;               /* the live generation before the reload was asked */
-    unsigned polls;
-    char provider[GW_NAME_MAX + 1];
-    char *model;     /* owned */
-    bool present;    /* the entry exists in the saved file */
-    uint64_t cw, mo; /* its context_window / max_output_tokens; 0 = not written */
+    struct evhttp_request *req; /* answered at the end; NULL once the client has gone */
+    struct net_save *job;       /* owned: the request and what the file work did */
+    struct event *ev;           /* owned: the helper's done event */
+    pthread_t thread;           /* the helper thread ... */
+    bool running;               /* ... not joined yet */
+    bool reloading;             /* its reload is asked, not answered yet */
 };
 
 struct net_control {
@@ -128,9 +125,9 @@ struct net_control {
     struct event *ev_tick;
     unsigned ticks;
     uint64_t drops_told[GW_EV__COUNT]; /* ring drops per event name told so far */
-    /* PUT provider-model-spec answers waiting for their reload */
-    struct spec_wait *waits[CONTROL_MAX_SAVES];
-    size_t n_waits;
+    /* saves being written or waiting for their reload */
+    struct save *saves[CONTROL_MAX_SAVES];
+    size_t n_saves;
 };
 
 /* ---- JSON helpers ---- */
@@ -1074,18 +1071,11 @@ authorized(struct evhttp_request *req, const struct gw_conf *conf, const char **
     return true;
 }
 
-/* ---- PUT /control/v1/provider-model-spec ---- */
-
-static const char *
-conf_getenv(void *arg, const char *name)
-{
-    (void)arg;
-    return getenv(name);
-}
-
-/* The environment gwd's own loader uses (net/main.c): the process environment and
- * SHA-256, so a save is validated exactly as the reload will validate it. */
-static const struct gw_conf_env control_conf_env = {conf_getenv, sha256, NULL};
+/* ---- saves: PUT provider-model-spec, PUT/DELETE groups|keys|providers/{name} ----
+ * The file work (net/save.c) runs on a helper thread, one per save (at most
+ * CONTROL_MAX_SAVES at once), which fires the save's event on this loop when it is done;
+ * the answer then waits for the reload it asks of main (net/reload.h), so the loop never
+ * blocks on the disk. */
 
 /* The body: {"provider", "model", "context_window"?, "max_output_tokens"?}; a field
  * left out keeps what the file says, null removes it. */
@@ -1158,112 +1148,6 @@ spec_request(json_t *j, const char **prov, const char **model, struct gw_yaml_sp
     return GW_OK;
 }
 
-/* The model_specs entry <model> of provider <prov> in <c> as written (NULL if none). */
-static const struct gw_conf_model_spec *
-spec_entry(const struct gw_conf *c, const char *prov, const char *model)
-{
-    const struct gw_conf_provider *p = c ? gw_conf_provider_find(c, prov, strlen(prov)) : NULL;
-    size_t i;
-
-    for (i = 0; p && i < p->n_model_specs; i++)
-        if (strcmp(p->model_specs[i].model, model) == 0)
-            return &p->model_specs[i];
-    return NULL;
-}
-
-static char *
-file_read(const char *path, size_t *lenp)
-{
-    struct gw_buf b = {0};
-    char chunk[16384];
-    FILE *f = fopen(path, "rb");
-    size_t n;
-
-    if (!f)
-        return NULL;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (b.len + n > CONTROL_MAX_CONF || gw_buf_append(&b, chunk, n) != GW_OK) {
-            fclose(f);
-            gw_buf_fini(&b);
-            errno = b.len + n > CONTROL_MAX_CONF ? EFBIG : ENOMEM;
-            return NULL;
-        }
-    }
-    if (ferror(f)) {
-        fclose(f);
-        gw_buf_fini(&b);
-        errno = EIO;
-        return NULL;
-    }
-    fclose(f);
-    *lenp = b.len;
-    if (!b.data) /* an empty file */
-        return gw_calloc(1, 1);
-    return b.data;
-}
-
-/* Replaces <path> by <len> bytes of <data>: a temp file in the same folder, with the
- * old file's mode, written, fsynced and renamed over it, then the folder fsynced. A
- * symlinked config is followed, so the link stays and its target is replaced. */
-static bool
-file_replace(const char *path, const char *data, size_t len, char *why, size_t whylen)
-{
-    char real[PATH_MAX], rcopy[PATH_MAX], tmp[PATH_MAX + 32];
-    const char *dir;
-    struct stat st;
-    size_t off = 0;
-    int fd, dfd, n;
-
-    if (!realpath(path, real) || stat(real, &st) != 0) {
-        snprintf(why, whylen, "%.300s: %s", path, strerror(errno));
-        return false;
-    }
-    memcpy(rcopy, real, sizeof(rcopy));
-    dir = dirname(rcopy);
-    n = snprintf(tmp, sizeof(tmp), "%s/.gw-save-XXXXXX", dir);
-    if (n < 0 || (size_t)n >= sizeof(tmp)) {
-        snprintf(why, whylen, "%.300s: the path is too long", real);
-        return false;
-    }
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(why, whylen, "cannot create a file in %.300s: %s", dir, strerror(errno));
-        return false;
-    }
-    if (fchmod(fd, st.st_mode & 07777) != 0)
-        goto fail;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            goto fail;
-        off += (size_t)w;
-    }
-    if (fsync(fd) != 0) /* the bytes are on disk before the name points at them */
-        goto fail;
-    if (close(fd) != 0) {
-        fd = -1;
-        goto fail;
-    }
-    fd = -1;
-    if (rename(tmp, real) != 0)
-        goto fail;
-    dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) { /* the rename itself is durable once the folder is synced */
-        fsync(dfd);
-        close(dfd);
-    }
-    return true;
-fail:
-    snprintf(why, whylen, "cannot write %.300s: %s", real, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    return false;
-}
-
 /* The answer: the entry as the file now holds it. */
 static json_t *
 spec_answer(const char *prov, const char *model, bool present, uint64_t cw, uint64_t mo, bool saved,
@@ -1305,227 +1189,236 @@ send_problems(struct evhttp_request *req, const struct gw_conf_problems *probs, 
 }
 
 static void
-spec_wait_free(struct spec_wait *w)
+save_free(struct save *sv)
 {
-    struct net_control *c = w->c;
+    struct net_control *c = sv->c;
     size_t i;
 
-    for (i = 0; i < c->n_waits; i++) {
-        if (c->waits[i] == w) {
-            c->waits[i] = c->waits[--c->n_waits];
+    for (i = 0; i < c->n_saves; i++) {
+        if (c->saves[i] == sv) {
+            c->saves[i] = c->saves[--c->n_saves];
             break;
         }
     }
-    if (w->ev)
-        event_free(w->ev);
-    gw_free(w->model);
-    gw_free(w);
+    if (sv->running) /* only at shutdown: the thread ends after its disk work */
+        pthread_join(sv->thread, NULL);
+    if (sv->ev)
+        event_free(sv->ev);
+    net_save_free(sv->job);
+    gw_free(sv);
 }
 
 static void
-on_spec_client_gone(struct evhttp_connection *evcon, void *arg)
+on_save_client_gone(struct evhttp_connection *evcon, void *arg)
 {
     struct net_control *c = arg;
     size_t i;
 
-    for (i = 0; i < c->n_waits; i++) {
-        if (evhttp_request_get_connection(c->waits[i]->req) == evcon) {
-            spec_wait_free(c->waits[i]); /* evhttp frees the request after this */
+    for (i = 0; i < c->n_saves; i++) {
+        struct save *sv = c->saves[i];
+
+        if (sv->req && evhttp_request_get_connection(sv->req) == evcon) {
+            sv->req = NULL; /* evhttp frees the request after this */
+            if (!sv->running && !sv->reloading)
+                save_free(sv);
             return;
         }
     }
 }
 
-/* Answers a save once the live snapshot is newer than the one before the SIGHUP and
- * holds the saved entry (so it was loaded from the saved file), or once the wait is
- * over (reloaded: false: the reload failed or is slow; gwd's log says which). */
+static const char *const save_kind_names[] = {
+    [NET_SAVE_SPEC] = "provider-model-spec",
+    [NET_SAVE_PROVIDER] = "provider",
+    [NET_SAVE_GROUP] = "group",
+    [NET_SAVE_CLIENT] = "key",
+};
+
+/* Answers <sv> (saved: the file was replaced; reloaded: the reload that read the saved
+ * file took it, <res> what it changed; NULL when no reload ran) and frees it. */
 static void
-on_spec_poll(evutil_socket_t fd, short what, void *arg)
+save_answer(struct save *sv, const struct net_reload_result *res)
 {
-    struct spec_wait *w = arg;
-    struct gw_conf *live = gw_conf_acquire(&w->c->thr);
-    const struct gw_conf_model_spec *s;
-    bool done = false;
+    bool reloaded = res && res->reloaded;
+    const struct net_save *j = sv->job;
+    json_t *a;
+
+    if (sv->req) {
+        evhttp_connection_set_closecb(evhttp_request_get_connection(sv->req), NULL, NULL);
+        if (j->kind == NET_SAVE_SPEC)
+            a = spec_answer(j->name, j->model, j->spec_present, j->spec_cw, j->spec_mo, j->changed,
+                            reloaded);
+        else
+            a = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:o}", "kind", save_kind_names[j->kind], "name",
+                          j->entry ? j->new_name : j->name, "saved", j->changed, "reloaded",
+                          reloaded, "created", j->created, "removed", !j->entry, "renamed_from",
+                          j->entry && strcmp(j->name, j->new_name) != 0 ? json_string(j->name)
+                                                                        : json_null());
+        if (a && res)
+            json_object_set_new(a, "reload", net_reload_result_json(res));
+        send_json(sv->req, 200, a);
+        sv->req = NULL;
+    }
+    save_free(sv);
+}
+
+/* The reload asked after the file was replaced has run (it read the saved file). */
+static void
+on_save_reloaded(void *arg, const struct net_reload_result *res)
+{
+    struct save *sv = arg;
+
+    sv->reloading = false;
+    save_answer(sv, res);
+}
+
+/* The helper thread has done the file work: answer a refusal, or reload and wait. */
+static void
+on_save_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct save *sv = arg;
+    struct net_save *j = sv->job;
 
     (void)fd;
     (void)what;
-    if (live && live->generation != w->gen) {
-        s = spec_entry(live, w->provider, w->model);
-        done = w->present ? s && s->context_window == w->cw && s->max_output_tokens == w->mo : !s;
-    }
-    gw_conf_release(live);
-    if (done || ++w->polls * CONTROL_RELOAD_POLL_MS >= CONTROL_RELOAD_WAIT_MS) {
-        evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
-        send_json(w->req, 200,
-                  spec_answer(w->provider, w->model, w->present, w->cw, w->mo, true, done));
-        spec_wait_free(w);
+    pthread_join(sv->thread, NULL); /* it has fired this event: it is returning */
+    sv->running = false;
+    if (!sv->req) {
+        save_free(sv);
         return;
     }
-    {
-        struct timeval tv = {0, CONTROL_RELOAD_POLL_MS * 1000};
-
-        event_add(w->ev, &tv);
+    if (j->code != GW_OK) {
+        evhttp_connection_set_closecb(evhttp_request_get_connection(sv->req), NULL, NULL);
+        if (j->probs.n)
+            send_problems(sv->req, &j->probs,
+                          j->code == GW_E_CONTROL_CONFIG_INVALID ? j->code : GW_OK,
+                          j->status ? j->status : 400, j->lead ? j->lead : "the config is refused");
+        else
+            send_error(sv->req, j->code, j->status, j->why[0] ? j->why : gw_code_str(j->code));
+        sv->req = NULL;
+        save_free(sv);
+        return;
+    }
+    if (!j->changed) {
+        save_answer(sv, NULL);
+        return;
+    }
+    GW_LOG(GW_LOG_INFO, NULL, "config_saved", "%s %s %s in %s", save_kind_names[j->kind],
+           j->kind == NET_SAVE_SPEC ? j->name
+           : j->entry               ? j->new_name
+                                    : j->name,
+           j->entry || j->kind == NET_SAVE_SPEC ? "saved" : "removed", j->conf_path);
+    /* main reloads on its own loop, after every reload asked before this one: the file
+     * it reads holds this save; the answer carries what the reload changed */
+    sv->reloading = true; /* the reload's answer comes back to sv */
+    if (net_control_reload(sv->c, "save", on_save_reloaded, sv) != GW_OK) {
+        sv->reloading = false;
+        save_answer(sv, NULL);
     }
 }
 
-/* Starts the wait for the reload of a save; false when out of memory or too many saves
- * wait (the caller answers then, without waiting). */
-static bool
-spec_wait_start(struct net_control *c, struct evhttp_request *req, uint64_t gen, const char *prov,
-                const char *model, const struct gw_conf_model_spec *s)
+static void *
+save_thread(void *arg)
 {
-    struct spec_wait *w;
-    struct timeval tv = {0, CONTROL_RELOAD_POLL_MS * 1000};
+    struct save *sv = arg;
 
-    if (c->n_waits == CONTROL_MAX_SAVES || !(w = gw_calloc(1, sizeof(*w))))
-        return false;
-    w->c = c;
-    w->req = req;
-    w->gen = gen;
-    snprintf(w->provider, sizeof(w->provider), "%s", prov);
-    w->model = gw_strdup(model);
-    w->present = s != NULL;
-    w->cw = s ? s->context_window : 0;
-    w->mo = s ? s->max_output_tokens : 0;
-    w->ev = evtimer_new(c->base, on_spec_poll, w);
-    c->waits[c->n_waits++] = w;
-    if (!w->model || !w->ev || event_add(w->ev, &tv) != 0) {
-        spec_wait_free(w);
-        return false;
-    }
-    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_spec_client_gone, c);
-    return true;
+    net_save_run(sv->job);
+    /* the control base is thread-aware (evthread_use_pthreads): this wakes its loop */
+    event_active(sv->ev, EV_READ, 1);
+    return NULL;
 }
 
-static int
-spec_status(enum gw_code rc)
-{
-    switch (rc) {
-    case GW_E_CFG_MODEL_SPEC_BLANK_MODEL:
-    case GW_E_CFG_MODEL_SPEC_WILDCARD:
-    case GW_E_CFG_MODEL_SPEC_ZERO:
-    case GW_E_CFG_RANGE:
-    case GW_E_CFG_WRONG_TYPE: return 400;
-    default: return 0; /* the code's own */
-    }
-}
-
+/* Runs <*jobp> (taken: NULL on return) on a helper thread and answers <req> when done. */
 static void
-on_model_spec(struct net_control *c, struct evhttp_request *req, const struct gw_conf *conf)
+save_start(struct net_control *c, struct evhttp_request *req, struct net_save **jobp)
+{
+    struct net_save *job = *jobp;
+    struct save *sv;
+
+    *jobp = NULL;
+    if (c->n_saves == CONTROL_MAX_SAVES) {
+        net_save_free(job);
+        send_error(req, GW_E_BUSY, 503, "too many saves at once; try again");
+        return;
+    }
+    sv = gw_calloc(1, sizeof(*sv));
+    if (!sv) {
+        net_save_free(job);
+        send_error(req, GW_E_NOMEM, 500, "out of memory");
+        return;
+    }
+    sv->c = c;
+    sv->req = req;
+    sv->job = job;
+    sv->ev = event_new(c->base, -1, 0, on_save_done, sv);
+    c->saves[c->n_saves++] = sv;
+    if (!sv->ev || pthread_create(&sv->thread, NULL, save_thread, sv) != 0) {
+        sv->req = NULL;
+        save_free(sv);
+        send_error(req, GW_E_BUSY, 503, "cannot start the save; try again");
+        return;
+    }
+    sv->running = true;
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_save_client_gone, c);
+}
+
+/* The request body as a JSON value (NULL: answered with 400). */
+static json_t *
+body_json(struct evhttp_request *req)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t blen = evbuffer_get_length(in), len = 0;
+    size_t blen = evbuffer_get_length(in);
     const char *bytes = blen ? (const char *)evbuffer_pullup(in, -1) : "";
-    struct gw_conf_problems probs = {0};
-    struct gw_conf *old = NULL, *neu = NULL, *live;
-    const struct gw_conf_model_spec *os, *ns;
-    struct gw_yaml_spec_edit e;
-    const char *prov = NULL, *model = NULL;
-    struct gw_buf text = {0};
-    char why[1024], dir[PATH_MAX], *data = NULL, *dcopy;
-    uint64_t want_cw, want_mo, gen;
+    char why[300];
     json_error_t jerr;
-    json_t *j = NULL;
-    enum gw_code rc;
+    json_t *j = bytes ? json_loadb(bytes, blen, 0, &jerr) : NULL;
 
-    if (!c->deps.conf_path) {
-        send_error(req, GW_E_CONTROL_CONFIG_IO, 503,
-                   "the gateway does not know its config file: saves are off");
-        return;
-    }
-    j = bytes ? json_loadb(bytes, blen, 0, &jerr) : NULL;
     if (!j) {
         snprintf(why, sizeof(why), "the body is not JSON: %s", bytes ? jerr.text : "no memory");
         send_error(req, GW_E_BAD_REQUEST, 400, why);
-        return;
     }
-    rc = spec_request(j, &prov, &model, &e, why, sizeof(why));
+    return j;
+}
+
+static bool
+saves_on(struct net_control *c, struct evhttp_request *req)
+{
+    if (c->deps.conf_path)
+        return true;
+    send_error(req, GW_E_CONTROL_CONFIG_IO, 503,
+               "the gateway does not know its config file: saves are off");
+    return false;
+}
+
+static void
+on_model_spec(struct net_control *c, struct evhttp_request *req)
+{
+    struct net_save *job = NULL;
+    const char *prov = NULL, *model = NULL;
+    char why[1024];
+    json_t *j;
+    enum gw_code rc;
+
+    if (!saves_on(c, req) || !(j = body_json(req)))
+        return;
+    job = net_save_new(NET_SAVE_SPEC, c->deps.conf_path, c->deps.store);
+    if (!job) {
+        send_error(req, GW_E_NOMEM, 500, "out of memory");
+        goto out;
+    }
+    rc = spec_request(j, &prov, &model, &job->spec, why, sizeof(why));
     if (rc != GW_OK) {
         send_error(req, rc, 400, why);
         goto out;
     }
-    if (!gw_conf_provider_find(conf, prov, strlen(prov))) {
-        snprintf(why, sizeof(why), "no provider named \"%.64s\" in the running config", prov);
-        send_error(req, GW_E_CONTROL_UNKNOWN_PROVIDER, 0, why);
+    snprintf(job->name, sizeof(job->name), "%s", prov);
+    job->model = gw_strdup(model);
+    if (strlen(prov) > GW_NAME_MAX || !job->model) {
+        send_error(req, GW_E_CONTROL_UNKNOWN_PROVIDER, 0, "no provider with that name");
         goto out;
     }
-    data = file_read(c->deps.conf_path, &len);
-    if (!data) {
-        snprintf(why, sizeof(why), "cannot read the config file %.300s: %s", c->deps.conf_path,
-                 strerror(errno));
-        send_error(req, GW_E_CONTROL_CONFIG_IO, 0, why);
-        goto out;
-    }
-    /* the folder relative paths resolve against, as gwd's loader has it */
-    dcopy = gw_strdup(c->deps.conf_path);
-    if (!dcopy || !realpath(dirname(dcopy), dir))
-        snprintf(dir, sizeof(dir), ".");
-    gw_free(dcopy);
-    rc = gw_conf_parse(data, len, dir, &control_conf_env, &old, &probs);
-    if (rc == GW_E_NOMEM) {
-        send_error(req, rc, 0, "out of memory");
-        goto out;
-    }
-    if (rc != GW_OK) {
-        send_problems(req, &probs, GW_E_CONTROL_CONFIG_INVALID, 409,
-                      "the config file is refused as it is now (fix it by hand first)");
-        goto out;
-    }
-    rc = gw_yaml_set_model_spec(data, len, prov, model, &e, &text, why, sizeof(why));
-    if (rc != GW_OK) {
-        send_error(req, rc, spec_status(rc), why);
-        goto out;
-    }
-    os = spec_entry(old, prov, model);
-    want_cw = e.context_window_op == GW_YAML_SET      ? e.context_window
-              : e.context_window_op == GW_YAML_REMOVE ? 0
-              : os                                    ? os->context_window
-                                                      : 0;
-    want_mo = e.max_output_tokens_op == GW_YAML_SET      ? e.max_output_tokens
-              : e.max_output_tokens_op == GW_YAML_REMOVE ? 0
-              : os                                       ? os->max_output_tokens
-                                                         : 0;
-    if (text.len == len && memcmp(text.data ? text.data : "", data, len) == 0) {
-        send_json(req, 200, spec_answer(prov, model, os != NULL, want_cw, want_mo, false, false));
-        goto out;
-    }
-    rc = gw_conf_parse(text.data, text.len, dir, &control_conf_env, &neu, &probs);
-    if (rc == GW_E_NOMEM) {
-        send_error(req, rc, 0, "out of memory");
-        goto out;
-    }
-    if (rc != GW_OK) {
-        send_problems(req, &probs, GW_OK, 400,
-                      "the edited config is refused; the file is unchanged");
-        goto out;
-    }
-    ns = spec_entry(neu, prov, model);
-    if (ns ? ns->context_window != want_cw || ns->max_output_tokens != want_mo
-           : want_cw || want_mo) {
-        send_error(req, GW_E_INTERNAL, 500,
-                   "the edit did not give the entry asked for; the file is unchanged");
-        goto out;
-    }
-    if (!file_replace(c->deps.conf_path, text.data, text.len, why, sizeof(why))) {
-        send_error(req, GW_E_CONTROL_CONFIG_IO, 0, why);
-        goto out;
-    }
-    GW_LOG(GW_LOG_INFO, NULL, "config_saved",
-           "model_specs of provider %s, model %.128s saved to %s", prov, model, c->deps.conf_path);
-    live = gw_conf_acquire(&c->thr);
-    gen = live ? live->generation : 0;
-    gw_conf_release(live);
-    /* main reloads on SIGHUP on its own loop (the same path as an operator's kill -HUP);
-     * the answer waits for the snapshot that holds the entry */
-    kill(getpid(), SIGHUP);
-    if (!spec_wait_start(c, req, gen, prov, model, ns))
-        send_json(req, 200, spec_answer(prov, model, ns != NULL, want_cw, want_mo, true, false));
+    save_start(c, req, &job);
 out:
-    gw_conf_free(old);
-    gw_conf_free(neu);
-    gw_conf_problems_fini(&probs);
-    gw_buf_fini(&text);
-    gw_free(data);
+    net_save_free(job);
     json_decref(j);
 }
 
@@ -1611,6 +1504,124 @@ on_reload(struct net_control *c, struct evhttp_request *req)
         return;
     }
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_reload_client_gone, w);
+}
+
+/* "groups/NAME", "keys/NAME", "providers/NAME": the kind, and the name in <name>;
+ * -1 when <sub> is none of them. */
+static int
+entry_kind_of(const char *sub, const char **name)
+{
+    static const struct {
+        const char *prefix;
+        enum net_save_kind kind;
+    } t[] = {
+        {"groups/", NET_SAVE_GROUP}, {"keys/", NET_SAVE_CLIENT}, {"providers/", NET_SAVE_PROVIDER}};
+    size_t i;
+
+    for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        if (strncmp(sub, t[i].prefix, strlen(t[i].prefix)) == 0) {
+            *name = sub + strlen(t[i].prefix);
+            return (int)t[i].kind;
+        }
+    }
+    return -1;
+}
+
+static bool
+name_ok(const char *n)
+{
+    size_t l = strlen(n);
+
+    return l > 0 && l <= GW_NAME_MAX &&
+           strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == l;
+}
+
+/* The entry of a PUT: a JSON object with the YAML's field names; "name" defaults to the
+ * path's name, another name renames the entry. Written with "name" first, the other
+ * fields in the order given. Returns the JSON text (gw_malloc'd) or NULL (answered). */
+static char *
+entry_text(struct evhttp_request *req, const char *path_name, char new_name[GW_NAME_MAX + 1])
+{
+    json_t *j = body_json(req), *out = NULL, *v;
+    const char *k, *nm;
+    char *text = NULL, *dump;
+
+    if (!j)
+        return NULL;
+    if (!json_is_object(j)) {
+        send_error(req, GW_E_BAD_REQUEST, 400,
+                   "expected a JSON object: the entry with the config's field names");
+        goto done;
+    }
+    v = json_object_get(j, "name");
+    if (v && !json_is_string(v)) {
+        send_error(req, GW_E_BAD_REQUEST, 400, "name: expected a string");
+        goto done;
+    }
+    nm = v ? json_string_value(v) : path_name;
+    if (!name_ok(nm)) {
+        send_error(req, GW_E_BAD_REQUEST, 400, "name: expected 1 to 64 of a-z 0-9 . _ -");
+        goto done;
+    }
+    snprintf(new_name, GW_NAME_MAX + 1, "%s", nm);
+    out = json_object();
+    if (!out || json_object_set_new(out, "name", json_string(nm)) != 0)
+        goto nomem;
+    json_object_foreach(j, k, v)
+    {
+        if (strcmp(k, "name") != 0 && json_object_set(out, k, v) != 0)
+            goto nomem;
+    }
+    dump = json_dumps(out, JSON_PRESERVE_ORDER);
+    if (!dump)
+        goto nomem;
+    text = gw_strdup(dump);
+    free(dump);
+    if (text)
+        goto done;
+nomem:
+    send_error(req, GW_E_NOMEM, 500, "out of memory");
+done:
+    json_decref(out);
+    json_decref(j);
+    return text;
+}
+
+static void
+on_entry(struct net_control *c, struct evhttp_request *req, enum net_save_kind kind,
+         const char *name)
+{
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    struct net_save *job;
+
+    if (m != EVHTTP_REQ_PUT && m != EVHTTP_REQ_DELETE) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "PUT, DELETE");
+        send_error(req, GW_E_METHOD_NOT_ALLOWED, 405, "this path answers PUT and DELETE only");
+        return;
+    }
+    if (!name_ok(name)) {
+        send_error(req, GW_E_BAD_REQUEST, 400,
+                   "the name in the path: expected 1 to 64 of a-z 0-9 . _ -");
+        return;
+    }
+    if (!saves_on(c, req))
+        return;
+    job = net_save_new(kind, c->deps.conf_path, c->deps.store);
+    if (!job) {
+        send_error(req, GW_E_NOMEM, 500, "out of memory");
+        return;
+    }
+    snprintf(job->name, sizeof(job->name), "%s", name);
+    snprintf(job->new_name, sizeof(job->new_name), "%s", name);
+    if (m == EVHTTP_REQ_PUT) {
+        job->entry = entry_text(req, name, job->new_name);
+        if (!job->entry) {
+            net_save_free(job);
+            return;
+        }
+        job->entry_len = strlen(job->entry);
+    }
+    save_start(c, req, &job);
 }
 
 /* The /control/v1/ endpoints and the one method each answers. */
@@ -1875,7 +1886,7 @@ static void
 on_control(struct net_control *c, struct evhttp_request *req, const char *sub)
 {
     struct gw_conf *conf = gw_conf_acquire(&c->thr);
-    const char *why = NULL;
+    const char *why = NULL, *name = NULL;
     char msg[160];
     unsigned ep;
 
@@ -1895,6 +1906,8 @@ on_control(struct net_control *c, struct evhttp_request *req, const char *sub)
          * so gw_code_total stays about the data plane. */
         gw_code_count(GW_E_CONTROL_UNAUTHORIZED);
         send_error(req, GW_E_CONTROL_UNAUTHORIZED, 401, why);
+    } else if (ep == EP__COUNT && entry_kind_of(sub, &name) >= 0) {
+        on_entry(c, req, (enum net_save_kind)entry_kind_of(sub, &name), name);
     } else if (ep == EP__COUNT) {
         send_error(req, GW_E_NOT_FOUND, 404, "no such control endpoint");
     } else if (evhttp_request_get_command(req) != control_eps[ep].method) {
@@ -1908,7 +1921,7 @@ on_control(struct net_control *c, struct evhttp_request *req, const char *sub)
         case EP_OVERVIEW: on_overview(req, conf); break;
         case EP_DRY_RUN: on_dry_run(c, req, conf); break;
         case EP_EVENTS: on_events(c, req); break;
-        case EP_MODEL_SPEC: on_model_spec(c, req, conf); break;
+        case EP_MODEL_SPEC: on_model_spec(c, req); break;
         case EP_RELOAD: on_reload(c, req); break;
         case EP__COUNT: break;
         }
@@ -2028,8 +2041,8 @@ control_main(void *arg)
     while (c->n_subs) /* end the streams; the close callbacks need the base no more */
         evhttp_send_reply_end(c->subs[--c->n_subs].req);
     gw_events_set_interest(0, 0);
-    while (c->n_waits) /* saves still waiting for their reload; evhttp_free closes them */
-        spec_wait_free(c->waits[0]);
+    while (c->n_saves) /* saves still running or waiting; evhttp_free closes them */
+        save_free(c->saves[0]);
     gw_thread_unregister(&c->thr);
     return NULL;
 }

@@ -20,6 +20,7 @@
 
 #include "core/alloc.h"
 #include "core/events.h"
+#include "core/str.h"
 
 struct reload_ask {
     struct reload_ask *next;
@@ -252,13 +253,26 @@ problems_json(const struct gw_conf_problems *p)
 json_t *
 net_reload_result_json(const struct net_reload_result *res)
 {
-    json_t *settings;
+    json_t *settings, *j;
+    struct gw_buf msg = {0};
+    char line[1024];
     size_t i;
 
-    if (!res->reloaded)
-        return json_pack("{s:b,s:I,s:{s:s,s:s,s:o}}", "reloaded", 0, "generation",
-                         (json_int_t)res->generation, "error", "code", gw_code_str(res->code),
-                         "message", res->message, "problems", problems_json(&res->problems));
+    if (!res->reloaded) {
+        /* the message names the problems too (up to 20), as a refused save's does, so a
+         * reader of the message alone (gwctl, a log) learns what is wrong */
+        gw_buf_append_cstr(&msg, res->message);
+        for (i = 0; i < res->problems.n && i < 20; i++) {
+            gw_conf_problem_format(&res->problems.v[i], line, sizeof(line));
+            gw_buf_printf(&msg, "%s%s", i ? "; " : ": ", line);
+        }
+        j = json_pack("{s:b,s:I,s:{s:s,s:s,s:o}}", "reloaded", 0, "generation",
+                      (json_int_t)res->generation, "error", "code", gw_code_str(res->code),
+                      "message", msg.data ? msg.data : res->message, "problems",
+                      problems_json(&res->problems));
+        gw_buf_fini(&msg);
+        return j;
+    }
     settings = json_array();
     for (i = 0; settings && i < res->diff.n_settings; i++)
         json_array_append_new(settings, json_string(res->diff.settings[i]));

@@ -400,30 +400,27 @@ store_rows_page(struct store *s, uint64_t cursor, struct gw_row *rows, size_t ma
     return GW_OK;
 }
 
-enum gw_code
-store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
-                     int (*fn)(void *arg, const struct gw_row *row), void *arg)
+/* The rows of the one name <client> in <txn>; 0, MDB_NOTFOUND (stopped by <fn> or no
+ * more) or an LMDB error. */
+static int
+rows_of_name(struct store *s, MDB_txn *txn, const char *client, uint64_t since_ms,
+             int (*fn)(void *arg, const struct gw_row *row), void *arg)
 {
     unsigned char start[STORE_CLIENT_KEY_MAX];
     unsigned char rowkey[STORE_ROW_KEY_LEN];
     size_t plen = strlen(client) + 1; /* the name and its NUL */
     struct gw_row row;
-    MDB_txn *txn;
     MDB_cursor *c;
     MDB_val k, v, rk, rv;
     int rc;
 
     if (plen > GW_NAME_MAX + 1)
-        return GW_OK; /* no such client can have rows */
+        return 0; /* no such client can have rows */
     store_row_key(rowkey, since_ms, 0);
     k.mv_size = store_client_key(start, client, rowkey);
     k.mv_data = start;
-    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
-        return GW_E_STORE_IO;
-    if (mdb_cursor_open(txn, s->dbi_by_client, &c) != 0) {
-        mdb_txn_abort(txn);
-        return GW_E_STORE_IO;
-    }
+    if ((rc = mdb_cursor_open(txn, s->dbi_by_client, &c)) != 0)
+        return rc;
     for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != plen + STORE_ROW_KEY_LEN || memcmp(k.mv_data, start, plen) != 0)
@@ -444,6 +441,106 @@ store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
         }
     }
     mdb_cursor_close(c);
+    return rc == 0 ? MDB_NOTFOUND : rc;
+}
+
+/* ---- renamed clients ----
+ * meta "renamed/<name>" holds the names <name> was renamed from, each with its NUL,
+ * older renames included, so one read finds them all. */
+
+#define STORE_RENAMED_PREFIX "renamed/"
+#define STORE_RENAMED_MAX 32 /* names kept per client */
+
+static size_t
+renamed_key(char *buf, const char *name)
+{
+    return (size_t)snprintf(buf, sizeof(STORE_RENAMED_PREFIX) + GW_NAME_MAX + 1, "%s%s",
+                            STORE_RENAMED_PREFIX, name);
+}
+
+/* Appends the names of value <v> to <list> (<*len> bytes used of <cap>, <*n> names)
+ * unless already there or equal to <self>. */
+static void
+renamed_merge(char *list, size_t cap, size_t *len, unsigned *n, const char *names, size_t vlen,
+              const char *self)
+{
+    size_t i = 0;
+
+    while (i < vlen && *n < STORE_RENAMED_MAX) {
+        const char *nm = names + i;
+        size_t l = strnlen(nm, vlen - i), j = 0;
+        bool dup = strlen(self) == l && memcmp(self, nm, l) == 0;
+
+        for (; !dup && j < *len; j += strlen(list + j) + 1)
+            dup = strlen(list + j) == l && memcmp(list + j, nm, l) == 0;
+        if (!dup && l > 0 && *len + l + 1 <= cap) {
+            memcpy(list + *len, nm, l);
+            list[*len + l] = '\0';
+            *len += l + 1;
+            (*n)++;
+        }
+        i += l + 1;
+    }
+}
+
+enum gw_code
+store_client_renamed(struct store *s, const char *old_name, const char *new_name)
+{
+    char kbuf[sizeof(STORE_RENAMED_PREFIX) + GW_NAME_MAX + 1];
+    char list[STORE_RENAMED_MAX * (GW_NAME_MAX + 1)];
+    size_t len = 0;
+    unsigned n = 0;
+    MDB_val k, v;
+    MDB_txn *txn;
+
+    if (strlen(old_name) > GW_NAME_MAX || strlen(new_name) > GW_NAME_MAX ||
+        strcmp(old_name, new_name) == 0)
+        return GW_E_BAD_REQUEST;
+    if (mdb_txn_begin(s->env, NULL, 0, &txn) != 0)
+        return GW_E_STORE_IO;
+    k.mv_data = kbuf;
+    k.mv_size = renamed_key(kbuf, new_name);
+    if (mdb_get(txn, s->dbi_meta, &k, &v) == 0)
+        renamed_merge(list, sizeof(list), &len, &n, v.mv_data, v.mv_size, new_name);
+    renamed_merge(list, sizeof(list), &len, &n, old_name, strlen(old_name) + 1, new_name);
+    k.mv_size = renamed_key(kbuf, old_name);
+    if (mdb_get(txn, s->dbi_meta, &k, &v) == 0)
+        renamed_merge(list, sizeof(list), &len, &n, v.mv_data, v.mv_size, new_name);
+    k.mv_size = renamed_key(kbuf, new_name);
+    v.mv_data = list;
+    v.mv_size = len;
+    if (mdb_put(txn, s->dbi_meta, &k, &v, 0) != 0) {
+        mdb_txn_abort(txn);
+        return GW_E_STORE_IO;
+    }
+    return mdb_txn_commit(txn) == 0 ? GW_OK : GW_E_STORE_IO;
+}
+
+enum gw_code
+store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
+                     int (*fn)(void *arg, const struct gw_row *row), void *arg)
+{
+    char kbuf[sizeof(STORE_RENAMED_PREFIX) + GW_NAME_MAX + 1];
+    char list[STORE_RENAMED_MAX * (GW_NAME_MAX + 1)];
+    size_t len = 0, i;
+    unsigned n = 0;
+    MDB_txn *txn;
+    MDB_val k, v;
+    int rc = 0;
+
+    if (strlen(client) > GW_NAME_MAX)
+        return GW_OK; /* no such client can have rows */
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
+        return GW_E_STORE_IO;
+    k.mv_data = kbuf;
+    k.mv_size = renamed_key(kbuf, client);
+    if (mdb_get(txn, s->dbi_meta, &k, &v) == 0) /* copied: the txn's pages are read-only */
+        renamed_merge(list, sizeof(list), &len, &n, v.mv_data, v.mv_size, client);
+    /* the names it was renamed from first (their rows are the older ones), then its own */
+    for (i = 0; i < len && (rc == 0 || rc == MDB_NOTFOUND); i += strlen(list + i) + 1)
+        rc = rows_of_name(s, txn, list + i, since_ms, fn, arg);
+    if (rc == 0 || rc == MDB_NOTFOUND)
+        rc = rows_of_name(s, txn, client, since_ms, fn, arg);
     mdb_txn_abort(txn);
     return rc == 0 || rc == MDB_NOTFOUND ? GW_OK : GW_E_STORE_IO;
 }

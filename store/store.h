@@ -59,10 +59,21 @@ enum gw_code store_row_submit(struct store *s, struct gw_row **rowp);
 enum gw_code store_rows_page(struct store *s, uint64_t cursor, struct gw_row *rows, size_t max,
                              size_t *n, uint64_t *next);
 
-/* Calls <fn> for every row of <client> with ts_ms >= <since_ms>, oldest first (used by
- * rebuilds of key totals). Stops early when <fn> returns non-zero. Any thread. */
+/* Calls <fn> for every row of <client> with ts_ms >= <since_ms> (used by rebuilds of key
+ * totals): first the rows of each name <client> was renamed from (store_client_renamed),
+ * then its own, oldest first within each name. Stops early when <fn> returns non-zero.
+ * Any thread. */
 enum gw_code store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
                                   int (*fn)(void *arg, const struct gw_row *row), void *arg);
+
+/* Records that client <old_name> is now called <new_name>, so that the key totals of
+ * <new_name> are rebuilt from the rows of both (and of the names <old_name> had before),
+ * at a reload and after a restart (DESIGN.md 14: a renamed key keeps its usage). One
+ * small write transaction of its own, outside the writer thread: a rare operator action
+ * (PUT /control/v1/keys/{name} with a new name, net/control.c), serialized with the
+ * writer's batches by LMDB's writer lock; blocks on disk. GW_OK, GW_E_BAD_REQUEST (a name
+ * too long or both equal), GW_E_STORE_IO. */
+enum gw_code store_client_renamed(struct store *s, const char *old_name, const char *new_name);
 
 /* ---- Responses conversations (DESIGN.md 11, 13) ---- */
 

@@ -110,9 +110,11 @@ def test_gwctl_spec_set_saves_only_the_entry_reloads_and_wins_in_models(tmp_path
                              "--max-output-tokens", 8192, json_out=True)
     assert rc == 0, err
     ans = json.loads(out)
+    reload = ans.pop("reload")
     assert ans == {"provider": "first", "model": "m1", "context_window": 64000,
                    "max_output_tokens": 8192, "present": True, "saved": True,
                    "reloaded": True}
+    assert reload["changed"]["providers"]["changed"] == ["first"]
     after = path.read_bytes().decode()
     pre, suf = split_around_first(before)
     assert after.startswith(pre) and after.endswith(suf)

@@ -174,3 +174,34 @@ def test_sighup_reloads_the_same_way_and_both_are_announced(tmp_path, bench, gwd
         e = ev.next("config_reloaded", start)
         assert e["source"] == "control" and e["generation"] == r.json()["generation"], e
         assert e["changed"] == r.json()["changed"]
+
+
+def test_gwctl_reload_prints_what_changed_or_the_refusal(tmp_path, bench, gwd):
+    b = bench()
+    cfg = config(tmp_path, [provider("up", b)])
+    g = gwd(cfg)
+
+    def gwctl(*args):
+        p = subprocess.run([binary("gwctl"), "--url", g.control_url, "--token", CONTROL_TOKEN,
+                            *args], env=base_env(), capture_output=True, timeout=30)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+    gen = reload(g).json()["generation"]
+    cfg["providers"] = [provider("up", b), provider("spare", b, models=["m-spare"])]
+    cfg["failover"] = {"pause_secs": 9}
+    write_config(tmp_path, cfg)
+    rc, out, err = gwctl("reload")
+    assert rc == 0, err
+    assert out.splitlines() == ["providers added: spare", "settings changed: failover",
+                                f"reloaded (generation {gen + 1})"]
+    rc, out, err = gwctl("reload")
+    assert (rc, out) == (0, f"reloaded (generation {gen + 2}): nothing changed\n"), err
+
+    cfg["groups"] = [{"name": "grp", "providers": ["nobody"]}]
+    write_config(tmp_path, cfg)
+    rc, out, err = gwctl("reload")
+    assert rc == 1 and out == ""
+    assert "gw.control.config_invalid" in err and "engine.group_unknown_member" in err, err
+    assert [p["name"] for p in overview(g)["providers"]] == ["up", "spare"]
+    rc, out, err = gwctl("reload", "now")
+    assert rc == 2

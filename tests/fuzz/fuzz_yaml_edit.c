@@ -6,6 +6,11 @@
  * crash or a leak; an error leaves no text. When the input and the edited text are both
  * valid configs, the edited entry must be exactly the one asked for, and the other
  * providers' entries must not change.
+ * A provider line starting with '@' fuzzes gw_yaml_set_entry instead:
+ * "@<list digit><name>\n<entry JSON, empty: remove>\n<op byte><YAML text>" (list digit
+ * 0 providers, 1 groups, 2 clients). When the input and the edited text are both valid
+ * configs: a removed entry is gone and its list one shorter, a set entry is there under
+ * the entry's name, and the other lists keep their length.
  * Owns:    one edit at a time.
  * Threads: single-threaded.
  * See:     core/yaml_edit.h, tests/fuzz/corpus/yaml_edit/
@@ -94,6 +99,83 @@ others_same(const struct gw_conf *a, const struct gw_conf *b, const char *prov)
     return true;
 }
 
+static size_t
+list_len(const struct gw_conf *c, int list)
+{
+    return list == 0 ? c->n_providers : list == 1 ? c->n_groups : c->n_clients;
+}
+
+static bool
+list_has(const struct gw_conf *c, int list, const char *name)
+{
+    size_t n = strlen(name);
+
+    return list == 0   ? gw_conf_provider_find(c, name, n) != NULL
+           : list == 1 ? gw_conf_group_find(c, name, n) != NULL
+                       : gw_conf_client_find(c, name, n) != NULL;
+}
+
+/* The entry's "name" when it is a simple JSON string value, else NULL. */
+static char *
+entry_name(const char *entry)
+{
+    const char *p = strstr(entry, "\"name\": \""), *q;
+
+    if (!p)
+        return NULL;
+    p += 9;
+    q = strchr(p, '"');
+    return q && !memchr(p, '\\', (size_t)(q - p)) ? strndup(p, (size_t)(q - p)) : NULL;
+}
+
+static void
+fuzz_entry(const char *line1, const char *entry, size_t elen, const char *yaml, size_t ylen)
+{
+    static const char *const lists[3] = {"providers", "groups", "clients"};
+    struct gw_conf_problems p = {0};
+    struct gw_conf *before = NULL, *after = NULL;
+    struct gw_buf out = {0};
+    int list = line1[0] >= '0' && line1[0] <= '2' ? line1[0] - '0' : 0;
+    const char *name = line1[0] ? line1 + 1 : "";
+    char why[256], *newname = NULL;
+    bool created = false;
+    enum gw_code rc;
+
+    rc = gw_yaml_set_entry(yaml, ylen, lists[list], name, elen ? entry : NULL, elen, &out, &created,
+                           why, sizeof(why));
+    if (rc != GW_OK) {
+        if (out.len != 0 || why[0] == '\0')
+            __builtin_trap();
+        goto out;
+    }
+    if (gw_conf_parse(yaml, ylen, "/fuzz", &env, &before, &p) != GW_OK)
+        goto out;
+    gw_conf_problems_fini(&p);
+    if (gw_conf_parse(out.data ? out.data : "", out.len, "/fuzz", &env, &after, &p) != GW_OK)
+        goto out;
+    for (int l = 0; l < 3; l++) {
+        size_t want = list_len(before, l);
+
+        if (l == list && !elen)
+            want--;
+        else if (l == list && created)
+            want++;
+        if (list_len(after, l) != want)
+            __builtin_trap();
+    }
+    if (!elen && list_has(after, list, name))
+        __builtin_trap();
+    newname = elen ? entry_name(entry) : NULL;
+    if (newname && !list_has(after, list, newname))
+        __builtin_trap();
+out:
+    free(newname);
+    gw_conf_free(before);
+    gw_conf_free(after);
+    gw_conf_problems_fini(&p);
+    gw_buf_fini(&out);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -116,6 +198,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     model = strndup(nl1 + 1, (size_t)(nl2 - nl1 - 1));
     if (!prov || !model)
         goto out;
+    if (prov[0] == '@') {
+        fuzz_entry(prov + 1, model, strlen(model), nl2 + 2, size - (size_t)(nl2 + 2 - s));
+        goto out;
+    }
     op_of((unsigned)nl2[1], 128000, &e.context_window_op, &e.context_window);
     op_of((unsigned)nl2[1] >> 2, 4096, &e.max_output_tokens_op, &e.max_output_tokens);
     yaml = nl2 + 2;

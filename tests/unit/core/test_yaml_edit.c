@@ -674,6 +674,386 @@ test_yaml_edit_every_allocation_failure_ends_cleanly(void **state)
     assert_int_equal(rc, GW_OK);
 }
 
+/* ---- whole entries: gw_yaml_set_entry ---- */
+
+#define SHA_A "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\""
+#define SHA_A_PLAIN "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define SHA_B_PLAIN "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define SHA_B "\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\""
+
+/* Comments, a flow item in a block list, a flow list, an indentless list. */
+static const char MIXED[] =
+    "# top comment\n"
+    "server: {listen: [\"127.0.0.1:1\"]}\n"
+    "providers:\n"
+    "  # first provider\n"
+    "  - name: pa   # trailing comment\n"
+    "    dialect: openai\n"
+    "    base_url: \"http://127.0.0.1:9\"\n"
+    "    keys: [{value: sk-a}]\n"
+    "    models: [\"*\"]   # all of them\n"
+    "  - {name: pb, dialect: openai, base_url: \"http://127.0.0.1:9\", keys: [{value: sk-b}], "
+    "models: [m1]}\n"
+    "  # between\n"
+    "  - name: pc\n"
+    "    dialect: anthropic\n"
+    "    base_url: \"http://127.0.0.1:9\"\n"
+    "    keys:\n"
+    "      - value: sk-c\n"
+    "    models: [m2]\n"
+    "\n"
+    "# groups follow\n"
+    "groups: [{name: g1, providers: [pa, pb]}, {name: g2, providers: [pc]}]  # flow\n"
+    "clients:\n"
+    "- name: alice\n"
+    "  key_sha256: " SHA_A "\n"
+    "  models: [g1]\n"
+    "# end\n";
+
+/* Runs gw_yaml_set_entry; asserts it succeeds and the text is a valid config. */
+static const char *
+set_ok(const char *yaml, const char *list, const char *name, const char *entry, bool *created)
+{
+    static struct gw_buf out;
+    struct gw_conf_problems p = {0};
+    struct gw_conf *c = NULL;
+    char why[256];
+    enum gw_code rc;
+
+    gw_buf_fini(&out);
+    rc = gw_yaml_set_entry(yaml, strlen(yaml), list, name, entry, entry ? strlen(entry) : 0, &out,
+                           created, why, sizeof(why));
+    if (rc != GW_OK)
+        fail_msg("edit refused: %s (%s)", gw_code_str(rc), why);
+    rc = gw_conf_parse(out.data, out.len, "/etc/gw", &env, &c, &p);
+    if (rc != GW_OK) {
+        char line[512] = "";
+
+        if (p.n)
+            gw_conf_problem_format(&p.v[0], line, sizeof(line));
+        fail_msg("the edited config is refused: %s\n%s", line, out.data);
+    }
+    gw_conf_free(c);
+    gw_conf_problems_fini(&p);
+    return out.data;
+}
+
+/* <got> is <orig> with <old> (found once in it) replaced by <new>. */
+static void
+assert_replaced(const char *orig, const char *got, const char *old, const char *new_text)
+{
+    const char *at = strstr(orig, old);
+    struct gw_buf want = {0};
+
+    assert_non_null(at);
+    assert_null(strstr(at + 1, old));
+    assert_int_equal(gw_buf_append(&want, orig, (size_t)(at - orig)), GW_OK);
+    assert_int_equal(gw_buf_append_cstr(&want, new_text), GW_OK);
+    assert_int_equal(gw_buf_append_cstr(&want, at + strlen(old)), GW_OK);
+    assert_string_equal(got, want.data);
+    gw_buf_fini(&want);
+}
+
+static void
+test_entry_replace_first_block_provider_keeps_every_other_byte(void **state)
+{
+    bool created = true;
+    const char *got;
+
+    (void)state;
+    got =
+        set_ok(MIXED, "providers", "pa",
+               "{\"name\": \"pa\", \"dialect\": \"openai\", \"base_url\": \"http://127.0.0.1:7\", "
+               "\"keys\": [{\"value\": \"sk-new\"}], \"models\": [\"gpt-4.1\", \"*\"], "
+               "\"max_concurrent\": 4}",
+               &created);
+    assert_false(created);
+    assert_replaced(MIXED, got,
+                    "name: pa   # trailing comment\n"
+                    "    dialect: openai\n"
+                    "    base_url: \"http://127.0.0.1:9\"\n"
+                    "    keys: [{value: sk-a}]\n"
+                    "    models: [\"*\"]",
+                    "name: pa\n"
+                    "    dialect: openai\n"
+                    "    base_url: \"http://127.0.0.1:7\"\n"
+                    "    keys: [{value: sk-new}]\n"
+                    "    models: [gpt-4.1, \"*\"]\n"
+                    "    max_concurrent: 4");
+}
+
+static void
+test_entry_replace_flow_item_of_block_list_stays_flow(void **state)
+{
+    const char *got;
+
+    (void)state;
+    got =
+        set_ok(MIXED, "providers", "pb",
+               "{\"name\": \"pb\", \"dialect\": \"responses\", \"base_url\": "
+               "\"http://127.0.0.1:9\", \"keys\": [{\"value\": \"sk-b2\"}], \"models\": [\"m1\"]}",
+               NULL);
+    assert_replaced(MIXED, got,
+                    "{name: pb, dialect: openai, base_url: \"http://127.0.0.1:9\", keys: [{value: "
+                    "sk-b}], models: [m1]}",
+                    "{name: pb, dialect: responses, base_url: \"http://127.0.0.1:9\", keys: "
+                    "[{value: sk-b2}], models: [m1]}");
+}
+
+static void
+test_entry_remove_last_block_provider_takes_its_lines_only(void **state)
+{
+    const char *got;
+
+    (void)state;
+    /* g2 names pc: drop g2 first so that the text stays a valid config */
+    got = set_ok(MIXED, "groups", "g2", NULL, NULL);
+    {
+        static char after_g2[sizeof(MIXED)];
+
+        snprintf(after_g2, sizeof(after_g2), "%s", got);
+        got = set_ok(after_g2, "providers", "pc", NULL, NULL);
+        assert_replaced(after_g2, got,
+                        "  - name: pc\n"
+                        "    dialect: anthropic\n"
+                        "    base_url: \"http://127.0.0.1:9\"\n"
+                        "    keys:\n"
+                        "      - value: sk-c\n"
+                        "    models: [m2]\n",
+                        "");
+    }
+}
+
+static void
+test_entry_flow_list_remove_last_and_first_and_add(void **state)
+{
+    const char *got;
+
+    (void)state;
+    got = set_ok(MIXED, "groups", "g2", NULL, NULL);
+    assert_replaced(MIXED, got, ", {name: g2, providers: [pc]}", "");
+    got = set_ok(MIXED, "groups", "g3",
+                 "{\"name\": \"g3\", \"type\": \"load-balance\", \"providers\": [{\"name\": "
+                 "\"pa\", \"weight\": 3}, \"pb\"]}",
+                 NULL);
+    assert_replaced(MIXED, got, "{name: g2, providers: [pc]}]",
+                    "{name: g2, providers: [pc]}, {name: g3, type: load-balance, providers: "
+                    "[{name: pa, weight: 3}, pb]}]");
+}
+
+static void
+test_entry_flow_list_remove_first_item(void **state)
+{
+    static const char y[] = "server: {listen: [\"127.0.0.1:1\"]}\n"
+                            "providers: [{name: pa, dialect: openai, base_url: \"http://h\", "
+                            "keys: [{value: k}], models: [\"*\"]}]\n"
+                            "groups: [ {name: g1, providers: [pa]} , {name: g2, providers: "
+                            "[pa]} ]\n";
+    const char *got;
+
+    (void)state;
+    got = set_ok(y, "groups", "g1", NULL, NULL);
+    assert_replaced(y, got, "{name: g1, providers: [pa]} , ", "");
+}
+
+static void
+test_entry_add_to_indentless_block_list(void **state)
+{
+    bool created = false;
+    const char *got;
+
+    (void)state;
+    got = set_ok(MIXED, "clients", "bob",
+                 "{\"name\": \"bob\", \"key_sha256\": " SHA_B ", \"max_concurrent\": 2, "
+                 "\"limits\": [{\"per\": \"day\", \"requests\": 100}]}",
+                 &created);
+    assert_true(created);
+    assert_replaced(MIXED, got, "  models: [g1]\n",
+                    "  models: [g1]\n"
+                    "- name: bob\n"
+                    "  key_sha256: " SHA_B_PLAIN "\n"
+                    "  max_concurrent: 2\n"
+                    "  limits: [{per: day, requests: 100}]\n");
+}
+
+static void
+test_entry_add_after_block_list_with_flow_last_item_uses_flow(void **state)
+{
+    static const char y[] = "server: {listen: [\"127.0.0.1:1\"]}\n"
+                            "providers:\n"
+                            "    - {name: pa, dialect: openai, base_url: \"http://h\", keys: "
+                            "[{value: k}], models: [\"*\"]}   # pa\n"
+                            "# after\n";
+    const char *got;
+
+    (void)state;
+    got =
+        set_ok(y, "providers", "pz",
+               "{\"name\": \"pz\", \"dialect\": \"gemini\", \"base_url\": \"http://h\", \"keys\": "
+               "[{\"value\": \"k2\"}], \"models\": [\"m\"]}",
+               NULL);
+    assert_replaced(
+        y, got, "   # pa\n",
+        "   # pa\n"
+        "    - {name: pz, dialect: gemini, base_url: \"http://h\", keys: [{value: k2}], "
+        "models: [m]}\n");
+}
+
+static void
+test_entry_rename_replaces_the_entry_in_place(void **state)
+{
+    const char *got;
+
+    (void)state;
+    got = set_ok(MIXED, "clients", "alice",
+                 "{\"name\": \"alice2\", \"key_sha256\": " SHA_A ", \"models\": [\"g1\"]}", NULL);
+    assert_replaced(MIXED, got, "name: alice\n  key_sha256: " SHA_A "\n",
+                    "name: alice2\n  key_sha256: " SHA_A_PLAIN "\n");
+}
+
+static void
+test_entry_remove_only_item_leaves_an_empty_list(void **state)
+{
+    const char *got;
+
+    (void)state;
+    got = set_ok(MIXED, "clients", "alice", NULL, NULL);
+    assert_replaced(MIXED, got,
+                    "clients:\n"
+                    "- name: alice\n"
+                    "  key_sha256: " SHA_A "\n"
+                    "  models: [g1]\n",
+                    "clients: []\n");
+    /* and the empty list takes a new entry back */
+    {
+        static char empty[sizeof(MIXED)];
+
+        snprintf(empty, sizeof(empty), "%s", got);
+        got = set_ok(empty, "clients", "alice", "{\"name\": \"alice\", \"key_sha256\": " SHA_A "}",
+                     NULL);
+        assert_replaced(empty, got, "clients: []",
+                        "clients: [{name: alice, key_sha256: " SHA_A_PLAIN "}]");
+    }
+}
+
+static void
+test_entry_missing_list_is_added_at_the_end(void **state)
+{
+    static const char y[] = "server: {listen: [\"127.0.0.1:1\"]}\r\n"
+                            "providers: [{name: pa, dialect: openai, base_url: \"http://h\", "
+                            "keys: [{value: k}], models: [\"*\"]}]  # one\r\n";
+    bool created = false;
+    const char *got;
+
+    (void)state;
+    got = set_ok(y, "groups", "g1", "{\"name\": \"g1\", \"providers\": [\"pa\"]}", &created);
+    assert_true(created);
+    assert_replaced(y, got, "# one\r\n",
+                    "# one\r\ngroups:\r\n  - name: g1\r\n    providers: [pa]\r\n");
+}
+
+static void
+test_entry_crlf_block_replace_keeps_crlf(void **state)
+{
+    static const char y[] = "server: {listen: [\"127.0.0.1:1\"]}\r\n"
+                            "providers:\r\n"
+                            "  - name: pa\r\n"
+                            "    dialect: openai\r\n"
+                            "    base_url: \"http://h\"\r\n"
+                            "    keys: [{value: k}]\r\n"
+                            "    models: [\"*\"]\r\n"
+                            "# tail\r\n";
+    const char *got;
+
+    (void)state;
+    got =
+        set_ok(y, "providers", "pa",
+               "{\"name\": \"pa\", \"dialect\": \"openai\", \"base_url\": \"http://h\", \"keys\": "
+               "[{\"value\": \"k\"}], \"models\": [\"m\"]}",
+               NULL);
+    assert_replaced(y, got, "    models: [\"*\"]\r\n", "    models: [m]\r\n");
+}
+
+static void
+test_entry_strings_that_would_read_back_otherwise_are_quoted(void **state)
+{
+    static const char e[] =
+        "{\"name\": \"g9\", \"model\": \"yes\", \"x\": [\"8\", \"a b\", "
+        "\"k: v\", \"#c\", \"\", \"on\", \"ok\", 7, true, null, \"*\", \"-x\"]}";
+    struct gw_buf out = {0};
+    char why[256];
+
+    (void)state;
+    assert_int_equal(gw_yaml_set_entry(MIXED, strlen(MIXED), "groups", "g9", e, strlen(e), &out,
+                                       NULL, why, sizeof(why)),
+                     GW_OK);
+    assert_non_null(strstr(out.data, "{name: g9, model: \"yes\", x: [\"8\", \"a b\", \"k: v\", "
+                                     "\"#c\", \"\", \"on\", ok, 7, true, null, \"*\", \"-x\"]}"));
+    gw_buf_fini(&out);
+}
+
+static void
+test_entry_refusals_with_their_codes(void **state)
+{
+    static const char twice[] = "providers:\n  - {name: pa}\n  - {name: pa}\n";
+    static const char anchored[] = "providers:\n  - &p {name: pa}\n  - {name: pb}\n";
+    struct gw_buf out = {0};
+    char why[256];
+
+    (void)state;
+    assert_int_equal(gw_yaml_set_entry(MIXED, strlen(MIXED), "groups", "nope", NULL, 0, &out, NULL,
+                                       why, sizeof(why)),
+                     GW_E_CONTROL_UNKNOWN_GROUP);
+    assert_int_equal(gw_yaml_set_entry(MIXED, strlen(MIXED), "clients", "nope", NULL, 0, &out, NULL,
+                                       why, sizeof(why)),
+                     GW_E_CONTROL_UNKNOWN_CLIENT);
+    assert_int_equal(gw_yaml_set_entry(MIXED, strlen(MIXED), "providers", "nope", NULL, 0, &out,
+                                       NULL, why, sizeof(why)),
+                     GW_E_CONTROL_UNKNOWN_PROVIDER);
+    assert_int_equal(gw_yaml_set_entry(MIXED, strlen(MIXED), "groups", "g1", "[1, 2]", 6, &out,
+                                       NULL, why, sizeof(why)),
+                     GW_E_BAD_REQUEST);
+    assert_int_equal(gw_yaml_set_entry(MIXED, strlen(MIXED), "groups", "g1", "{\"a\": ", 6, &out,
+                                       NULL, why, sizeof(why)),
+                     GW_E_BAD_REQUEST);
+    assert_int_equal(gw_yaml_set_entry(twice, strlen(twice), "providers", "pa", NULL, 0, &out, NULL,
+                                       why, sizeof(why)),
+                     GW_E_CONTROL_CONFIG_NOT_EDITABLE);
+    assert_int_equal(gw_yaml_set_entry(anchored, strlen(anchored), "providers", "pa", NULL, 0, &out,
+                                       NULL, why, sizeof(why)),
+                     GW_E_CONTROL_CONFIG_NOT_EDITABLE);
+    assert_non_null(strstr(why, "anchor"));
+    /* an anchor elsewhere does not stop an edit of another entry */
+    assert_int_equal(gw_yaml_set_entry(anchored, strlen(anchored), "providers", "pb", NULL, 0, &out,
+                                       NULL, why, sizeof(why)),
+                     GW_OK);
+    assert_string_equal(out.data, "providers:\n  - &p {name: pa}\n");
+    gw_buf_fini(&out);
+}
+
+static void
+test_entry_every_allocation_failure_ends_cleanly(void **state)
+{
+    static const char e[] = "{\"name\": \"bob\", \"key_sha256\": " SHA_B "}";
+    enum gw_code rc = GW_E_NOMEM;
+    unsigned long n;
+
+    (void)state;
+    for (n = 1; n < 2000 && rc == GW_E_NOMEM; n++) {
+        struct gw_buf out = {0};
+        char why[128];
+
+        gw_alloc_fail_at(n);
+        rc = gw_yaml_set_entry(MIXED, strlen(MIXED), "clients", "bob", e, strlen(e), &out, NULL,
+                               why, sizeof(why));
+        gw_alloc_fail_at(0);
+        if (rc == GW_E_NOMEM)
+            assert_int_equal(out.len, 0);
+        gw_buf_fini(&out);
+    }
+    assert_int_equal(rc, GW_OK);
+}
+
 int
 main(void)
 {
@@ -702,6 +1082,20 @@ main(void)
         cmocka_unit_test(test_yaml_edit_refuses_anchors_in_the_provider_but_not_elsewhere),
         cmocka_unit_test(test_yaml_edit_refuses_several_documents_and_syntax_errors),
         cmocka_unit_test(test_yaml_edit_every_allocation_failure_ends_cleanly),
+        cmocka_unit_test(test_entry_replace_first_block_provider_keeps_every_other_byte),
+        cmocka_unit_test(test_entry_replace_flow_item_of_block_list_stays_flow),
+        cmocka_unit_test(test_entry_remove_last_block_provider_takes_its_lines_only),
+        cmocka_unit_test(test_entry_flow_list_remove_last_and_first_and_add),
+        cmocka_unit_test(test_entry_flow_list_remove_first_item),
+        cmocka_unit_test(test_entry_add_to_indentless_block_list),
+        cmocka_unit_test(test_entry_add_after_block_list_with_flow_last_item_uses_flow),
+        cmocka_unit_test(test_entry_rename_replaces_the_entry_in_place),
+        cmocka_unit_test(test_entry_remove_only_item_leaves_an_empty_list),
+        cmocka_unit_test(test_entry_missing_list_is_added_at_the_end),
+        cmocka_unit_test(test_entry_crlf_block_replace_keeps_crlf),
+        cmocka_unit_test(test_entry_strings_that_would_read_back_otherwise_are_quoted),
+        cmocka_unit_test(test_entry_refusals_with_their_codes),
+        cmocka_unit_test(test_entry_every_allocation_failure_ends_cleanly),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

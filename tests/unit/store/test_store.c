@@ -577,6 +577,54 @@ test_store_sync_without_a_writer_times_out(void **state)
     assert_false(store_sync(c->s, 20));
 }
 
+/* A renamed client's rows are read under its new name, older names first, across a
+ * chain of renames and after the store is reopened; a rename back to an old name does
+ * not count that name twice; the rename's arguments are checked. */
+static void
+test_store_client_renamed_rows_follow_the_new_name(void **state)
+{
+    struct t_ctx *c = *state;
+    struct t_scan sc;
+
+    t_open(c);
+    t_submit(c->s, t_row(1, 1000, "alice"));
+    t_submit(c->s, t_row(2, 2000, "alice"));
+    t_submit(c->s, t_row(3, 3000, "ally"));
+    t_submit(c->s, t_row(4, 4000, "al3"));
+    t_submit(c->s, t_row(5, 5000, "bob"));
+    t_flush(c->s);
+
+    assert_int_equal(store_client_renamed(c->s, "alice", "ally"), GW_OK);
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "ally", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 3);
+    assert_string_equal(sc.client[0], "alice");
+    assert_string_equal(sc.client[1], "alice");
+    assert_string_equal(sc.client[2], "ally");
+    /* the old name still reads its own rows only */
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "alice", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 2);
+
+    /* a chain: al3 gets ally's rows and alice's */
+    assert_int_equal(store_client_renamed(c->s, "ally", "al3"), GW_OK);
+    t_reopen(c);
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "al3", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 4);
+
+    /* back to an old name: alice reads al3, ally and her own rows once each */
+    assert_int_equal(store_client_renamed(c->s, "al3", "alice"), GW_OK);
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "alice", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 4);
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_by_client(c->s, "bob", 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 1);
+
+    assert_int_equal(store_client_renamed(c->s, "bob", "bob"), GW_E_BAD_REQUEST);
+}
+
 static void
 test_store_rows_by_client_since_oldest_first(void **state)
 {
@@ -910,6 +958,7 @@ main(void)
         T_TEST(test_store_close_commits_rows_submitted_while_stopped),
         T_TEST(test_store_sequence_continues_after_reopen),
         T_TEST(test_store_rows_by_client_since_oldest_first),
+        T_TEST(test_store_client_renamed_rows_follow_the_new_name),
         T_TEST(test_store_sync_returns_once_the_rows_queued_before_it_are_readable),
         T_TEST(test_store_sync_without_a_writer_times_out),
         T_TEST(test_store_retention_deletes_old_rows_only),
