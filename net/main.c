@@ -32,6 +32,7 @@
 #include "core/sticky.h"
 #include "net/calendar.h"
 #include "net/control.h"
+#include "net/egress.h"
 #include "net/linktest.h"
 #include "net/logger.h"
 #include "net/net-priv.h"
@@ -189,6 +190,12 @@ load_conf(const char *path, FILE *out)
         return NULL;
     }
     gw_conf_problems_fini(&probs);
+    if (!net_egress_attach(conf, &probs)) { /* providers[].ca_file: files, so read here */
+        print_problems(out, "", &probs);
+        gw_conf_problems_fini(&probs);
+        gw_conf_free(conf);
+        return NULL;
+    }
     if (!load_prices(conf, out)) {
         gw_conf_free(conf);
         return NULL;
@@ -518,6 +525,7 @@ out:
     }
     net_logger_stop();
     gw_snap_shutdown(&g->gt);
+    net_egress_shutdown(); /* no snapshot, worker or link test uses a context any more */
     gw_sticky_free(g->deps.sticky);
     gw_routes_free(g->routes);
     gw_slots_reg_free(g->up_slots);
@@ -546,6 +554,7 @@ main(int argc, char **argv)
         if (!conf)
             return 1;
         gw_conf_free(conf);
+        net_egress_shutdown();
         printf("%s: ok\n", argv[2]);
         return 0;
     }
