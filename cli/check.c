@@ -132,7 +132,7 @@ check_prices(struct gw_conf *conf, struct gw_conf_problems *probs, char **io)
 int
 cli_cmd_check(const struct cli_opts *o, int argc, char **argv)
 {
-    struct gw_conf_env env = {env_get, env_sha256, NULL};
+    struct gw_conf_env env = {env_get, env_sha256, NULL, NULL}; /* ca_file: gwd --check reads it */
     struct gw_conf_problems probs = {0};
     struct gw_conf *conf = NULL;
     struct gw_buf yaml = {0};

@@ -1814,6 +1814,13 @@ build_egress(struct ctx *x, const char *base, const struct gw_conf_file_provider
                     "applies to https:// upstreams only (base_url is http://)");
         else
             p->ca_file = resolve_path(x, fp->ca_file);
+        if (p->ca_file && x->env && x->env->check_ca_file) {
+            char why[256] = "";
+            const char *bad = x->env->check_ca_file(x->env->arg, p->ca_file, why, sizeof(why));
+
+            if (bad)
+                problem(x, GW_E_CFG_CA_FILE, base, "ca_file", p->ca_file, "%s", bad);
+        }
     }
 }
 

@@ -296,6 +296,11 @@ struct gw_conf_env {
     const char *(*getenv)(void *arg, const char *name); /* NULL when unset */
     void (*sha256)(const void *data, size_t len, unsigned char out[32]);
     void *arg;
+    /* Optional (NULL: not checked here): reads a file the config names
+     * (providers[].ca_file, resolved) and returns NULL when it is usable, else why not
+     * (in <why> or a constant), so that its problem comes with every other one of the
+     * file. The caller does the I/O; core stays pure. */
+    const char *(*check_ca_file)(void *arg, const char *path, char *why, size_t why_size);
 };
 
 /* Parses and validates <len> bytes of YAML. <dir> is the file's folder (relative

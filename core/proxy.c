@@ -7,7 +7,6 @@
  */
 #include "core/proxy.h"
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +19,121 @@
 /* ---- addresses ---- */
 
 struct np_addr {
-    int family; /* AF_INET, AF_INET6 or 0: not an address */
+    int family; /* 4, 6 or 0: not an address */
     unsigned char b[16];
 };
+
+/* A dotted quad "a.b.c.d" (each 0..255, decimal) into <out>. Parsed here rather than
+ * with inet_pton so that core stays free of network headers (make check-deps). */
+static bool
+parse_v4(const char *s, unsigned char out[4])
+{
+    unsigned i;
+
+    for (i = 0; i < 4; i++) {
+        unsigned v = 0, n = 0;
+
+        while (*s >= '0' && *s <= '9' && n < 4) {
+            v = v * 10 + (unsigned)(*s++ - '0');
+            n++;
+        }
+        if (n == 0 || n > 3 || v > 255)
+            return false;
+        out[i] = (unsigned char)v;
+        if (i < 3 && *s++ != '.')
+            return false;
+    }
+    return *s == '\0';
+}
+
+/* An IPv6 address (with "::" and an optional dotted-quad tail; a "%zone" is set aside)
+ * into <out>. */
+static bool
+parse_v6(const char *s, unsigned char out[16])
+{
+    unsigned char w[16];
+    int n = 0, gap = -1, i;
+
+    if (s[0] == ':' && s[1] == ':') {
+        gap = 0;
+        s += 2;
+    } else if (s[0] == ':') {
+        return false;
+    }
+    while (*s && *s != '%') {
+        unsigned v = 0, digits = 0;
+        const char *start = s;
+
+        if (n == 16)
+            return false;
+        while (digits < 5) {
+            char ch = *s;
+            int d = ch >= '0' && ch <= '9'   ? ch - '0'
+                    : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                    : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                             : -1;
+
+            if (d < 0)
+                break;
+            v = v * 16 + (unsigned)d;
+            digits++;
+            s++;
+        }
+        if (*s == '.') { /* the IPv4 tail: the last 4 bytes */
+            char tail[16];
+            size_t tl = strcspn(start, "%");
+
+            if (n > 12 || tl >= sizeof(tail))
+                return false;
+            memcpy(tail, start, tl);
+            tail[tl] = '\0';
+            if (!parse_v4(tail, w + n))
+                return false;
+            n += 4;
+            s = start + tl;
+            break;
+        }
+        if (digits == 0 || digits > 4 || n > 14)
+            return false;
+        w[n++] = (unsigned char)(v >> 8);
+        w[n++] = (unsigned char)v;
+        if (*s == ':') {
+            s++;
+            if (*s == ':') {
+                if (gap >= 0)
+                    return false;
+                gap = n;
+                s++;
+            } else if (!*s || *s == '%') {
+                return false;
+            }
+        } else if (*s && *s != '%') {
+            return false;
+        }
+    }
+    if (gap < 0 && n != 16)
+        return false;
+    if (gap >= 0 && n > 14)
+        return false;
+    memset(out, 0, 16);
+    if (gap < 0) {
+        memcpy(out, w, 16);
+    } else {
+        memcpy(out, w, (size_t)gap);
+        for (i = 0; i < n - gap; i++)
+            out[16 - (n - gap) + i] = w[gap + i];
+    }
+    return true;
+}
 
 static void
 addr_parse(const char *s, struct np_addr *a)
 {
     a->family = 0;
-    if (inet_pton(AF_INET, s, a->b) == 1)
-        a->family = AF_INET;
-    else if (inet_pton(AF_INET6, s, a->b) == 1)
-        a->family = AF_INET6;
+    if (parse_v4(s, a->b))
+        a->family = 4;
+    else if (strchr(s, ':') && parse_v6(s, a->b))
+        a->family = 6;
 }
 
 /* The first <bits> bits of <a> and <b> are equal. */
@@ -118,7 +220,7 @@ entry_match(char *e, const char *host, const struct np_addr *ha, uint16_t port)
         addr_parse(h, &ea);
         if (!ea.family || ea.family != ha->family)
             return false;
-        max = ea.family == AF_INET ? 32 : 128;
+        max = ea.family == 4 ? 32 : 128;
         bits = max;
         if (slash) {
             if (!is_digits(slash + 1) || strlen(slash + 1) > 3)

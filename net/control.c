@@ -63,6 +63,7 @@
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
 #include "net/calendar.h"
+#include "net/egress.h"
 #include "net/logger.h"
 #include "net/net-priv.h"
 #include "store/store.h"
@@ -1071,7 +1072,7 @@ conf_getenv(void *arg, const char *name)
 
 /* The environment gwd's own loader uses (net/main.c): the process environment and
  * SHA-256, so a save is validated exactly as the reload will validate it. */
-static const struct gw_conf_env control_conf_env = {conf_getenv, sha256, NULL};
+static const struct gw_conf_env control_conf_env = {conf_getenv, sha256, NULL, net_egress_ca_check};
 
 /* The body: {"provider", "model", "context_window"?, "max_output_tokens"?}; a field
  * left out keeps what the file says, null removes it. */

@@ -139,6 +139,24 @@ ctx_for(const char *path, char *why, size_t why_size)
     return ctx;
 }
 
+const char *
+net_egress_ca_check(void *arg, const char *path, char *why, size_t why_size)
+{
+    size_t len = 0;
+    char *data = read_ca(path, &len, why, why_size);
+    SSL_CTX *ctx;
+
+    (void)arg;
+    if (!data)
+        return why;
+    ctx = ctx_from_pem(data, len, why, why_size);
+    free(data);
+    if (!ctx)
+        return why;
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
 bool
 net_egress_attach(struct gw_conf *conf, struct gw_conf_problems *probs)
 {

@@ -11,6 +11,7 @@
 #define GW_NET_EGRESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "core/conf.h"
 
@@ -22,6 +23,11 @@
  * cannot be read or holds no certificate is a problem (config.ca_file) in <probs>.
  * True when every file was good. Main thread only. */
 bool net_egress_attach(struct gw_conf *conf, struct gw_conf_problems *probs);
+
+/* NULL when the PEM file at <path> is readable and holds a certificate, else why not
+ * (in <why>): struct gw_conf_env's check_ca_file, so that gw_conf_parse reports it with
+ * every other problem of the file. Any thread. */
+const char *net_egress_ca_check(void *arg, const char *path, char *why, size_t why_size);
 
 /* Frees every context; call after the workers and the link test have stopped. */
 void net_egress_shutdown(void);

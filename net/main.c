@@ -75,7 +75,7 @@ sha256(const void *data, size_t len, unsigned char out[32])
     SHA256(data, len, out);
 }
 
-static const struct gw_conf_env gwd_env = {env_get, sha256, NULL};
+static const struct gw_conf_env gwd_env = {env_get, sha256, NULL, net_egress_ca_check};
 
 /* Reads the whole file at <path> into a malloc'd buffer. NULL with errno set on failure. */
 static char *

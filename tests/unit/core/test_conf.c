@@ -54,7 +54,7 @@ fake_sha256(const void *data, size_t len, unsigned char out[32])
         out[i % 32] ^= (unsigned char)(d[i] + i * 7 + len);
 }
 
-static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL};
+static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL, NULL};
 
 static enum gw_code
 parse(const char *yaml, struct gw_conf **c, struct gw_conf_problems *p)
@@ -427,6 +427,35 @@ test_conf_proxy_problems_are_named_and_hide_secrets(void **state)
         assert_null(strstr(line, "u:p"));
         assert_null(strstr(line, "SECRET")); /* no {value: SECRET} advice here */
     }
+    gw_conf_problems_fini(&p);
+}
+
+static const char *
+fake_check_ca(void *arg, const char *path, char *why, size_t size)
+{
+    (void)arg;
+    if (strstr(path, "bad.pem")) {
+        snprintf(why, size, "holds no PEM certificate");
+        return why;
+    }
+    return NULL;
+}
+
+static void
+test_conf_ca_file_is_checked_by_the_callers_reader_with_other_problems(void **state)
+{
+    static const struct gw_conf_env fenv = {fake_getenv, fake_sha256, NULL, fake_check_ca};
+    const char *yaml = EGRESS_PROVS(", ca_file: bad.pem, max_concurrent: 0");
+    struct gw_conf_problems p = {0};
+    struct gw_conf *c;
+
+    (void)state;
+    vars = NULL;
+    assert_int_not_equal(gw_conf_parse(yaml, strlen(yaml), "/etc/gw", &fenv, &c, &p), GW_OK);
+    print_problems(&p);
+    assert_true(has_problem(&p, GW_E_CFG_CA_FILE, "providers[0] (a).ca_file", "/etc/gw/bad.pem"));
+    assert_true(
+        has_problem(&p, GW_E_CFG_PROVIDER_CONCURRENCY, "providers[0] (a).max_concurrent", NULL));
     gw_conf_problems_fini(&p);
 }
 
@@ -1816,6 +1845,7 @@ main(void)
         cmocka_unit_test(test_conf_proxy_from_file_with_auth_from_env),
         cmocka_unit_test(test_conf_environment_proxy_per_scheme_and_no_proxy),
         cmocka_unit_test(test_conf_proxy_problems_are_named_and_hide_secrets),
+        cmocka_unit_test(test_conf_ca_file_is_checked_by_the_callers_reader_with_other_problems),
         cmocka_unit_test(test_conf_relative_paths_without_dir_stay_as_written),
         cmocka_unit_test(test_conf_each_bad_value_gets_its_code_path_and_value),
         cmocka_unit_test(test_conf_max_buffered_body_follows_max_body_when_absent),

@@ -64,6 +64,14 @@ static const struct np_case np_cases[] = {
     {"fd00::/8", "fd12:3456::1", 443, true},
     {"fd00::/8", "fe80::1", 443, false},
     {"10.0.0.0/8", "fd00::1", 443, false}, /* families differ */
+    {"2001:db8::/32", "2001:db8:0:0:0:0:0:1", 443, true},
+    {"2001:db8::/32", "2001:db9::1", 443, false},
+    {"2001:DB8::1", "2001:db8::0:1", 443, true},
+    {"::ffff:10.0.0.0/104", "::ffff:10.9.8.7", 443, true},
+    {"fe80::1", "fe80::1%eth0", 443, true}, /* a zone is set aside */
+    {"256.1.1.1", "256.1.1.1", 443, true},  /* not an address: compared as a name */
+    {"1::2::3", "1::2::3", 443, true},      /* likewise */
+    {"10.0.0.0/8", "10.0.0.1.example.com", 443, false},
     {"1.2.3.4", "api.example.com", 443, false},
     /* ports (Go's and Python's extension): that port only */
     {"example.com:8443", "api.example.com", 8443, true},
@@ -152,10 +160,18 @@ static void
 test_proxy_url_refused(void **state)
 {
     static const char *const bad[] = {
-        "https://proxy.corp:3128", "socks5://proxy.corp:1080", "http://", "http://:3128",
-        "http://proxy.corp:0",     "http://proxy.corp:65536",  "http://proxy.corp:x",
-        "http://proxy.corp/path",  "http://proxy corp:3128",   "http://proxy.corp:3128?a=b",
-        "http://[::1:3128",        "http://pro$xy:3128",
+        "https://proxy.corp:3128",
+        "socks5://proxy.corp:1080",
+        "http://",
+        "http://:3128",
+        "http://proxy.corp:0",
+        "http://proxy.corp:65536",
+        "http://proxy.corp:x",
+        "http://proxy.corp/path",
+        "http://proxy corp:3128",
+        "http://proxy.corp:3128?a=b",
+        "http://[::1:3128",
+        "http://pro$xy:3128",
     };
     struct gw_proxy_url u;
     size_t i;
