@@ -130,6 +130,7 @@ struct net_upconn {
     unsigned long served;            /* exchanges answered on it */
     struct gw_buf tun;               /* CONNECT: the request while written, then the answer */
     size_t tun_off;                  /* bytes of the CONNECT request written */
+    bool tun_reading;                /* the request is sent: reading the proxy's answer */
     bool eof;                        /* the peer closed or reset */
     bool reset;                      /* ... by an error (reset), not a clean close */
     bool tls_bad;                    /* a TLS error: its session must not be resumed */
@@ -713,7 +714,7 @@ on_tunnel(evutil_socket_t fd, short what, void *arg)
 
     (void)what;
     GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
-    if (c->tun_off < c->tun.len) { /* writing the request */
+    if (!c->tun_reading) { /* writing the request */
         n = send(fd, c->tun.data + c->tun_off, c->tun.len - c->tun_off, MSG_NOSIGNAL);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             event_add(c->cev, NULL);
@@ -729,7 +730,7 @@ on_tunnel(evutil_socket_t fd, short what, void *arg)
             return;
         }
         tun_wipe(c); /* the credential is sent; the buffer now collects the answer */
-        c->tun_off = 0;
+        c->tun_reading = true;
         if (!tunnel_wait(c, EV_READ))
             x_fail(c->x, GW_E_UPSTREAM_CONNECT);
         return;

@@ -17,7 +17,8 @@ import threading
 
 import pytest
 
-from gwtest import base_env, binary, chat_body, config, provider, write_config
+from gwtest import (base_env, binary, chat_body, config, overview_provider, provider,
+                    write_config)
 
 PROXY_USER, PROXY_PASS = "alice", "pr0xy-s3cret"
 
@@ -39,6 +40,13 @@ def make_pki(d):
                                "extendedKeyUsage=serverAuth\n")
     run("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
         "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "srv.ext")
+    # The same CA's certificate for another name only (other.pem, other.key).
+    run("req", "-new", *ec, "-keyout", "other.key", "-out", "other.csr",
+        "-subj", "/CN=other.example")
+    (d / "other.ext").write_text("subjectAltName=DNS:other.example\n"
+                                 "extendedKeyUsage=serverAuth\n")
+    run("x509", "-req", "-in", "other.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "other.pem", "-days", "2", "-extfile", "other.ext")
     return d / "ca.pem"
 
 
@@ -97,14 +105,21 @@ class Server:
 
 
 class TlsFront(Server):
-    """TLS on the outside (the test CA's server certificate), plain HTTP to <port>."""
+    """TLS on the outside (the test CA's certificate <cert>), plain HTTP to <port>.
+    Keeps the server name (SNI) each client sent."""
 
-    def __init__(self, pki_dir, port):
+    def __init__(self, pki_dir, port, cert="srv"):
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.load_cert_chain(pki_dir / "srv.pem", pki_dir / "srv.key")
+        self.ctx.load_cert_chain(pki_dir / f"{cert}.pem", pki_dir / f"{cert}.key")
+        self.ctx.sni_callback = self._on_sni
         self.target = port
         self.handshakes = 0
+        self.sni = []
         super().__init__()
+
+    def _on_sni(self, sock, name, ctx):
+        with self.lock:
+            self.sni.append(name)
 
     def handle(self, c):
         try:
@@ -211,6 +226,7 @@ def test_https_upstream_trusted_through_ca_file(tmp_path, pki, bench, gwd, serve
     assert r.status == 200, r
     assert r.json()["choices"][0]["message"]["content"]
     assert front.handshakes >= 1
+    assert front.sni == ["localhost"]  # SNI names the upstream
     assert b.stats()["requests"] == 1
     row = g.wait_row(r.headers["x-request-id"])
     assert attempts_of(row) == [("corp", "ok", None)], row
@@ -226,6 +242,22 @@ def test_https_upstream_by_ip_address_is_verified_against_its_ip(tmp_path, pki, 
     r = g.chat(chat_body())
 
     assert r.status == 200, r
+    assert front.sni == [None]  # no SNI for an address (RFC 6066)
+
+
+def test_a_certificate_for_another_name_is_refused(tmp_path, pki, bench, gwd, servers):
+    b = bench()
+    front = servers(TlsFront(tmp_path, b.port, cert="other"))
+    g = gwd(config(tmp_path, [provider("corp", base_url=f"https://localhost:{front.port}",
+                                       ca_file="ca.pem")]))
+
+    r = g.chat(chat_body())
+
+    assert r.status == 502, r
+    assert b.stats()["requests"] == 0
+    row = g.wait_row(r.headers["x-request-id"])
+    assert attempts_of(row) == [("corp", "failed", "gw.upstream.tls_verify")], row
+    g.err.wait_for(r"code=gw\.upstream\.tls_verify .*certificate refused: hostname mismatch")
 
 
 def test_without_ca_file_the_certificate_is_refused_and_the_next_serves(tmp_path, pki, bench,
@@ -275,7 +307,11 @@ def test_proxy_from_the_file_with_credentials_from_the_environment(tmp_path, pki
     assert hdrs["host"] == f"localhost:{front.port}"
     assert b.stats()["requests"] == 2
     assert b.last()["headers"].get("host") == f"localhost:{front.port}"
+    assert overview_provider(g, "corp")["egress"] == {
+        "proxy": f"127.0.0.1:{px.port}", "proxy_from": "proxy",
+        "ca_file": str(tmp_path / "ca.pem")}
     assert_no_proxy_secret(g)
+    assert PROXY_PASS not in g.control("/control/v1/overview").body.decode()
 
 
 def test_https_proxy_from_the_environment_with_userinfo(tmp_path, pki, bench, gwd, servers):
@@ -291,7 +327,9 @@ def test_https_proxy_from_the_environment_with_userinfo(tmp_path, pki, bench, gw
     assert r.status == 200, r
     assert px.tunnels == [f"localhost:{front.port}"]
     assert px.refused == 0
+    assert overview_provider(g, "corp")["egress"]["proxy_from"] == "HTTPS_PROXY"
     assert_no_proxy_secret(g)
+    assert PROXY_PASS not in g.control("/control/v1/overview").body.decode()
 
 
 def test_http_proxy_from_the_environment_tunnels_a_plain_upstream(tmp_path, bench, gwd,
@@ -323,6 +361,7 @@ def test_no_proxy_exempts_the_upstream(tmp_path, pki, bench, gwd, servers, no_pr
     assert r.status == 200, r
     assert px.heads == []  # never asked
     assert front.handshakes == 1
+    assert overview_provider(g, "corp")["egress"]["proxy"] is None
 
 
 def test_proxy_none_turns_the_environment_proxy_off(tmp_path, bench, gwd, servers):

@@ -1003,8 +1003,13 @@ test_upstream_proxy_connect_tunnel_carries_the_request(void **state)
     struct t_cli a = {0}, b = {0};
     const char *inner = "POST /v1/chat/completions HTTP/1.1\r\nHost: api.example.test:8443\r\n";
 
+    char answer[4096];
+
+    /* A head longer than one read of the client's: it is gathered across reads. */
+    snprintf(answer, sizeof(answer),
+             "HTTP/1.1 200 Connection established\r\nX-Pad: %03000d\r\n\r\n", 7);
     t_via_proxy(fx, true);
-    fx->srv.first_resp = "HTTP/1.1 200 Connection established\r\n\r\n";
+    fx->srv.first_resp = answer;
     fx->srv.resp = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
     t_send(fx, &a);
     t_run_until(fx, &a.n_end, 1);
@@ -1047,13 +1052,25 @@ static void
 test_upstream_proxy_garbage_answer_gives_proxy(void **state)
 {
     struct t_fx *fx = *state;
-    struct t_cli a = {0};
+    struct t_cli a = {0}, b = {0}, c = {0};
+    static char huge[12000];
 
     t_via_proxy(fx, false);
     fx->srv.resp = "SSH-2.0-OpenSSH_9.2\r\n\r\n";
     t_send(fx, &a);
     t_run_until(fx, &a.n_end, 1);
     assert_int_equal(a.rc, GW_E_UPSTREAM_PROXY);
+    /* Bytes after the answer's head: not a tunnel gw can trust. */
+    fx->srv.resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    t_send(fx, &b);
+    t_run_until(fx, &b.n_end, 1);
+    assert_int_equal(b.rc, GW_E_UPSTREAM_PROXY);
+    /* A head over 8 KiB. */
+    snprintf(huge, sizeof(huge), "HTTP/1.1 200 OK\r\nX-Pad: %09000d\r\n\r\n", 1);
+    fx->srv.resp = huge;
+    t_send(fx, &c);
+    t_run_until(fx, &c.n_end, 1);
+    assert_int_equal(c.rc, GW_E_UPSTREAM_PROXY);
 }
 
 /* A tunnel and a direct connection to the same host:port are different pool keys. */
