@@ -10,6 +10,8 @@
 # threaded CONNECT proxy that counts tunnels and checks Proxy-Authorization.
 
 import base64
+import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -278,6 +280,45 @@ def test_without_ca_file_the_certificate_is_refused_and_the_next_serves(tmp_path
                                 ("next", "ok", None)], row
     g.err.wait_for(r"code=gw\.upstream\.tls_verify .*certificate refused: "
                    r"unable to get local issuer certificate")
+
+
+def reload(g):
+    start = g.err.count()
+    g.signal(signal.SIGHUP)
+    return g.err.wait_for(r"code=(reloaded|reload_failed)\b", start=start).group(1), start
+
+
+def test_a_reload_reads_a_changed_ca_file_and_refuses_a_broken_one(tmp_path, pki, bench, gwd,
+                                                                   servers):
+    other = tmp_path / "other"
+    other.mkdir()
+    make_pki(other)  # another CA: it did not sign the front's certificate
+    shutil.copy(other / "ca.pem", tmp_path / "trust.pem")
+    b = bench()
+    front = servers(TlsFront(tmp_path, b.port))
+    g = gwd(config(tmp_path, [provider("corp", base_url=f"https://localhost:{front.port}",
+                                       ca_file="trust.pem")]))
+
+    r = g.chat(chat_body())
+    assert r.status == 502, r
+    assert attempts_of(g.wait_row(r.headers["x-request-id"])) == [
+        ("corp", "failed", "gw.upstream.tls_verify")]
+
+    # Same path, new content: the reload trusts it.
+    shutil.copy(tmp_path / "ca.pem", tmp_path / "trust.pem")
+    assert reload(g)[0] == "reloaded"
+    r = g.chat(chat_body())
+    assert r.status == 200, r
+
+    # A file that no longer holds a certificate: the reload is refused, named, and the
+    # running config keeps its trust.
+    (tmp_path / "trust.pem").write_text("garbage\n")
+    what, start = reload(g)
+    assert what == "reload_failed"
+    g.err.wait_for(rf"providers\[0\] \(corp\)\.ca_file: {tmp_path}/trust\.pem "
+                   r"\(config\.ca_file\) holds no PEM certificate", start=start)
+    r = g.chat(chat_body())
+    assert r.status == 200, r
 
 
 # ---------------------------------------------------------------- proxy
