@@ -462,8 +462,8 @@ def test_proxy_with_wrong_credentials_is_refused_and_nothing_leaks(tmp_path, ben
 
 # ---------------------------------------------------------------- gwd --check
 
-def check(path, env=None):
-    p = subprocess.run([binary("gwd"), "--check", str(path)], env=env or base_env(),
+def check(path, env=None, argv=("gwd", "--check")):
+    p = subprocess.run([binary(argv[0]), *argv[1:], str(path)], env=env or base_env(),
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     return p.returncode, (p.stdout + p.stderr).decode("utf-8", "replace")
 
@@ -489,6 +489,10 @@ def test_check_names_a_bad_ca_file_and_proxy(tmp_path, pki):
             "credentials in the proxy URL are not allowed") in out, out
     assert "providers[0]" not in out, out
     assert ":pw@" not in out
+    # gwctl check reads the files as gwd does: the same lines.
+    rc2, out2 = check(write_config(tmp_path, cfg), argv=("gwctl", "check"))
+    assert rc2 == 1, out2
+    assert sorted(out2.splitlines()) == sorted(out.splitlines()), (out, out2)
 
 
 def test_check_accepts_ca_file_and_names_an_unusable_environment_proxy(tmp_path, pki):
