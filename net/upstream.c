@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * net/upstream.c - the upstream HTTP/1.1 client: per-worker keep-alive pools keyed by
- * (host, port, tls), non-blocking connects (numeric addresses directly, names through
- * evdns), TLS with SNI and verification, request writing, and response parsing with
- * http-parser, streaming decoded body bytes to the caller.
+ * (host, port, tls, TLS context, proxy), non-blocking connects (numeric addresses
+ * directly, names through evdns), HTTP CONNECT tunnels through a proxy, TLS with SNI and
+ * verification, request writing, and response parsing with http-parser, streaming
+ * decoded body bytes to the caller.
  * Owns:    the pool owns its keys and idle connections; a live exchange owns its
  *          connection (struct net_upconn) until it ends; a pending name lookup owns a
  *          small ticket that outlives a cancelled connection.
@@ -55,7 +56,11 @@
  *   restarted on every read of the body and suspended while the exchange is paused
  *   (head_timeout_ms too, when paused before the head).
  * - A plain-HTTP server answering a TLS ClientHello gives GW_E_UPSTREAM_TLS (the
- *   handshake fails on a bad record or on the peer's close).
+ *   handshake fails on a bad record or on the peer's close); a certificate the check
+ *   refused gives GW_E_UPSTREAM_TLS_VERIFY.
+ * - Through a proxy (the provider's proxy_host), TCP goes to the proxy and the CONNECT
+ *   exchange runs on the raw socket before the bufferevent exists (see "CONNECT
+ *   tunnels"); from then on the tunnel is an ordinary connection of its key.
  * - Keep-alive race: when a reused connection dies (EOF, reset) before any response
  *   byte arrived, the request is sent once more on a fresh connection; a copy of the
  *   request is kept only while that can still happen.

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * net/upstream.h - the upstream HTTP client: one keep-alive connection pool per worker
- * and upstream (host, port, TLS), HTTP/1.1 request/response exchanges with
- * content-length, chunked and close-delimited bodies, TLS with verification and SNI.
+ * and upstream (host, port, TLS, trust, proxy), HTTP/1.1 request/response exchanges with
+ * content-length, chunked and close-delimited bodies, TLS with verification and SNI,
+ * HTTP CONNECT tunnels through a proxy.
  * Owns:    the pool owns its idle connections; an exchange owns its connection until it
  *          ends (back to the pool when reusable, closed otherwise).
  * Threads: the worker that owns the pool's event_base; never blocks.
