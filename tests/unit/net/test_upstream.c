@@ -85,7 +85,8 @@ struct t_sconn {
     struct t_srv *s;
     struct bufferevent *bev;
     struct t_buf in;
-    bool closing; /* close once the output is flushed */
+    bool closing;   /* close once the output is flushed */
+    unsigned n_req; /* requests read on this connection */
     struct t_sconn *next;
 };
 
@@ -96,8 +97,9 @@ struct t_srv {
     uint16_t port;
     enum t_mode mode;
     const char *resp;
-    const char *first_resp; /* when set: the answer to the server's first request (a
-                               CONNECT proxy's), kept in first_req */
+    const char *first_resp; /* when set: the answer to each connection's first request
+                               (a CONNECT proxy's), the last such request kept in
+                               first_req */
     struct t_buf first_req;
     bool close_after;
     unsigned accepts, requests, eofs, drained;
@@ -156,7 +158,8 @@ t_srv_serve(struct t_sconn *sc)
         s->requests++;
         if (s->ssl && SSL_session_reused(bufferevent_openssl_get_ssl(sc->bev)))
             s->resumed++;
-        if (s->first_resp && s->requests == 1) {
+        if (s->first_resp && sc->n_req++ == 0) {
+            s->first_req.len = 0;
             t_buf_append(&s->first_req, s->last_req.data, s->last_req.len);
             t_srv_write(sc, s->first_resp);
             continue;
@@ -1089,6 +1092,7 @@ test_upstream_proxied_and_direct_never_share_a_connection(void **state)
     assert_int_equal(a.rc, GW_OK);
     fx->prov.proxy_host = NULL;
     fx->prov.proxy_port = 0;
+    fx->srv.first_resp = NULL; /* a direct connection: no CONNECT */
     t_send(fx, &b);
     t_run_until(fx, &b.n_end, 1);
     assert_int_equal(b.rc, GW_OK);
@@ -1304,6 +1308,18 @@ test_upstream_out_of_memory_at_each_allocation_ends_cleanly(void **state)
     }
 }
 
+/* The same through a proxy with a credential: the tunnel's allocations too. */
+static void
+test_upstream_out_of_memory_through_a_proxy_ends_cleanly(void **state)
+{
+    struct t_fx *fx = *state;
+
+    t_via_proxy(fx, true);
+    fx->srv.first_resp = "HTTP/1.1 200 Connection established\r\n\r\n";
+    test_upstream_out_of_memory_at_each_allocation_ends_cleanly(state);
+    assert_non_null(strstr(fx->srv.first_req.data, "Proxy-Authorization: Basic dTpw\r\n"));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, t_setup, t_teardown)
 
 int
@@ -1344,6 +1360,7 @@ main(void)
         T(test_upstream_large_chunked_body_paused_after_every_piece),
         T(test_upstream_head_request_has_no_body_and_keeps_connection),
         T(test_upstream_out_of_memory_at_each_allocation_ends_cleanly),
+        T(test_upstream_out_of_memory_through_a_proxy_ends_cleanly),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
