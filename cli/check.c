@@ -15,7 +15,10 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "cli/cli.h"
 #include "core/alloc.h"
@@ -129,10 +132,33 @@ check_prices(struct gw_conf *conf, struct gw_conf_problems *probs, char **io)
     return rc;
 }
 
+/* providers[].ca_file as gwd reads it (net/egress.c): readable, a PEM certificate in it. */
+static const char *
+check_ca_file(void *arg, const char *path, char *why, size_t why_size)
+{
+    FILE *f = fopen(path, "rb");
+    X509 *crt;
+
+    (void)arg;
+    if (!f) {
+        snprintf(why, why_size, "cannot read the file: %s", strerror(errno));
+        return why;
+    }
+    crt = PEM_read_X509_AUX(f, NULL, NULL, NULL);
+    fclose(f);
+    ERR_clear_error();
+    if (!crt) {
+        snprintf(why, why_size, "holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+        return why;
+    }
+    X509_free(crt);
+    return NULL;
+}
+
 int
 cli_cmd_check(const struct cli_opts *o, int argc, char **argv)
 {
-    struct gw_conf_env env = {env_get, env_sha256, NULL};
+    struct gw_conf_env env = {env_get, env_sha256, NULL, check_ca_file};
     struct gw_conf_problems probs = {0};
     struct gw_conf *conf = NULL;
     struct gw_buf yaml = {0};

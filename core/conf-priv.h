@@ -80,6 +80,11 @@ struct gw_conf_file_key {
     char *value;
 };
 
+/* providers[].proxy_auth: the variable holding "user:password" (never the file). */
+struct gw_conf_file_proxy_auth {
+    char *env;
+};
+
 struct gw_conf_file_min_speed {
     int64_t *tokens_per_sec;
     int64_t *window_secs;
@@ -115,6 +120,9 @@ struct gw_conf_file_provider {
     struct gw_conf_file_min_speed *min_speed;
     char *billing;
     struct gw_conf_file_quota *quota;
+    char *proxy; /* a URL, or "none" / "" for no proxy at all */
+    struct gw_conf_file_proxy_auth *proxy_auth;
+    char *ca_file;
 };
 
 /* providers (members) are a plain name or a mapping, which libcyaml cannot express:
@@ -194,12 +202,6 @@ extern const cyaml_schema_value_t gw_prices_file_schema;
 enum gw_code gw_conf_cyaml_load(const char *yaml, size_t len, const cyaml_schema_value_t *schema,
                                 void **out, struct gw_conf_problems *probs);
 void gw_conf_cyaml_free(const cyaml_schema_value_t *schema, void *data);
-
-/* Appends one problem (<value> capped as in every problem). GW_E_NOMEM when out of
- * memory, <probs> then unchanged. */
-enum gw_code gw_conf_problem_add(struct gw_conf_problems *probs, enum gw_code code,
-                                 const char *path, const char *value, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
 
 /* Fills every default of <c> (DESIGN.md 3; one place for all of them): numbers, the
  * control listen address and token variable, store.path ("gw-data") and prices_path

@@ -32,6 +32,7 @@
 #include "core/alloc.h"
 #include "core/conf-priv.h"
 #include "core/log.h"
+#include "core/proxy.h"
 #include "core/str.h"
 
 #define PATH_LEN 256    /* longest path we build ("providers[12].quota.models.x.rpm") */
@@ -586,7 +587,8 @@ is_secret_path(const struct cyaml_error *e)
         if (e->f[i].kind == 'f' &&
             (strcmp(e->f[i].key, "keys") == 0 || strcmp(e->f[i].key, "value") == 0 ||
              strcmp(e->f[i].key, "key_sha256") == 0 || strcmp(e->f[i].key, "base_url") == 0 ||
-             strcmp(e->f[i].key, "key_env") == 0 || strcmp(e->f[i].key, "token_env") == 0))
+             strcmp(e->f[i].key, "key_env") == 0 || strcmp(e->f[i].key, "token_env") == 0 ||
+             strcmp(e->f[i].key, "proxy") == 0 || strcmp(e->f[i].key, "proxy_auth") == 0))
             return true;
     return false;
 }
@@ -897,7 +899,8 @@ static bool
 is_secret_key(const char *k)
 {
     return strcmp(k, "keys") == 0 || strcmp(k, "value") == 0 || strcmp(k, "key_sha256") == 0 ||
-           strcmp(k, "base_url") == 0 || strcmp(k, "key_env") == 0 || strcmp(k, "token_env") == 0;
+           strcmp(k, "base_url") == 0 || strcmp(k, "key_env") == 0 || strcmp(k, "token_env") == 0 ||
+           strcmp(k, "proxy") == 0 || strcmp(k, "proxy_auth") == 0;
 }
 
 /* The text of an entry's name: a mapping's scalar `name`, or, when <plain> (a group
@@ -1044,8 +1047,9 @@ walk_mapping(struct walk *w, yaml_node_t *m, const cyaml_schema_field_t *fields,
             keep = false;
             if (secret) /* inside a credential even a key's name may be a secret */
                 problem(w->x, GW_E_CFG_UNKNOWN_FIELD, path, NULL, "(hidden)",
-                        "unknown key in a credential (name hidden); write {env: NAME} or "
-                        "{value: SECRET} (line %u)",
+                        "unknown key in a credential (name hidden); write %s (line %u)",
+                        strstr(path, "proxy_auth") ? "{env: NAME}"
+                                                   : "{env: NAME} or {value: SECRET}",
                         line);
             else /* the value is not echoed: it may be a misplaced secret */
                 problem(w->x, GW_E_CFG_UNKNOWN_FIELD, path, key, key, "unknown key '%s' (line %u)",
@@ -1757,6 +1761,115 @@ build_quota(struct ctx *x, const char *base, const struct gw_conf_file_quota *fq
 
 /* How a refused base_url is shown: "(hidden)" when it may hold a credential, that is
  * userinfo (user:password@), a query (?api_key=...) or a fragment; else as written. */
+/* ---- egress: the proxy and the CA file ---- */
+
+/* <url> into p's proxy fields, or a problem at <base>.proxy. <from> names the variable
+ * it came from (userinfo allowed there), NULL for the file's own proxy. */
+static void
+take_proxy_url(struct ctx *x, const char *base, const char *url, const char *from,
+               struct gw_conf_provider *p)
+{
+    struct gw_proxy_url u;
+    const char *why = gw_proxy_url_parse(url, from != NULL, &u);
+    char shown[VALUE_SHOWN + 1];
+
+    if (why && !why[0]) {
+        x->nomem = true;
+        return;
+    }
+    if (why) {
+        gw_proxy_url_shown(url, shown, sizeof(shown));
+        if (from)
+            problem(x, GW_E_CFG_PROXY, base, "proxy", shown,
+                    "%s (from the environment variable %s; proxy: none connects directly)", why,
+                    from);
+        else
+            problem(x, GW_E_CFG_PROXY, base, "proxy", shown, "%s", why);
+        return;
+    }
+    p->proxy_host = u.host;
+    p->proxy_port = u.port;
+    p->proxy_auth = u.auth;
+    p->proxy_from = dup_s(x, from ? from : "proxy");
+}
+
+/* The first of <names> set and not empty in the environment (its name in *<name>). */
+static const char *
+env_first(struct ctx *x, const char *const *names, const char **name)
+{
+    for (; *names; names++) {
+        const char *v = env_get(x, *names);
+
+        if (v && v[0]) {
+            *name = *names;
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* providers[].proxy, proxy_auth, ca_file, and the environment's proxy (curl's
+ * variables: lower case first, as curl reads them). Runs after base_url is parsed. */
+static void
+build_egress(struct ctx *x, const char *base, const struct gw_conf_file_provider *fp,
+             struct gw_conf_provider *p)
+{
+    static const char *const https_vars[] = {"https_proxy", "HTTPS_PROXY", NULL};
+    static const char *const http_vars[] = {"http_proxy", "HTTP_PROXY", NULL};
+    static const char *const no_vars[] = {"no_proxy", "NO_PROXY", NULL};
+    bool off = fp->proxy && (!fp->proxy[0] || strcasecmp(fp->proxy, "none") == 0);
+    char ab[PATH_LEN];
+
+    if (fp->proxy && !off) {
+        take_proxy_url(x, base, fp->proxy, NULL, p);
+    } else if (!off && p->host) {
+        const char *name = NULL, *no_name = NULL;
+        const char *url = env_first(x, p->tls ? https_vars : http_vars, &name);
+
+        if (url && !gw_no_proxy_match(env_first(x, no_vars, &no_name), p->host, p->port))
+            take_proxy_url(x, base, url, name, p);
+    }
+    fmt_into(ab, sizeof(ab), "%s.proxy_auth", base);
+    if (fp->proxy_auth) {
+        const char *env = fp->proxy_auth->env, *v;
+
+        if (off) {
+            problem(x, GW_E_CFG_PROXY, ab, NULL, "(hidden)",
+                    "proxy_auth is set while proxy is none; remove one of them");
+        } else if (!env) {
+            missing(x, ab, "env", "the variable holding \"user:password\"");
+        } else if (!is_valid_env_name(env)) {
+            problem(x, GW_E_CFG_BAD_VALUE, ab, "env", "(hidden)",
+                    "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        } else if (!(v = env_get(x, env)) || !v[0]) {
+            problem(x, GW_E_CFG_ENV_UNSET, ab, "env", env,
+                    "environment variable %s is unset or empty", env);
+        } else if (!strchr(v, ':')) {
+            problem(x, GW_E_CFG_PROXY, ab, "env", env,
+                    "environment variable %s must hold \"user:password\"", env);
+        } else if (p->proxy_host) { /* wins over a userinfo of an environment URL */
+            wipe_free(p->proxy_auth);
+            p->proxy_auth = dup_s(x, v);
+        }
+    }
+    if (fp->ca_file) {
+        if (!fp->ca_file[0])
+            problem(x, GW_E_CFG_BAD_VALUE, base, "ca_file", "", "must be a file path");
+        else if (p->host && !p->tls)
+            problem(x, GW_E_CFG_CA_FILE, base, "ca_file", fp->ca_file,
+                    "applies to https:// upstreams only (base_url is http://)");
+        else
+            p->ca_file = resolve_path(x, fp->ca_file);
+        if (p->ca_file && x->env && x->env->check_ca_file) {
+            char why[256] = "";
+            const char *bad = x->env->check_ca_file(x->env->arg, p->ca_file, why, sizeof(why));
+
+            if (bad)
+                problem(x, GW_E_CFG_CA_FILE, base, "ca_file", p->ca_file, "%s", bad);
+        }
+    }
+}
+
 static const char *
 url_shown(const char *url)
 {
@@ -1840,6 +1953,7 @@ build_provider(struct ctx *x, unsigned i, const struct gw_conf_file_provider *fp
     if (take_word(x, base, "billing", fp->billing, billing_words, "metered, free", &w))
         p->billing = fp->billing ? (enum gw_billing)w : GW_BILLING_METERED;
     build_quota(x, base, fp->quota, map_get(x, map_get(x, tree, "quota"), "models"), p);
+    build_egress(x, base, fp, p);
 }
 
 static void
@@ -2528,6 +2642,10 @@ gw_conf_free(struct gw_conf *c)
         for (j = 0; p->quota_models && j < p->n_quota_models; j++)
             gw_free(p->quota_models[j].model);
         gw_free(p->quota_models);
+        gw_free(p->proxy_host);
+        wipe_free(p->proxy_auth);
+        gw_free(p->proxy_from);
+        gw_free(p->ca_file);
     }
     gw_free(c->providers);
     for (i = 0; c->clients && i < c->n_clients; i++) {

@@ -129,6 +129,18 @@ struct gw_conf_provider {
      * not a quota section was written (core/quota.h). */
     unsigned quota_local_cap_secs;
     bool quota_probes;
+    /* Egress (docs/config.md, providers): the CONNECT proxy in effect, from
+     * providers[].proxy, else the environment's https_proxy/HTTPS_PROXY (https
+     * upstreams) or http_proxy/HTTP_PROXY (http ones) unless no_proxy/NO_PROXY exempts
+     * the host (core/proxy.h). proxy_host NULL: connect directly. */
+    char *proxy_host;
+    uint16_t proxy_port;
+    char *proxy_auth; /* "user:password" for Proxy-Authorization: Basic, or NULL; a secret */
+    char *proxy_from; /* "proxy" (the file) or the variable's name; NULL when direct */
+    char *ca_file;    /* providers[].ca_file, resolved against the config's folder, or NULL */
+    /* net's SSL_CTX trusting ca_file besides the system CAs (net/egress.c), set by net
+     * before publish and alive until the process ends; NULL: the default context. */
+    void *tls_ctx;
     /* Shared mutable state, set by gw_routes_attach before the snapshot is published
      * (core/route.h); lives in the registry, not in the snapshot. */
     struct gw_upstate *state;
@@ -293,6 +305,11 @@ struct gw_conf_env {
     const char *(*getenv)(void *arg, const char *name); /* NULL when unset */
     void (*sha256)(const void *data, size_t len, unsigned char out[32]);
     void *arg;
+    /* Optional (NULL: not checked here): reads a file the config names
+     * (providers[].ca_file, resolved) and returns NULL when it is usable, else why not
+     * (in <why> or a constant), so that its problem comes with every other one of the
+     * file. The caller does the I/O; core stays pure. */
+    const char *(*check_ca_file)(void *arg, const char *path, char *why, size_t why_size);
 };
 
 /* Parses and validates <len> bytes of YAML. <dir> is the file's folder (relative
@@ -315,6 +332,13 @@ enum gw_code gw_conf_parse(const char *yaml, size_t len, const char *dir,
 void gw_conf_free(struct gw_conf *c);
 /* Frees every problem of <p>; <p> is empty and reusable afterwards. */
 void gw_conf_problems_fini(struct gw_conf_problems *p);
+
+/* Appends one problem (<value> capped as in every problem): core/conf_prices.c, and net
+ * for the checks that read files (providers[].ca_file, net/egress.c). GW_E_NOMEM when
+ * out of memory, <probs> then unchanged. */
+enum gw_code gw_conf_problem_add(struct gw_conf_problems *probs, enum gw_code code,
+                                 const char *path, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Formats one problem as "<path>: <value> (<code>) <msg>" into <buf> (NUL-terminated,
  * truncated to <size>). */

@@ -119,6 +119,11 @@ static const cyaml_schema_field_t min_speed_fields[] = {
     CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t proxy_auth_fields[] = {
+    FIELD_STR("env", struct gw_conf_file_proxy_auth, env),
+    CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t quota_win_fields[] = {
     FIELD_INT("rpm", struct gw_conf_file_quota_win, rpm),
     FIELD_INT("tpm", struct gw_conf_file_quota_win, tpm),
@@ -150,6 +155,10 @@ static const cyaml_schema_field_t provider_fields[] = {
     CYAML_FIELD_IGNORE("model_specs", OPT), /* keyed by model id: read from the tree */
     FIELD_STR("billing", struct gw_conf_file_provider, billing),
     CYAML_FIELD_MAPPING_PTR("quota", OPT, struct gw_conf_file_provider, quota, quota_fields),
+    FIELD_STR("proxy", struct gw_conf_file_provider, proxy),
+    CYAML_FIELD_MAPPING_PTR("proxy_auth", OPT, struct gw_conf_file_provider, proxy_auth,
+                            proxy_auth_fields),
+    FIELD_STR("ca_file", struct gw_conf_file_provider, ca_file),
     CYAML_FIELD_END,
 };
 

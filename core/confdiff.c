@@ -19,7 +19,7 @@
  * only that field would answer "no change". When one fires, update the form and the
  * size. x86-64 sizes; other targets skip the check. */
 #if defined(__x86_64__) && defined(__LP64__)
-_Static_assert(sizeof(struct gw_conf_provider) == 216,
+_Static_assert(sizeof(struct gw_conf_provider) == 264,
                "struct gw_conf_provider changed: update provider_canon in core/confdiff.c");
 _Static_assert(sizeof(struct gw_conf_model_spec) == 56,
                "struct gw_conf_model_spec changed: update provider_canon in core/confdiff.c");
@@ -151,6 +151,14 @@ provider_canon(struct canon *c, const struct gw_conf_provider *p)
     c_u64(c, p->quota_pool);
     c_u64(c, p->quota_local_cap_secs);
     c_u64(c, p->quota_probes);
+    c_str(c, p->proxy_host); /* the proxy in effect, from the file or the environment */
+    c_u64(c, p->proxy_port);
+    c_str(c, p->proxy_auth); /* a new proxy credential is a change (never shown) */
+    c_str(c, p->proxy_from);
+    c_str(c, p->ca_file);
+    /* net keeps one context per (ca_file path, content): the same pointer when the file
+     * is unchanged, another when its certificates changed (net/egress.c) */
+    c_u64(c, (uint64_t)(uintptr_t)p->tls_ctx);
 }
 
 /* Left out: index, wrr (runtime), and how the file spells an entry (plain, weight_set,
@@ -454,8 +462,9 @@ static const struct {
     const char *name;
     void (*canon)(struct canon *c, const struct gw_conf *f);
 } sections[] = {
-    {"server", server_canon},       {"control", control_canon},   {"store", store_canon},
-    {"retention", retention_canon}, {"failover", failover_canon}, {"prices", prices_canon},
+    {"server", server_canon},     {"control", control_canon},
+    {"store", store_canon},       {"retention", retention_canon},
+    {"failover", failover_canon}, {"prices", prices_canon},
     {"log", log_canon},
 };
 

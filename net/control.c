@@ -64,6 +64,7 @@
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
 #include "net/calendar.h"
+#include "net/egress.h"
 #include "net/logger.h"
 #include "net/metrics.h"
 #include "net/net-priv.h"
@@ -337,6 +338,29 @@ slots_of(struct gw_slots *sl, unsigned *in_flight, unsigned *waiting)
         gw_slots_stats(sl, NULL, in_flight, waiting);
 }
 
+/* How the provider is reached: {proxy: "host:port" | null, proxy_from: "proxy" or the
+ * variable's name | null, ca_file: path | null}. Never the proxy credential. */
+static json_t *
+egress_json(const struct gw_conf_provider *p)
+{
+    json_t *o = json_object();
+    char hp[300];
+    int rc = 0;
+
+    if (p->proxy_host)
+        snprintf(hp, sizeof(hp), "%s%s%s:%u", strchr(p->proxy_host, ':') ? "[" : "", p->proxy_host,
+                 strchr(p->proxy_host, ':') ? "]" : "", (unsigned)p->proxy_port);
+    rc |= json_object_set_new(o, "proxy", p->proxy_host ? json_string(hp) : json_null());
+    rc |= json_object_set_new(o, "proxy_from",
+                              p->proxy_from ? json_string(p->proxy_from) : json_null());
+    rc |= json_object_set_new(o, "ca_file", p->ca_file ? json_string(p->ca_file) : json_null());
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *
 provider_json(const struct gw_conf_provider *p, uint64_t now_ms)
 {
@@ -363,6 +387,7 @@ provider_json(const struct gw_conf_provider *p, uint64_t now_ms)
     rc |= json_object_set_new(o, "outcomes", json_integer(f.n_outcomes));
     rc |= json_object_set_new(o, "link_ms", json_ms_or_null(f.link_ms));
     rc |= json_object_set_new(o, "models", string_list_json(p->models, p->n_models));
+    rc |= json_object_set_new(o, "egress", egress_json(p));
     if (rc) {
         json_decref(o);
         return NULL;

@@ -104,9 +104,14 @@ linktest_main(void *arg)
 
         if (!p->enabled || !p->state || !in_url_test_group(c, p))
             continue;
-        if (p->tls && !ctx)
+        if (p->proxy_host) { /* a direct connect would measure the wrong path */
+            GW_LOG(GW_LOG_INFO, NULL, "link_test", "upstream %s: not measured (through a proxy)",
+                   p->name);
+            continue;
+        }
+        if (p->tls && !ctx && !p->tls_ctx)
             ctx = net_upstream_ssl_ctx_new();
-        ms = measure(p, ctx);
+        ms = measure(p, p->tls_ctx ? p->tls_ctx : ctx);
         if (ms >= 0)
             gw_upstate_link_seed(p->state, (uint32_t)ms);
         GW_LOG(GW_LOG_INFO, NULL, "link_test", "upstream %s: %s %d ms", p->name,

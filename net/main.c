@@ -34,6 +34,7 @@
 #include "core/sticky.h"
 #include "net/calendar.h"
 #include "net/control.h"
+#include "net/egress.h"
 #include "net/linktest.h"
 #include "net/logger.h"
 #include "net/metrics.h"
@@ -79,7 +80,7 @@ sha256(const void *data, size_t len, unsigned char out[32])
     SHA256(data, len, out);
 }
 
-static const struct gw_conf_env gwd_env = {env_get, sha256, NULL};
+static const struct gw_conf_env gwd_env = {env_get, sha256, NULL, net_egress_ca_check};
 
 /* Reads the whole file at <path> into a malloc'd buffer. NULL with errno set on failure. */
 static char *
@@ -244,6 +245,14 @@ load_conf(const char *path, FILE *out, struct net_reload_result *keep)
         return NULL;
     }
     gw_conf_problems_fini(&probs);
+    if (!net_egress_attach(conf, &probs)) { /* providers[].ca_file: files, so read here */
+        print_problems(out, "", &probs);
+        keep_refusal(keep, probs.n ? probs.v[0].code : GW_E_CFG_CA_FILE,
+                     "the config file %.300s was refused", path);
+        keep_problems(&probs, NULL, keep);
+        gw_conf_free(conf);
+        return NULL;
+    }
     if (!load_prices(conf, out, keep)) {
         gw_conf_free(conf);
         return NULL;
@@ -643,6 +652,7 @@ out:
     net_reload_free(g->reload); /* nothing asks any more */
     net_logger_stop();
     gw_snap_shutdown(&g->gt);
+    net_egress_shutdown(); /* no snapshot, worker or link test uses a context any more */
     gw_sticky_free(g->deps.sticky);
     gw_routes_free(g->routes);
     gw_slots_reg_free(g->up_slots);
@@ -671,6 +681,7 @@ main(int argc, char **argv)
         if (!conf)
             return 1;
         gw_conf_free(conf);
+        net_egress_shutdown();
         printf("%s: ok\n", argv[2]);
         return 0;
     }

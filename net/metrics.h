@@ -31,7 +31,6 @@ void net_metrics_count(unsigned worker, const struct gw_row *r);
  * worker <worker> only. */
 void net_metrics_refused(unsigned worker, int status, enum gw_code code);
 
-
 /* Appends the series of docs/metrics.md that net/control.c does not write itself to
  * <b>: the request series summed over every worker, upstream and key-limit gauges of
  * the live config (acquired with <thr>), the store's (when <st> is not NULL) and the

@@ -29,6 +29,7 @@
 
 #include "core/alloc.h"
 #include "core/str.h"
+#include "net/egress.h"
 #include "store/store.h"
 
 #define SAVE_MAX_CONF (16 * 1024 * 1024)
@@ -54,7 +55,8 @@ save_sha256(const void *p, size_t n, unsigned char out[32])
 
 /* The environment gwd's own loader uses (net/main.c): the process environment and
  * SHA-256, so a save is validated exactly as the reload will validate it. */
-static const struct gw_conf_env save_conf_env = {conf_getenv, save_sha256, NULL};
+static const struct gw_conf_env save_conf_env = {conf_getenv, save_sha256, NULL,
+                                                 net_egress_ca_check};
 
 static char *
 file_read(const char *path, size_t *lenp)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * net/upstream.c - the upstream HTTP/1.1 client: per-worker keep-alive pools keyed by
- * (host, port, tls), non-blocking connects (numeric addresses directly, names through
- * evdns), TLS with SNI and verification, request writing, and response parsing with
- * http-parser, streaming decoded body bytes to the caller.
+ * (host, port, tls, TLS context, proxy), non-blocking connects (numeric addresses
+ * directly, names through evdns), HTTP CONNECT tunnels through a proxy, TLS with SNI and
+ * verification, request writing, and response parsing with http-parser, streaming
+ * decoded body bytes to the caller.
  * Owns:    the pool owns its keys and idle connections; a live exchange owns its
  *          connection (struct net_upconn) until it ends; a pending name lookup owns a
  *          small ticket that outlives a cancelled connection.
@@ -12,6 +13,7 @@
  */
 #include "net/upstream.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -30,10 +32,12 @@
 #include <event2/util.h>
 #include <http_parser.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/x509v3.h>
 
 #include "core/alloc.h"
 #include "core/assert.h"
+#include "core/log.h"
 #include "net/upstream-priv.h"
 
 /*
@@ -52,7 +56,11 @@
  *   restarted on every read of the body and suspended while the exchange is paused
  *   (head_timeout_ms too, when paused before the head).
  * - A plain-HTTP server answering a TLS ClientHello gives GW_E_UPSTREAM_TLS (the
- *   handshake fails on a bad record or on the peer's close).
+ *   handshake fails on a bad record or on the peer's close); a certificate the check
+ *   refused gives GW_E_UPSTREAM_TLS_VERIFY.
+ * - Through a proxy (the provider's proxy_host), TCP goes to the proxy and the CONNECT
+ *   exchange runs on the raw socket before the bufferevent exists (see "CONNECT
+ *   tunnels"); from then on the tunnel is an ordinary connection of its key.
  * - Keep-alive race: when a reused connection dies (EOF, reset) before any response
  *   byte arrived, the request is sent once more on a fresh connection; a copy of the
  *   request is kept only while that can still happen.
@@ -67,25 +75,33 @@
 #define NET_UPX_MAGIC 0x55505831u     /* "UPX1" */
 
 enum {
-    NET_UP_IDLE_MAX = 256,     /* idle connections kept per upstream */
-    NET_UP_IDLE_SECS = 60,     /* an idle connection is closed after this */
-    NET_UP_READ_HIWAT = 65536, /* bytes buffered per connection while not parsed */
-    NET_UP_HEAD_MAX = 65536,   /* bytes of header names and values kept */
-    NET_UP_HDRS_MAX = 256,     /* response header lines */
+    NET_UP_IDLE_MAX = 256,         /* idle connections kept per upstream */
+    NET_UP_IDLE_SECS = 60,         /* an idle connection is closed after this */
+    NET_UP_READ_HIWAT = 65536,     /* bytes buffered per connection while not parsed */
+    NET_UP_HEAD_MAX = 65536,       /* bytes of header names and values kept */
+    NET_UP_HDRS_MAX = 256,         /* response header lines */
+    NET_UP_TUNNEL_HEAD_MAX = 8192, /* bytes of a CONNECT answer's head */
 };
 
 /* ---- types ---- */
 
-/* One upstream (host, port, tls): its idle connections, most recent first. Keys live
- * as long as the pool; a worker talks to a handful of upstreams. */
+/* One upstream (host, port, tls) as reached (TLS context, proxy): its idle connections,
+ * most recent first. Keys live as long as the pool; a worker talks to a handful of
+ * upstreams. Two providers that differ in trust (ca_file) or route (proxy) never share
+ * a connection or a TLS session. */
 struct net_upkey {
     struct net_upkey *next;
-    char *host; /* NUL-terminated copy */
+    char *host; /* NUL-terminated copy: SNI, Host and the CONNECT target */
     uint16_t port;
     bool tls;
-    bool numeric;      /* addr is set: host is an address, or "localhost" without evdns */
+    SSL_CTX *ctx;     /* the provider's (ca_file), NULL: the pool's */
+    char *proxy_host; /* the CONNECT proxy, NULL: direct */
+    uint16_t proxy_port;
+    char *proxy_auth;  /* "user:password" for Proxy-Authorization, or NULL; a secret */
     bool is_ip;        /* host is an IP literal: no SNI, the certificate must name the IP */
-    bool unresolvable; /* a name and no evdns_base */
+    bool numeric;      /* addr is set: the connect target (the proxy when there is one,
+                          else host) is an address, or "localhost" without evdns */
+    bool unresolvable; /* the connect target is a name and there is no evdns_base */
     struct sockaddr_storage addr;
     socklen_t addrlen;
     struct net_upconn *idle_head; /* most recently used */
@@ -117,6 +133,9 @@ struct net_upconn {
     struct evutil_addrinfo *ai;      /* lookup result (names only) */
     struct evutil_addrinfo *ai_next; /* next address to try */
     unsigned long served;            /* exchanges answered on it */
+    struct gw_buf tun;               /* CONNECT: the request while written, then the answer */
+    size_t tun_off;                  /* bytes of the CONNECT request written */
+    bool tun_reading;                /* the request is sent: reading the proxy's answer */
     bool eof;                        /* the peer closed or reset */
     bool reset;                      /* ... by an error (reset), not a clean close */
     bool tls_bad;                    /* a TLS error: its session must not be resumed */
@@ -300,6 +319,16 @@ host_is_ipv6(const char *h)
     return strchr(h, ':') != NULL;
 }
 
+/* The CONNECT request holds the proxy credential: wiped, not just freed. */
+static void
+tun_wipe(struct net_upconn *c)
+{
+    if (c->tun.data)
+        explicit_bzero(c->tun.data, c->tun.len);
+    gw_buf_fini(&c->tun);
+    c->tun_off = 0;
+}
+
 /* ---- TLS sessions ---- */
 
 /* The SSL ex_data slot that points from an SSL to its connection, so that a new session
@@ -330,42 +359,91 @@ on_ssl_new_session(SSL *ssl, SSL_SESSION *sess)
 
 /* ---- keys and connections ---- */
 
+static bool
+str_same(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool
+key_is(const struct net_upkey *k, const struct gw_conf_provider *prov, const char *host)
+{
+    return k->port == prov->port && k->tls == prov->tls && strcmp(k->host, host) == 0 &&
+           k->ctx == (SSL_CTX *)prov->tls_ctx && str_same(k->proxy_host, prov->proxy_host) &&
+           k->proxy_port == prov->proxy_port && str_same(k->proxy_auth, prov->proxy_auth);
+}
+
+static void
+key_free(struct net_upkey *k)
+{
+    if (k->sess)
+        SSL_SESSION_free(k->sess);
+    if (k->proxy_auth)
+        explicit_bzero(k->proxy_auth, strlen(k->proxy_auth));
+    gw_free(k->proxy_auth);
+    gw_free(k->proxy_host);
+    gw_free(k->host);
+    gw_free(k);
+}
+
+/* Where TCP goes: the proxy when there is one, else the upstream. */
+static const char *
+key_target(const struct net_upkey *k, uint16_t *port)
+{
+    *port = k->proxy_host ? k->proxy_port : k->port;
+    return k->proxy_host ? k->proxy_host : k->host;
+}
+
+static bool
+is_ip_literal(const char *h)
+{
+    unsigned char b[16];
+
+    return inet_pton(AF_INET, h, b) == 1 || inet_pton(AF_INET6, h, b) == 1;
+}
+
 static struct net_upkey *
 key_get(struct net_uppool *p, const struct gw_conf_provider *prov)
 {
     struct net_upkey *k;
     struct addrinfo hints, *res = NULL;
     char port[8];
-    const char *host = prov->host ? prov->host : "";
+    const char *host = prov->host ? prov->host : "", *target;
+    uint16_t tport;
 
     for (k = p->keys; k; k = k->next)
-        if (k->port == prov->port && k->tls == prov->tls && strcmp(k->host, host) == 0)
+        if (key_is(k, prov, host))
             return k;
     k = gw_calloc(1, sizeof(*k));
     if (!k)
         return NULL;
     k->host = gw_strdup(host);
-    if (!k->host) {
-        gw_free(k);
+    k->proxy_host = prov->proxy_host ? gw_strdup(prov->proxy_host) : NULL;
+    k->proxy_auth = prov->proxy_auth ? gw_strdup(prov->proxy_auth) : NULL;
+    if (!k->host || (prov->proxy_host && !k->proxy_host) || (prov->proxy_auth && !k->proxy_auth)) {
+        key_free(k);
         return NULL;
     }
     k->port = prov->port;
     k->tls = prov->tls;
-    snprintf(port, sizeof(port), "%u", (unsigned)k->port);
+    k->ctx = prov->tls_ctx;
+    k->proxy_port = prov->proxy_port;
+    k->is_ip = is_ip_literal(host);
+    target = key_target(k, &tport);
+    snprintf(port, sizeof(port), "%u", (unsigned)tport);
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV; /* never blocks */
-    if (getaddrinfo(host, port, &hints, &res) == 0 && res) {
+    if (getaddrinfo(target, port, &hints, &res) == 0 && res) {
         memcpy(&k->addr, res->ai_addr, res->ai_addrlen);
         k->addrlen = (socklen_t)res->ai_addrlen;
         k->numeric = true;
-        k->is_ip = true;
-    } else if (!p->dns && strcmp(host, "localhost") == 0) {
+    } else if (!p->dns && strcmp(target, "localhost") == 0) {
         struct sockaddr_in *sin = (struct sockaddr_in *)&k->addr;
 
         sin->sin_family = AF_INET;
-        sin->sin_port = htons(k->port);
+        sin->sin_port = htons(tport);
         sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         k->addrlen = sizeof(*sin);
         k->numeric = true;
@@ -406,6 +484,7 @@ conn_close(struct net_upconn *c)
         bufferevent_free(c->bev); /* BEV_OPT_CLOSE_ON_FREE: the socket and SSL too */
     else if (c->fd >= 0)
         close(c->fd);
+    tun_wipe(c);
     c->magic_ = 0;
     gw_free(c);
 }
@@ -499,7 +578,7 @@ conn_tcp_up(struct net_upconn *c)
     const int opts = BEV_OPT_CLOSE_ON_FREE;
 
     if (k->tls) {
-        SSL *ssl = SSL_new(p->ssl_ctx);
+        SSL *ssl = SSL_new(k->ctx ? k->ctx : p->ssl_ctx);
         bool ok = ssl != NULL;
 
         if (ok && up_ssl_idx >= 0)
@@ -544,6 +623,160 @@ conn_tcp_up(struct net_upconn *c)
     /* TLS: BEV_EVENT_CONNECTED after the handshake moves on to NET_UPX_HEAD. */
 }
 
+/* ---- CONNECT tunnels ----
+ * TCP to the proxy is up on c->fd. Before any bufferevent exists, the CONNECT request is
+ * written and the proxy's answer read on the raw socket (both small; the phase stays
+ * CONNECTING, so connect_timeout_ms covers them); a 2xx opens the tunnel and
+ * conn_tcp_up goes on as on a direct connection (TLS with the upstream's name, or plain
+ * HTTP). Nothing may follow the answer's head: neither a TLS server nor an HTTP one
+ * speaks first, so extra bytes mean a broken proxy. */
+
+static void on_tunnel(evutil_socket_t fd, short what, void *arg);
+
+/* Waits for <what> (EV_READ or EV_WRITE) on the socket. False when out of memory. */
+static bool
+tunnel_wait(struct net_upconn *c, short what)
+{
+    if (c->cev)
+        event_free(c->cev);
+    c->cev = event_new(c->pool->base, c->fd, what, on_tunnel, c);
+    return c->cev && event_add(c->cev, NULL) == 0;
+}
+
+static void
+tunnel_fail(struct net_upconn *c, const char *why, int status)
+{
+    const struct net_upkey *k = c->key;
+
+    if (status)
+        GW_LOG(GW_LOG_WARN, NULL, gw_code_str(GW_E_UPSTREAM_PROXY),
+               "proxy %s:%u, CONNECT %s:%u: %s %d", k->proxy_host, k->proxy_port, k->host, k->port,
+               why, status);
+    else
+        GW_LOG(GW_LOG_WARN, NULL, gw_code_str(GW_E_UPSTREAM_PROXY),
+               "proxy %s:%u, CONNECT %s:%u: %s", k->proxy_host, k->proxy_port, k->host, k->port,
+               why);
+    x_fail(c->x, GW_E_UPSTREAM_PROXY);
+}
+
+/* "CONNECT host:port HTTP/1.1" with Host and, when set, Proxy-Authorization: Basic. */
+static bool
+tunnel_request(struct net_upconn *c)
+{
+    const struct net_upkey *k = c->key;
+    struct gw_buf *b = &c->tun;
+    char hp[300];
+    bool ok;
+
+    snprintf(hp, sizeof(hp), "%s%s%s:%u", host_is_ipv6(k->host) ? "[" : "", k->host,
+             host_is_ipv6(k->host) ? "]" : "", (unsigned)k->port);
+    ok = gw_buf_printf(b, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n", hp, hp) == GW_OK;
+    if (ok && k->proxy_auth) {
+        size_t n = strlen(k->proxy_auth);
+        size_t need = 4 * ((n + 2) / 3) + 1;
+
+        ok = gw_buf_append_cstr(b, "Proxy-Authorization: Basic ") == GW_OK &&
+             gw_buf_reserve(b, need + 2) == GW_OK;
+        if (ok) {
+            int w = EVP_EncodeBlock((unsigned char *)b->data + b->len,
+                                    (const unsigned char *)k->proxy_auth, (int)n);
+
+            b->len += (size_t)w;
+            ok = gw_buf_append(b, "\r\n", 2) == GW_OK;
+        }
+    }
+    return ok && gw_buf_append(b, "\r\n", 2) == GW_OK;
+}
+
+static void
+tunnel_start(struct net_upconn *c)
+{
+    if (!tunnel_request(c) || !tunnel_wait(c, EV_WRITE)) {
+        tun_wipe(c);
+        x_fail(c->x, GW_E_UPSTREAM_CONNECT); /* out of memory */
+    }
+}
+
+/* The status of a whole answer head "HTTP/1.x NNN ...\r\n...\r\n\r\n"; 0 when broken. */
+static int
+tunnel_status(const char *h, size_t len)
+{
+    if (len < 12 || memcmp(h, "HTTP/1.", 7) != 0 || (h[7] != '0' && h[7] != '1') || h[8] != ' ')
+        return 0;
+    if (h[9] < '1' || h[9] > '5' || h[10] < '0' || h[10] > '9' || h[11] < '0' || h[11] > '9')
+        return 0;
+    return (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
+}
+
+static void
+on_tunnel(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_upconn *c = arg;
+    char buf[1024];
+    const char *end;
+    ssize_t n;
+    int status;
+
+    (void)what;
+    GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    if (!c->tun_reading) { /* writing the request */
+        n = send(fd, c->tun.data + c->tun_off, c->tun.len - c->tun_off, MSG_NOSIGNAL);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            event_add(c->cev, NULL);
+            return;
+        }
+        if (n < 0) {
+            tunnel_fail(c, "the proxy closed the connection", 0);
+            return;
+        }
+        c->tun_off += (size_t)n;
+        if (c->tun_off < c->tun.len) {
+            event_add(c->cev, NULL);
+            return;
+        }
+        tun_wipe(c); /* the credential is sent; the buffer now collects the answer */
+        c->tun_reading = true;
+        if (!tunnel_wait(c, EV_READ))
+            x_fail(c->x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    n = recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        event_add(c->cev, NULL);
+        return;
+    }
+    if (n <= 0) {
+        tunnel_fail(c, "the proxy closed the connection before answering", 0);
+        return;
+    }
+    if (c->tun.len + (size_t)n > NET_UP_TUNNEL_HEAD_MAX) {
+        tunnel_fail(c, "the proxy's answer head is too long", 0);
+        return;
+    }
+    if (gw_buf_append(&c->tun, buf, (size_t)n) != GW_OK) {
+        x_fail(c->x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    end = memmem(c->tun.data, c->tun.len, "\r\n\r\n", 4);
+    if (!end) {
+        event_add(c->cev, NULL);
+        return;
+    }
+    status = tunnel_status(c->tun.data, c->tun.len);
+    if (status == 0 || (size_t)(end + 4 - c->tun.data) != c->tun.len) {
+        tunnel_fail(c, "the proxy's answer is not HTTP/1.x, or bytes follow it", 0);
+        return;
+    }
+    if (status < 200 || status > 299) {
+        tunnel_fail(c, "the proxy refused the tunnel: HTTP", status);
+        return;
+    }
+    tun_wipe(c);
+    event_free(c->cev);
+    c->cev = NULL;
+    conn_tcp_up(c); /* the tunnel is open: TLS or HTTP with the upstream, as if direct */
+}
+
 static void
 on_connect_ready(evutil_socket_t fd, short what, void *arg)
 {
@@ -558,7 +791,10 @@ on_connect_ready(evutil_socket_t fd, short what, void *arg)
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0)
         err = errno;
     if (err == 0) {
-        conn_tcp_up(c);
+        if (c->key->proxy_host)
+            tunnel_start(c);
+        else
+            conn_tcp_up(c);
         return;
     }
     close(c->fd);
@@ -653,6 +889,8 @@ conn_lookup(struct net_upconn *c)
     struct evutil_addrinfo hints;
     struct net_dns_ticket *t;
     struct evdns_getaddrinfo_request *r;
+    const char *host;
+    uint16_t tport;
     char port[8];
 
     t = gw_calloc(1, sizeof(*t));
@@ -667,8 +905,9 @@ conn_lookup(struct net_upconn *c)
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_protocol = IPPROTO_TCP;
     hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
-    snprintf(port, sizeof(port), "%u", (unsigned)c->key->port);
-    r = evdns_getaddrinfo(c->pool->dns, c->key->host, port, &hints, on_dns, t);
+    host = key_target(c->key, &tport);
+    snprintf(port, sizeof(port), "%u", (unsigned)tport);
+    r = evdns_getaddrinfo(c->pool->dns, host, port, &hints, on_dns, t);
     /* NULL: answered (or failed) at once; on_dns has run, freed the ticket and may have
      * ended the exchange and freed c: do not touch c. */
     if (r)
@@ -1029,6 +1268,22 @@ on_conn_write(struct bufferevent *bev, void *arg)
         x_arm(x, x->head_ms);
 }
 
+/* A failed handshake: _TLS_VERIFY when the certificate was refused (logged with the
+ * reason, such as an unknown issuer: a missing providers[].ca_file), else _TLS. */
+static enum gw_code
+handshake_failed(struct net_upconn *c)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+    long vr = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+
+    if (vr == X509_V_OK)
+        return GW_E_UPSTREAM_TLS;
+    GW_LOG(GW_LOG_WARN, NULL, gw_code_str(GW_E_UPSTREAM_TLS_VERIFY),
+           "upstream %s:%u: certificate refused: %s", c->key->host, c->key->port,
+           X509_verify_cert_error_string(vr));
+    return GW_E_UPSTREAM_TLS_VERIFY;
+}
+
 static void
 on_conn_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -1061,7 +1316,7 @@ on_conn_event(struct bufferevent *bev, short what, void *arg)
         c->tls_bad = true;
         while (bufferevent_get_openssl_error(bev) != 0)
             ;
-        x_fail(x, GW_E_UPSTREAM_TLS);
+        x_fail(x, handshake_failed(c));
         return;
     }
     if (what & BEV_EVENT_TIMEOUT)
@@ -1183,10 +1438,7 @@ net_uppool_free(struct net_uppool *p)
         p->keys = k->next;
         while (k->idle_head)
             idle_drop(k->idle_head);
-        if (k->sess)
-            SSL_SESSION_free(k->sess);
-        gw_free(k->host);
-        gw_free(k);
+        key_free(k);
     }
     gw_free(p);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * net/upstream.h - the upstream HTTP client: one keep-alive connection pool per worker
- * and upstream (host, port, TLS), HTTP/1.1 request/response exchanges with
- * content-length, chunked and close-delimited bodies, TLS with verification and SNI.
+ * and upstream (host, port, TLS, trust, proxy), HTTP/1.1 request/response exchanges with
+ * content-length, chunked and close-delimited bodies, TLS with verification and SNI,
+ * HTTP CONNECT tunnels through a proxy.
  * Owns:    the pool owns its idle connections; an exchange owns its connection until it
  *          ends (back to the pool when reusable, closed otherwise).
  * Threads: the worker that owns the pool's event_base; never blocks.
@@ -30,7 +31,8 @@ struct net_hdr {
 };
 
 struct net_up_req {
-    const struct gw_conf_provider *prov; /* host, port, tls; borrowed for the call only */
+    const struct gw_conf_provider *prov; /* host, port, tls, proxy_*, tls_ctx; borrowed
+                                            for the call only */
     const char *method;                  /* "POST", "GET" */
     struct gw_str path;                  /* origin-form, prefix already applied */
     const struct net_hdr *hdrs;          /* extra headers; Host, Content-Length and
@@ -48,13 +50,18 @@ struct net_up_cbs {
     /* Decoded body bytes (chunked framing removed), valid during the call only. */
     void (*on_body)(void *arg, const char *data, size_t len);
     /* The exchange is over: GW_OK when the whole body arrived; otherwise
-     * GW_E_UPSTREAM_CONNECT, _TLS, _TIMEOUT, _DROPPED or _PROTOCOL. Called exactly once
+     * GW_E_UPSTREAM_CONNECT, _PROXY (the CONNECT proxy refused the tunnel or answered
+     * garbage), _TLS, _TLS_VERIFY (the certificate was refused), _TIMEOUT, _DROPPED or
+     * _PROTOCOL. Called exactly once
      * unless net_upx_cancel was called first; the exchange is freed after it returns. */
     void (*on_end)(void *arg, enum gw_code rc);
 };
 
 /* A pool for one worker. <ssl_ctx> is used for https upstreams (verification and the
- * system CA bundle already set up by the caller, see net_upstream_ssl_ctx_new). */
+ * system CA bundle already set up by the caller, see net_upstream_ssl_ctx_new), unless
+ * the provider brings its own (tls_ctx, net/egress.h). A provider with a proxy_host is
+ * reached through an HTTP CONNECT tunnel; pool keys include the context and the proxy,
+ * so tunnels, direct connections and differently trusted ones are never mixed. */
 struct net_uppool *net_uppool_new(struct event_base *base, struct evdns_base *dns,
                                   SSL_CTX *ssl_ctx);
 /* Closes every connection, idle or busy (busy exchanges get no more callbacks). */

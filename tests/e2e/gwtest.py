@@ -51,6 +51,10 @@ def sha256_hex(s):
 
 def base_env():
     env = dict(os.environ)
+    # gwd honours the proxy variables (docs/config.md, providers): a proxy set on the
+    # machine running the tests must not route the tests' 127.0.0.1 upstreams.
+    for v in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+        env.pop(v, None)
     env["GW_CONTROL_TOKEN"] = CONTROL_TOKEN
     env["GW_KEY_BOB"] = BOB_KEY
     env["GW_E2E_UP_KEY"] = UP_KEY_ENV

@@ -55,7 +55,7 @@ fake_sha256(const void *data, size_t len, unsigned char out[32])
         out[i % 32] ^= (unsigned char)(d[i] + i * 7 + len);
 }
 
-static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL};
+static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL, NULL};
 
 static enum gw_code
 parse(const char *yaml, struct gw_conf **c, struct gw_conf_problems *p)
@@ -326,6 +326,173 @@ test_conf_log_format_and_level(void **state)
 }
 
 /* store.responses: kept unless switched off, with the strict boolean words. */
+/* ---- egress: providers[].proxy, proxy_auth, ca_file, the environment's proxy ---- */
+
+#define EGRESS_PROVS(extra_a)                                                                      \
+    LISTEN "providers:\n"                                                                          \
+           "  - {name: a, dialect: openai, base_url: \"https://api.example.com\", keys: [{value: " \
+           "k}], models: [\"*\"]" extra_a "}\n"                                                    \
+           "  - {name: b, dialect: openai, base_url: \"http://10.1.2.3:9000\", keys: [{value: "    \
+           "k}], models: [\"*\"]}\n"                                                               \
+           "  - {name: c, dialect: openai, base_url: \"https://internal.corp.example\", keys: "    \
+           "[{value: k}], models: [\"*\"]}\n"
+
+static void
+test_conf_proxy_from_file_with_auth_from_env(void **state)
+{
+    static const struct fake_var v[] = {{"PROXY_CRED", "alice:s3cret"}, {NULL, NULL}};
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    vars = v;
+    assert_int_equal(parse(EGRESS_PROVS(", proxy: \"http://proxy.corp:3128\", proxy_auth: {env: "
+                                        "PROXY_CRED}, ca_file: corp-ca.pem"),
+                           &c, &p),
+                     GW_OK);
+    assert_string_equal(c->providers[0].proxy_host, "proxy.corp");
+    assert_int_equal(c->providers[0].proxy_port, 3128);
+    assert_string_equal(c->providers[0].proxy_auth, "alice:s3cret");
+    assert_string_equal(c->providers[0].proxy_from, "proxy");
+    assert_string_equal(c->providers[0].ca_file, "/etc/gw/corp-ca.pem"); /* next to the file */
+    assert_null(c->providers[0].tls_ctx);                                /* net sets it */
+    assert_null(c->providers[1].proxy_host); /* no environment proxy: direct */
+    assert_null(c->providers[1].ca_file);
+    gw_conf_free(c);
+}
+
+static void
+test_conf_environment_proxy_per_scheme_and_no_proxy(void **state)
+{
+    static const struct fake_var v[] = {
+        {"HTTPS_PROXY", "http://u%40corp:p%3Aw@egress.corp:8080"},
+        {"http_proxy", "plain.corp:3128"},
+        {"HTTP_PROXY", "http://ignored.corp:1"}, /* lower case wins, as in curl */
+        {"NO_PROXY", ".corp.example, 127.0.0.1"},
+        {NULL, NULL}};
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    vars = v;
+    assert_int_equal(parse(EGRESS_PROVS(""), &c, &p), GW_OK);
+    /* https upstream: HTTPS_PROXY, with its userinfo decoded as the credential */
+    assert_string_equal(c->providers[0].proxy_host, "egress.corp");
+    assert_int_equal(c->providers[0].proxy_port, 8080);
+    assert_string_equal(c->providers[0].proxy_auth, "u@corp:p:w");
+    assert_string_equal(c->providers[0].proxy_from, "HTTPS_PROXY");
+    /* http upstream: http_proxy, scheme-less */
+    assert_string_equal(c->providers[1].proxy_host, "plain.corp");
+    assert_int_equal(c->providers[1].proxy_port, 3128);
+    assert_null(c->providers[1].proxy_auth);
+    assert_string_equal(c->providers[1].proxy_from, "http_proxy");
+    /* exempt by NO_PROXY */
+    assert_null(c->providers[2].proxy_host);
+    gw_conf_free(c);
+
+    /* proxy: none turns the environment's proxy off for one provider */
+    assert_int_equal(parse(EGRESS_PROVS(", proxy: none"), &c, &p), GW_OK);
+    assert_null(c->providers[0].proxy_host);
+    assert_null(c->providers[0].proxy_auth);
+    assert_non_null(c->providers[1].proxy_host);
+    gw_conf_free(c);
+    assert_int_equal(parse(EGRESS_PROVS(", proxy: \"\""), &c, &p), GW_OK);
+    assert_null(c->providers[0].proxy_host);
+    gw_conf_free(c);
+}
+
+static void
+test_conf_proxy_problems_are_named_and_hide_secrets(void **state)
+{
+    static const struct fake_var v[] = {{"NOCOLON", "justauser"},
+                                        {"https_proxy", "socks5://bob:hunter2@s.corp:1080"},
+                                        {NULL, NULL}};
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+    char line[512];
+    size_t i;
+
+    (void)state;
+    vars = v;
+    /* userinfo in the file, a bad variable; provider c gets the unusable environment URL */
+    assert_int_not_equal(
+        parse(EGRESS_PROVS(", proxy: \"http://alice:pw@proxy.corp:3128\", proxy_auth: {env: "
+                           "NOCOLON}"),
+              &c, &p),
+        GW_OK);
+    print_problems(&p);
+    assert_true(has_problem(&p, GW_E_CFG_PROXY, "providers[0] (a).proxy",
+                            "http://(hidden)@proxy.corp:3128"));
+    assert_true(has_problem(&p, GW_E_CFG_PROXY, "providers[0] (a).proxy_auth.env", "NOCOLON"));
+    assert_true(
+        has_problem(&p, GW_E_CFG_PROXY, "providers[2] (c).proxy", "socks5://(hidden)@s.corp:1080"));
+    for (i = 0; i < p.n; i++) {
+        gw_conf_problem_format(&p.v[i], line, sizeof(line));
+        assert_null(strstr(line, "hunter2"));
+        assert_null(strstr(line, ":pw@"));
+        assert_null(strstr(line, "justauser"));
+    }
+    gw_conf_problems_fini(&p);
+
+    vars = NULL;
+    assert_int_not_equal(parse(EGRESS_PROVS(", proxy: none, proxy_auth: {env: X}, ca_file: "
+                                            "\"\"") "  - {name: d, dialect: openai, base_url: "
+                                                    "\"http://d\", keys: [{value: k}], models: "
+                                                    "[m], ca_file: ca.pem, proxy: "
+                                                    "\"https://p:1\", proxy_auth: {env: "
+                                                    "UNSET_VAR}}\n",
+                               &c, &p),
+                         GW_OK);
+    print_problems(&p);
+    assert_true(has_problem(&p, GW_E_CFG_PROXY, "providers[0] (a).proxy_auth", "(hidden)"));
+    assert_true(has_problem(&p, GW_E_CFG_BAD_VALUE, "providers[0] (a).ca_file", ""));
+    assert_true(has_problem(&p, GW_E_CFG_CA_FILE, "providers[3] (d).ca_file", "ca.pem"));
+    assert_true(has_problem(&p, GW_E_CFG_PROXY, "providers[3] (d).proxy", "https://p:1"));
+    assert_true(
+        has_problem(&p, GW_E_CFG_ENV_UNSET, "providers[3] (d).proxy_auth.env", "UNSET_VAR"));
+    gw_conf_problems_fini(&p);
+
+    /* proxy_auth takes a variable only, never the secret itself */
+    assert_int_not_equal(parse(EGRESS_PROVS(", proxy_auth: {value: \"u:p\"}"), &c, &p), GW_OK);
+    print_problems(&p);
+    assert_true(has_problem(&p, GW_E_CFG_UNKNOWN_FIELD, "providers[0] (a).proxy_auth", "(hidden)"));
+    for (i = 0; i < p.n; i++) {
+        gw_conf_problem_format(&p.v[i], line, sizeof(line));
+        assert_null(strstr(line, "u:p"));
+        assert_null(strstr(line, "SECRET")); /* no {value: SECRET} advice here */
+    }
+    gw_conf_problems_fini(&p);
+}
+
+static const char *
+fake_check_ca(void *arg, const char *path, char *why, size_t size)
+{
+    (void)arg;
+    if (strstr(path, "bad.pem")) {
+        snprintf(why, size, "holds no PEM certificate");
+        return why;
+    }
+    return NULL;
+}
+
+static void
+test_conf_ca_file_is_checked_by_the_callers_reader_with_other_problems(void **state)
+{
+    static const struct gw_conf_env fenv = {fake_getenv, fake_sha256, NULL, fake_check_ca};
+    const char *yaml = EGRESS_PROVS(", ca_file: bad.pem, max_concurrent: 0");
+    struct gw_conf_problems p = {0};
+    struct gw_conf *c;
+
+    (void)state;
+    vars = NULL;
+    assert_int_not_equal(gw_conf_parse(yaml, strlen(yaml), "/etc/gw", &fenv, &c, &p), GW_OK);
+    print_problems(&p);
+    assert_true(has_problem(&p, GW_E_CFG_CA_FILE, "providers[0] (a).ca_file", "/etc/gw/bad.pem"));
+    assert_true(
+        has_problem(&p, GW_E_CFG_PROVIDER_CONCURRENCY, "providers[0] (a).max_concurrent", NULL));
+    gw_conf_problems_fini(&p);
+}
+
 static void
 test_conf_store_responses_defaults_to_true_and_turns_off(void **state)
 {
@@ -1744,6 +1911,10 @@ main(void)
         cmocka_unit_test(test_conf_listen_port_zero_means_any_free_port),
         cmocka_unit_test(test_conf_store_responses_defaults_to_true_and_turns_off),
         cmocka_unit_test(test_conf_log_format_and_level),
+        cmocka_unit_test(test_conf_proxy_from_file_with_auth_from_env),
+        cmocka_unit_test(test_conf_environment_proxy_per_scheme_and_no_proxy),
+        cmocka_unit_test(test_conf_proxy_problems_are_named_and_hide_secrets),
+        cmocka_unit_test(test_conf_ca_file_is_checked_by_the_callers_reader_with_other_problems),
         cmocka_unit_test(test_conf_relative_paths_without_dir_stay_as_written),
         cmocka_unit_test(test_conf_each_bad_value_gets_its_code_path_and_value),
         cmocka_unit_test(test_conf_max_buffered_body_follows_max_body_when_absent),

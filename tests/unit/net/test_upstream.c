@@ -85,7 +85,8 @@ struct t_sconn {
     struct t_srv *s;
     struct bufferevent *bev;
     struct t_buf in;
-    bool closing; /* close once the output is flushed */
+    bool closing;   /* close once the output is flushed */
+    unsigned n_req; /* requests read on this connection */
     struct t_sconn *next;
 };
 
@@ -96,6 +97,10 @@ struct t_srv {
     uint16_t port;
     enum t_mode mode;
     const char *resp;
+    const char *first_resp; /* when set: the answer to each connection's first request
+                               (a CONNECT proxy's), the last such request kept in
+                               first_req */
+    struct t_buf first_req;
     bool close_after;
     unsigned accepts, requests, eofs, drained;
     unsigned resumed; /* requests on a TLS connection that resumed a session */
@@ -153,6 +158,12 @@ t_srv_serve(struct t_sconn *sc)
         s->requests++;
         if (s->ssl && SSL_session_reused(bufferevent_openssl_get_ssl(sc->bev)))
             s->resumed++;
+        if (s->first_resp && sc->n_req++ == 0) {
+            s->first_req.len = 0;
+            t_buf_append(&s->first_req, s->last_req.data, s->last_req.len);
+            t_srv_write(sc, s->first_resp);
+            continue;
+        }
         if (s->mode == T_RESP && s->resp) {
             t_srv_write(sc, s->resp);
             if (s->close_after) {
@@ -263,6 +274,7 @@ t_srv_stop(struct t_srv *s)
     if (s->lis)
         evconnlistener_free(s->lis);
     t_buf_fini(&s->last_req);
+    t_buf_fini(&s->first_req);
 }
 
 /* ---- client side ---- */
@@ -958,7 +970,7 @@ test_upstream_tls_localhost_name_verified(void **state)
 }
 
 static void
-test_upstream_tls_untrusted_certificate_gives_tls(void **state)
+test_upstream_tls_untrusted_certificate_gives_tls_verify(void **state)
 {
     struct t_fx *fx = *state;
     struct t_cli a = {0};
@@ -967,8 +979,127 @@ test_upstream_tls_untrusted_certificate_gives_tls(void **state)
     fx->srv.resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     t_send(fx, &a);
     t_run_until(fx, &a.n_end, 1);
-    assert_int_equal(a.rc, GW_E_UPSTREAM_TLS);
+    assert_int_equal(a.rc, GW_E_UPSTREAM_TLS_VERIFY);
     assert_int_equal(a.n_head, 0);
+}
+
+/* The scripted server plays the proxy: it answers the CONNECT, then (the tunnel being
+ * the same TCP stream) the request sent through it. */
+static char t_proxy_ip[] = "127.0.0.1";
+static char t_proxy_auth[] = "u:p";
+
+static void
+t_via_proxy(struct t_fx *fx, bool auth)
+{
+    fx->prov.proxy_host = t_proxy_ip;
+    fx->prov.proxy_port = fx->srv.port;
+    fx->prov.proxy_auth = auth ? t_proxy_auth : NULL;
+    snprintf(fx->host, sizeof(fx->host), "api.example.test"); /* never resolved: the
+                                                                 proxy is an address */
+    fx->prov.port = 8443;
+}
+
+static void
+test_upstream_proxy_connect_tunnel_carries_the_request(void **state)
+{
+    struct t_fx *fx = *state;
+    struct t_cli a = {0}, b = {0};
+    const char *inner = "POST /v1/chat/completions HTTP/1.1\r\nHost: api.example.test:8443\r\n";
+
+    char answer[4096];
+
+    /* A head longer than one read of the client's: it is gathered across reads. */
+    snprintf(answer, sizeof(answer),
+             "HTTP/1.1 200 Connection established\r\nX-Pad: %03000d\r\n\r\n", 7);
+    t_via_proxy(fx, true);
+    fx->srv.first_resp = answer;
+    fx->srv.resp = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+    t_send(fx, &a);
+    t_run_until(fx, &a.n_end, 1);
+    assert_int_equal(a.rc, GW_OK);
+    assert_memory_equal(a.body.data, "hello", 5);
+    assert_string_equal(fx->srv.first_req.data,
+                        "CONNECT api.example.test:8443 HTTP/1.1\r\nHost: api.example.test:8443\r\n"
+                        "Proxy-Authorization: Basic dTpw\r\n\r\n");
+    /* Through the tunnel: origin-form, the upstream's own Host. */
+    assert_true(strncmp(fx->srv.last_req.data, inner, strlen(inner)) == 0);
+    /* The tunnel is kept alive like any connection. */
+    t_send(fx, &b);
+    t_run_until(fx, &b.n_end, 1);
+    assert_int_equal(b.rc, GW_OK);
+    assert_int_equal(fx->srv.accepts, 1);
+    assert_int_equal(fx->srv.requests, 3);
+    t_stats(fx, 1, 1, 1);
+    t_cli_fini(&a);
+    t_cli_fini(&b);
+}
+
+static void
+test_upstream_proxy_refusal_gives_proxy(void **state)
+{
+    struct t_fx *fx = *state;
+    struct t_cli a = {0};
+
+    t_via_proxy(fx, false);
+    fx->srv.resp = "HTTP/1.1 407 Proxy Authentication Required\r\n"
+                   "Proxy-Authenticate: Basic realm=\"corp\"\r\nContent-Length: 0\r\n\r\n";
+    t_send(fx, &a);
+    t_run_until(fx, &a.n_end, 1);
+    assert_int_equal(a.rc, GW_E_UPSTREAM_PROXY);
+    assert_int_equal(a.n_head, 0);
+    assert_non_null(strstr(fx->srv.last_req.data, "CONNECT api.example.test:8443 HTTP/1.1\r\n"));
+    assert_null(strstr(fx->srv.last_req.data, "Proxy-Authorization"));
+}
+
+static void
+test_upstream_proxy_garbage_answer_gives_proxy(void **state)
+{
+    struct t_fx *fx = *state;
+    struct t_cli a = {0}, b = {0}, c = {0};
+    static char huge[12000];
+
+    t_via_proxy(fx, false);
+    fx->srv.resp = "SSH-2.0-OpenSSH_9.2\r\n\r\n";
+    t_send(fx, &a);
+    t_run_until(fx, &a.n_end, 1);
+    assert_int_equal(a.rc, GW_E_UPSTREAM_PROXY);
+    /* Bytes after the answer's head: not a tunnel gw can trust. */
+    fx->srv.resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    t_send(fx, &b);
+    t_run_until(fx, &b.n_end, 1);
+    assert_int_equal(b.rc, GW_E_UPSTREAM_PROXY);
+    /* A head over 8 KiB. */
+    snprintf(huge, sizeof(huge), "HTTP/1.1 200 OK\r\nX-Pad: %09000d\r\n\r\n", 1);
+    fx->srv.resp = huge;
+    t_send(fx, &c);
+    t_run_until(fx, &c.n_end, 1);
+    assert_int_equal(c.rc, GW_E_UPSTREAM_PROXY);
+}
+
+/* A tunnel and a direct connection to the same host:port are different pool keys. */
+static void
+test_upstream_proxied_and_direct_never_share_a_connection(void **state)
+{
+    struct t_fx *fx = *state;
+    struct t_cli a = {0}, b = {0};
+
+    fx->prov.proxy_host = t_proxy_ip;
+    fx->prov.proxy_port = fx->srv.port; /* the upstream is the proxy's own address */
+    fx->srv.first_resp = "HTTP/1.1 200 Connection established\r\n\r\n";
+    fx->srv.resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    t_send(fx, &a);
+    t_run_until(fx, &a.n_end, 1);
+    assert_int_equal(a.rc, GW_OK);
+    fx->prov.proxy_host = NULL;
+    fx->prov.proxy_port = 0;
+    fx->srv.first_resp = NULL; /* a direct connection: no CONNECT */
+    t_send(fx, &b);
+    t_run_until(fx, &b.n_end, 1);
+    assert_int_equal(b.rc, GW_OK);
+    t_stats(fx, 2, 0, 2);
+    assert_int_equal(fx->srv.accepts, 2);
+    t_cli_fini(&a);
+    t_cli_fini(&b);
 }
 
 static void
@@ -1177,6 +1308,18 @@ test_upstream_out_of_memory_at_each_allocation_ends_cleanly(void **state)
     }
 }
 
+/* The same through a proxy with a credential: the tunnel's allocations too. */
+static void
+test_upstream_out_of_memory_through_a_proxy_ends_cleanly(void **state)
+{
+    struct t_fx *fx = *state;
+
+    t_via_proxy(fx, true);
+    fx->srv.first_resp = "HTTP/1.1 200 Connection established\r\n\r\n";
+    test_upstream_out_of_memory_at_each_allocation_ends_cleanly(state);
+    assert_non_null(strstr(fx->srv.first_req.data, "Proxy-Authorization: Basic dTpw\r\n"));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, t_setup, t_teardown)
 
 int
@@ -1206,13 +1349,18 @@ main(void)
         T(test_upstream_tls_to_plain_port_gives_tls),
         T(test_upstream_tls_verified_answer_and_reuse),
         T(test_upstream_tls_localhost_name_verified),
-        T(test_upstream_tls_untrusted_certificate_gives_tls),
+        T(test_upstream_tls_untrusted_certificate_gives_tls_verify),
+        T(test_upstream_proxy_connect_tunnel_carries_the_request),
+        T(test_upstream_proxy_refusal_gives_proxy),
+        T(test_upstream_proxy_garbage_answer_gives_proxy),
+        T(test_upstream_proxied_and_direct_never_share_a_connection),
         T(test_upstream_pool_free_with_busy_exchange),
         T(test_upstream_tls_session_resumed_on_new_connection),
         T(test_upstream_name_resolved_with_evdns),
         T(test_upstream_large_chunked_body_paused_after_every_piece),
         T(test_upstream_head_request_has_no_body_and_keeps_connection),
         T(test_upstream_out_of_memory_at_each_allocation_ends_cleanly),
+        T(test_upstream_out_of_memory_through_a_proxy_ends_cleanly),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
