@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "core/alloc.h"
+#include "core/str.h"
 
 #define NP_ENTRY_MAX 300 /* longest NO_PROXY entry looked at; longer ones match nothing */
 
@@ -293,46 +294,24 @@ gw_no_proxy_match(const char *list, const char *host, uint16_t port)
 
 /* ---- proxy URLs ---- */
 
-static int
-hex_val(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes <n> bytes of <s> into a new string; NULL when out of memory or
- * malformed (*bad set then). */
+ * malformed or decoding to a NUL byte (*bad set then). */
 static char *
 pct_decode(const char *s, size_t n, bool *bad)
 {
     char *d = gw_malloc(n + 1);
-    size_t i, j = 0;
+    int len;
 
     if (!d)
         return NULL;
-    for (i = 0; i < n; i++) {
-        if (s[i] == '%') {
-            int hi = i + 2 < n ? hex_val(s[i + 1]) : -1;
-            int lo = i + 2 < n ? hex_val(s[i + 2]) : -1;
-
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-                explicit_bzero(d, j);
-                gw_free(d);
-                *bad = true;
-                return NULL;
-            }
-            d[j++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            d[j++] = s[i];
-        }
+    len = gw_pct_decode((struct gw_str){s, n}, d, n);
+    if (len < 0 || memchr(d, '\0', (size_t)len)) {
+        explicit_bzero(d, n);
+        gw_free(d);
+        *bad = true;
+        return NULL;
     }
-    d[j] = '\0';
+    d[len] = '\0';
     return d;
 }
 

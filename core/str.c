@@ -220,6 +220,33 @@ gw_hex_decode32(struct gw_str hex, unsigned char out[32])
     return true;
 }
 
+int
+gw_pct_decode(struct gw_str in, char *out, size_t cap)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < in.len; i++) {
+        char c = in.ptr[i];
+
+        if (c == '%') {
+            int hi, lo;
+
+            if (i + 2 >= in.len)
+                return -1;
+            hi = hexval(in.ptr[i + 1]);
+            lo = hexval(in.ptr[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            c = (char)(hi << 4 | lo);
+            i += 2;
+        }
+        if (n == cap)
+            return -1;
+        out[n++] = c;
+    }
+    return (int)n;
+}
+
 void
 gw_hex_encode(const unsigned char *in, size_t n, char *out)
 {

@@ -98,5 +98,8 @@ bool gw_ct_equal(const void *a, const void *b, size_t n);
 bool gw_hex_decode32(struct gw_str hex, unsigned char out[32]);
 /* Writes 2*n lowercase hex characters and a NUL into <out>. */
 void gw_hex_encode(const unsigned char *in, size_t n, char *out);
+/* Decodes %XX escapes (and nothing else) of <in> into <out> of <cap> bytes; the length,
+ * or -1 when an escape is malformed or the result does not fit. */
+int gw_pct_decode(struct gw_str in, char *out, size_t cap);
 
 #endif

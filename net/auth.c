@@ -70,7 +70,7 @@ gateway_key(const struct net_conn *c, struct gw_str *key, char *buf, size_t cap)
     }
     net_target_of(c->rq.method,
                   (struct gw_str){c->rq.url.data ? c->rq.url.data : "", c->rq.url.len}, 0, &t);
-    if (t.key.len && (n = net_pct_decode(t.key, buf, cap)) > 0) {
+    if (t.key.len && (n = gw_pct_decode(t.key, buf, cap)) > 0) {
         *key = (struct gw_str){buf, (size_t)n};
         return true;
     }

@@ -136,45 +136,6 @@ net_target_of(enum http_method method, struct gw_str url, unsigned hints, struct
     }
 }
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-int
-net_pct_decode(struct gw_str in, char *out, size_t cap)
-{
-    size_t i, n = 0;
-
-    for (i = 0; i < in.len; i++) {
-        char c = in.ptr[i];
-
-        if (c == '%') {
-            int hi, lo;
-
-            if (i + 2 >= in.len)
-                return -1;
-            hi = hexval(in.ptr[i + 1]);
-            lo = hexval(in.ptr[i + 2]);
-            if (hi < 0 || lo < 0)
-                return -1;
-            c = (char)(hi << 4 | lo);
-            i += 2;
-        }
-        if (n == cap)
-            return -1;
-        out[n++] = c;
-    }
-    return (int)n;
-}
-
 enum gw_code
 net_pct_encode_path(struct gw_str in, struct gw_buf *out)
 {

@@ -35,7 +35,7 @@ struct net_target {
     enum net_endpoint ep;
     enum dl_shape shape; /* the client's API shape: its refusals are answered in it */
     struct gw_str model; /* Gemini: the model of the path (percent-encoded as sent; see
-                          * net_pct_decode), "" for a listing of all */
+                          * gw_pct_decode), "" for a listing of all */
     bool stream;         /* Gemini: streamGenerateContent */
     bool alt_sse;        /* Gemini: ?alt=sse (else a stream is one JSON array) */
     struct gw_str key;   /* ?key= as sent (percent-encoded), "" when absent */
@@ -51,10 +51,6 @@ struct net_target {
 /* Classifies <url> (path and query as sent) for <method> and NET_HINT_* <hints>. */
 void net_target_of(enum http_method method, struct gw_str url, unsigned hints,
                    struct net_target *out);
-
-/* Decodes %XX escapes (and nothing else) of <in> into <out> of <cap> bytes; the length,
- * or -1 when a escape is malformed or the result does not fit. */
-int net_pct_decode(struct gw_str in, char *out, size_t cap);
 
 /* Appends <in> to <out> with every byte but unreserved ones, '/', ':' and '@'
  * percent-encoded (a model name in an upstream's path). */

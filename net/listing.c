@@ -129,7 +129,7 @@ listing_one(struct net_stream *s, struct gw_str *want)
     if (!s->tgt.model.len)
         return false;
     m = gw_arena_alloc(&s->arena, s->tgt.model.len);
-    n = m ? net_pct_decode(s->tgt.model, m, s->tgt.model.len) : -1;
+    n = m ? gw_pct_decode(s->tgt.model, m, s->tgt.model.len) : -1;
     if (n < 0) {
         *want = (struct gw_str){"", 0}; /* found by no model */
         return true;

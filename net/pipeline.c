@@ -515,7 +515,7 @@ static enum gw_code
 gemini_url_request(struct net_stream *s, struct gw_buf *why)
 {
     char *m = gw_arena_alloc(&s->arena, s->tgt.model.len + 1);
-    int n = m ? net_pct_decode(s->tgt.model, m, s->tgt.model.len) : -1;
+    int n = m ? gw_pct_decode(s->tgt.model, m, s->tgt.model.len) : -1;
 
     if (!m)
         return GW_E_NOMEM;

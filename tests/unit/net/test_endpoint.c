@@ -113,12 +113,12 @@ test_endpoint_percent_decoding(void **state)
     char out[8];
 
     (void)state;
-    assert_int_equal(net_pct_decode(gw_str_c("a%2Bb%2f"), out, sizeof(out)), 4);
+    assert_int_equal(gw_pct_decode(gw_str_c("a%2Bb%2f"), out, sizeof(out)), 4);
     assert_memory_equal(out, "a+b/", 4);
-    assert_int_equal(net_pct_decode(gw_str_c("%2"), out, sizeof(out)), -1);
-    assert_int_equal(net_pct_decode(gw_str_c("%zz"), out, sizeof(out)), -1);
-    assert_int_equal(net_pct_decode(gw_str_c("123456789"), out, sizeof(out)), -1);
-    assert_int_equal(net_pct_decode(gw_str_c(""), out, sizeof(out)), 0);
+    assert_int_equal(gw_pct_decode(gw_str_c("%2"), out, sizeof(out)), -1);
+    assert_int_equal(gw_pct_decode(gw_str_c("%zz"), out, sizeof(out)), -1);
+    assert_int_equal(gw_pct_decode(gw_str_c("123456789"), out, sizeof(out)), -1);
+    assert_int_equal(gw_pct_decode(gw_str_c(""), out, sizeof(out)), 0);
 }
 
 static void
@@ -133,7 +133,7 @@ test_endpoint_model_in_an_upstream_path_is_percent_encoded(void **state)
      * the path */
     assert_int_equal(net_pct_encode_path(gw_str_c("org/m:v2@x-y_z.~ a?b#c%"), &out), GW_OK);
     assert_string_equal(out.data, "org/m:v2@x-y_z.~%20a%3Fb%23c%25");
-    n = net_pct_decode((struct gw_str){out.data, out.len}, back, sizeof(back));
+    n = gw_pct_decode((struct gw_str){out.data, out.len}, back, sizeof(back));
     assert_int_equal(n, 23);
     assert_memory_equal(back, "org/m:v2@x-y_z.~ a?b#c%", 23);
     gw_buf_fini(&out);
