@@ -258,6 +258,10 @@ emit(struct gw_buf *b)
     }
 }
 
+static void write_line(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *code,
+                       const struct gw_log_field *f, size_t n, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
+
 static void
 write_line(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *code,
            const struct gw_log_field *f, size_t n, const char *fmt, va_list ap)
