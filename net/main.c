@@ -25,6 +25,7 @@
 #include "core/conf.h"
 #include "core/events.h"
 #include "core/limits.h"
+#include "core/quota.h"
 #include "core/log.h"
 #include "core/route.h"
 #include "core/slots.h"
@@ -37,6 +38,7 @@
 #include "net/net-priv.h"
 #include "net/rezone.h"
 #include "net/worker.h"
+#include "net/quota.h"
 #include "store/store.h"
 
 #define GWD_VERSION "0.1.0"
@@ -284,7 +286,8 @@ attach_usage(struct gwd *g, struct gw_conf *conf)
             store_rows_by_client(g->store, cl->name, since, on_rebuild_row, a);
         }
     }
-    return true;
+    /* Upstream credentials: their quota sets, rebuilt from the store when new. */
+    return net_quota_attach(g->deps.quota, g->store, conf, now);
 }
 
 /* log.format and log.level: cheap to switch (core/log.h reads them per line), so a
@@ -451,8 +454,9 @@ run(struct gwd *g)
     g->up_slots = gw_slots_reg_new();
     g->key_slots = gw_slots_reg_new();
     g->usage = gw_keylimits_reg_new();
+    g->deps.quota = gw_quota_reg_new();
     if (!g->routes || !g->deps.sticky || !g->up_slots || !g->key_slots || !g->usage ||
-        gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf)) {
+        !g->deps.quota || gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf)) {
         fprintf(stderr, "gwd: out of memory at startup\n");
         gw_conf_free(conf);
         return 1;
@@ -558,6 +562,7 @@ out:
     gw_slots_reg_free(g->up_slots);
     gw_slots_reg_free(g->key_slots);
     gw_keylimits_reg_free(g->usage);
+    gw_quota_reg_free(g->deps.quota);
     if (g->base)
         event_base_free(g->base);
     return rc;

@@ -31,7 +31,7 @@
 #define STORE_ROW_KEY_LEN 16          /* be64 ts_ms | be64 seq */
 #define STORE_CLIENT_KEY_MAX (GW_NAME_MAX + 1 + STORE_ROW_KEY_LEN)
 #define STORE_ROW_ENC_MAX 8192 /* bound of one encoded row (about 4 KiB max) */
-#define STORE_ROW_ENC_VERSION 3u
+#define STORE_ROW_ENC_VERSION 4u
 
 /* Responses conversations (store/resp.c). */
 #define STORE_RESP_ENC_VERSION 1u

@@ -448,6 +448,40 @@ store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
     return rc == 0 || rc == MDB_NOTFOUND ? GW_OK : GW_E_STORE_IO;
 }
 
+enum gw_code
+store_rows_since(struct store *s, uint64_t since_ms, int (*fn)(void *arg, const struct gw_row *row),
+                 void *arg)
+{
+    unsigned char start[STORE_ROW_KEY_LEN];
+    struct gw_row row;
+    MDB_txn *txn;
+    MDB_cursor *c;
+    MDB_val k, v;
+    int rc;
+
+    store_row_key(start, since_ms, 0);
+    k.mv_size = STORE_ROW_KEY_LEN;
+    k.mv_data = start;
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
+        return GW_E_STORE_IO;
+    if (mdb_cursor_open(txn, s->dbi_rows, &c) != 0) {
+        mdb_txn_abort(txn);
+        return GW_E_STORE_IO;
+    }
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (!store_row_decode(v.mv_data, v.mv_size, &row))
+            continue;
+        if (fn(arg, &row) != 0) {
+            rc = MDB_NOTFOUND;
+            break;
+        }
+    }
+    mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    return rc == 0 || rc == MDB_NOTFOUND ? GW_OK : GW_E_STORE_IO;
+}
+
 void
 store_stats_get(struct store *s, struct store_stats *out)
 {

@@ -64,6 +64,12 @@ enum gw_code store_rows_page(struct store *s, uint64_t cursor, struct gw_row *ro
 enum gw_code store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
                                   int (*fn)(void *arg, const struct gw_row *row), void *arg);
 
+/* Calls <fn> for every row with ts_ms >= <since_ms>, oldest first (the rebuild of
+ * credentials' quota windows, net/quota.c). Stops early when <fn> returns non-zero. Any
+ * thread. */
+enum gw_code store_rows_since(struct store *s, uint64_t since_ms,
+                              int (*fn)(void *arg, const struct gw_row *row), void *arg);
+
 /* ---- Responses conversations (DESIGN.md 11, 13) ---- */
 
 #define STORE_RESP_ID_MAX 128                   /* bytes of a response id */

@@ -169,6 +169,8 @@ t_full_row(void)
     r.attempts[2].code = GW_OK;
     r.attempts[2].queued_ms = 9;
     r.attempts[2].ttfb_ms = INT32_MAX;
+    strcpy(r.attempts[0].cred, "0123456789ab"); /* version 4: the credential's fingerprint */
+    strcpy(r.attempts[2].cred, "fedcba987654");
     return r;
 }
 
@@ -198,6 +200,7 @@ t_assert_row_equal(const struct gw_row *a, const struct gw_row *b)
     assert_int_equal(a->n_attempts, b->n_attempts);
     for (unsigned i = 0; i < a->n_attempts; i++) {
         assert_string_equal(a->attempts[i].upstream, b->attempts[i].upstream);
+        assert_string_equal(a->attempts[i].cred, b->attempts[i].cred);
         assert_string_equal(a->attempts[i].model, b->attempts[i].model);
         assert_int_equal(a->attempts[i].outcome, b->attempts[i].outcome);
         assert_int_equal(a->attempts[i].status, b->attempts[i].status);
@@ -284,12 +287,35 @@ test_codec_version_2_row_reads_without_reasoning(void **state)
     size_t len;
 
     (void)state;
-    a.usage.reasoning_tokens = 0; /* one byte, the last */
+    a.usage.reasoning_tokens = 0; /* one byte ... */
+    for (unsigned i = 0; i < a.n_attempts; i++)
+        a.attempts[i].cred[0] = '\0'; /* ... then one byte per attempt (version 4) */
     len = store_row_encode(&a, buf, sizeof buf);
     buf[0] = 2; /* written before reasoning_tokens was appended */
-    assert_true(store_row_decode(buf, len - 1, &b));
+    assert_true(store_row_decode(buf, len - 1 - a.n_attempts, &b));
     t_assert_row_equal(&a, &b);
     assert_int_equal(b.usage.reasoning_tokens, 0);
+}
+
+/* A version 3 row (before attempts carried their credential) reads with no credential. */
+static void
+test_codec_version_3_row_reads_without_creds(void **state)
+{
+    struct gw_row a = t_full_row(), b;
+    unsigned char buf[STORE_ROW_ENC_MAX];
+    size_t len, tail = 0;
+
+    (void)state;
+    len = store_row_encode(&a, buf, sizeof buf);
+    for (unsigned i = 0; i < a.n_attempts; i++)
+        tail += 1 + strlen(a.attempts[i].cred); /* each a length byte and its bytes */
+    buf[0] = 3;
+    assert_true(store_row_decode(buf, len - tail, &b));
+    for (unsigned i = 0; i < a.n_attempts; i++) {
+        assert_string_equal(b.attempts[i].cred, "");
+        a.attempts[i].cred[0] = '\0';
+    }
+    t_assert_row_equal(&a, &b);
 }
 
 static void
@@ -897,6 +923,7 @@ main(void)
         cmocka_unit_test(test_codec_rejects_every_truncation),
         cmocka_unit_test(test_codec_newer_version_with_appended_field_still_reads),
         cmocka_unit_test(test_codec_version_2_row_reads_without_reasoning),
+        cmocka_unit_test(test_codec_version_3_row_reads_without_creds),
         cmocka_unit_test(test_codec_too_many_attempts_is_refused),
         cmocka_unit_test(test_codec_small_buffer_returns_zero),
         T_TEST(test_store_open_creates_nested_folders),
