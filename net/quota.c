@@ -62,7 +62,7 @@ set_get(const struct gw_conf_provider *p, const char *m, bool *created)
     if (s)
         return s;
     gw_quota_set_conf_of(p, m[0] ? m : NULL, &c);
-    s = gw_quota_reg_get(p->quota_reg, p->quota_name, m, (const char(*)[GW_QUOTA_FP_LEN + 1])fps,
+    s = gw_quota_reg_get(p->quota_reg, p->quota_name, m, (const char(*)[GW_QUOTA_FP_LEN + 1]) fps,
                          n, &c, created);
     return s ? s : gw_quota_reg_find(p->quota_reg, p->quota_name, "");
 }
@@ -162,8 +162,8 @@ quota_name(struct gw_conf_provider *p)
     for (i = 0; i < n; i++)
         memcpy(all + i * GW_QUOTA_FP_LEN, p->keys[i].fp, GW_QUOTA_FP_LEN);
     SHA256((const unsigned char *)all, n * GW_QUOTA_FP_LEN, d);
-    snprintf(p->quota_name, sizeof(p->quota_name), "%s/%02x%02x%02x%02x", p->name, d[0], d[1],
-             d[2], d[3]);
+    snprintf(p->quota_name, sizeof(p->quota_name), "%s/%02x%02x%02x%02x", p->name, d[0], d[1], d[2],
+             d[3]);
 }
 
 bool
@@ -363,8 +363,8 @@ unit_json(struct gw_quota_set *s, size_t i, uint64_t now_ms)
         json_t *o = json_object();
 
         json_object_set_new(o, "used", json_integer((json_int_t)v.win[w].used));
-        json_object_set_new(o, "limit",
-                            v.win[w].limit ? json_integer((json_int_t)v.win[w].limit) : json_null());
+        json_object_set_new(
+            o, "limit", v.win[w].limit ? json_integer((json_int_t)v.win[w].limit) : json_null());
         json_object_set_new(o, "resets_at", ts_json(v.win[w].resets_at_ms));
         if (v.win[w].held_until_ms)
             json_object_set_new(o, "held_until", ts_json(v.win[w].held_until_ms));
@@ -479,17 +479,16 @@ net_quota_peek_json(const struct gw_conf_provider *p, const char *model, size_t 
         json_decref(creds);
         return NULL;
     }
-    json_object_set_new(o, "chosen", k >= 0 && (size_t)k < p->n_keys
-                                         ? json_string(p->keys[k].fp)
-                                         : json_null());
+    json_object_set_new(o, "chosen",
+                        k >= 0 && (size_t)k < p->n_keys ? json_string(p->keys[k].fp) : json_null());
     json_object_set_new(o, "retry_at", k < 0 ? ts_json(why.retry_at_ms) : json_null());
     for (i = 0; i < why.n && i < p->n_keys; i++) {
         char line[160];
         json_t *c = json_object();
 
         json_object_set_new(c, "fp", json_string(p->keys[i].fp));
-        json_object_set_new(c, "verdict",
-                            json_string(gw_quota_verdict_str(&why.v[i], now_ms, line, sizeof(line))));
+        json_object_set_new(
+            c, "verdict", json_string(gw_quota_verdict_str(&why.v[i], now_ms, line, sizeof(line))));
         json_array_append_new(creds, c);
     }
     json_object_set_new(o, "credentials", creds);

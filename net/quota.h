@@ -45,14 +45,13 @@ bool net_quota_all_cooling(struct gw_quota_set *set, uint64_t now_ms, uint64_t *
 
 /* Credential <fp> of provider <p> was benched by a <status> answer: a warn line and the
  * credential_cooldown event with the cooldown's source, since, until and hits. */
-void net_quota_report_cooldown(const struct gw_conf_provider *p, const char *model,
-                               const char *fp, unsigned status,
-                               const struct gw_quota_cooldown *c, uint64_t now_ms,
+void net_quota_report_cooldown(const struct gw_conf_provider *p, const char *model, const char *fp,
+                               unsigned status, const struct gw_quota_cooldown *c, uint64_t now_ms,
                                const struct gw_log_ctx *ctx);
 
 /* Credential <fp> answered again after a cooldown (<how>: "answered"): credential_recovered. */
-void net_quota_report_recovered(const struct gw_conf_provider *p, const char *model,
-                                const char *fp, const char *how, const struct gw_log_ctx *ctx);
+void net_quota_report_recovered(const struct gw_conf_provider *p, const char *model, const char *fp,
+                                const char *how, const struct gw_log_ctx *ctx);
 
 /* The control thread's sweep of every set (leases neither settled nor kept for 2 min are
  * dropped): returns how many this call dropped (logged here). */

@@ -13,9 +13,11 @@
 import concurrent.futures
 import hashlib
 import json
+import re
 import time
 
-from gwtest import chat_body, config, dry_run, overview, parse_ts, provider
+from gwtest import chat_body, config, dry_run, gwctl_run, overview, parse_ts, provider
+from test_events_logs import EventStream
 
 K1, K2, K3 = "up-key-one", "up-key-two", "up-key-three"
 
@@ -104,6 +106,15 @@ def test_429_moves_the_request_to_the_next_credential_and_cools_the_first(tmp_pa
     assert q["chosen"] == fp(K2), q
     verdicts = {c["fp"]: c["verdict"] for c in q["credentials"]}
     assert verdicts[fp(K1)].startswith("cooling: unknown"), verdicts
+    # gwctl quota: a table per provider with the cooldown's source, until and hits
+    rc, out, err = gwctl_run(g, "quota")
+    assert rc == 0, (out, err)
+    assert re.search(rf"(?m)^a \(pool model\)$", out), out
+    assert re.search(rf"(?m)^gpt-test\s+{fp(K1)}\s.*unknown until \+\d+s, 1 hits", out), out
+    assert re.search(rf"(?m)^gpt-test\s+{fp(K2)}\s+\d+\s.*\s-\s+-$", out), out
+    rc, out, err = gwctl_run(g, "quota", "a", json_out=True)
+    assert rc == 0, (out, err)
+    assert json.loads(out)["pool"] == "model", out
 
 
 def test_retry_after_sets_an_authoritative_cooldown(tmp_path, bench, gwd):
@@ -194,17 +205,27 @@ def test_a_cooldown_ending_within_slot_wait_secs_is_waited_for(tmp_path, bench, 
     b = bench("--chunks", 1)
     g = gwd(config(tmp_path, [prov(b, [K1], quota={"local_cooldown_cap_secs": 2})],
                    failover={"slot_wait_secs": 10}))
+    evs = EventStream(g, "type=credential_cooldown,credential_recovered")
+    try:
+        # the only credential answers 429 once (a per-request fault): it cools for 2 s (the
+        # local cap); that request reached the upstream, so it is answered at once
+        r = g.chat(chat_body(), headers={"x-bench-fault": "status", "x-bench-status": "429"})
+        assert r.status == 429 and r.headers["x-gw-code"] == "gw.quota_all", r
+        assert 1 <= int(r.headers["retry-after"]) <= 2, r.headers
+        cool = evs.wait_event(lambda n, d: n == "credential_cooldown", "credential_cooldown")
+        assert (cool["provider"], cool["credential"], cool["status"], cool["capped"]) == \
+            ("a", fp(K1), 429, True), cool
+        t0 = time.monotonic()
+        row = ok(g)  # skipped for quota, then waited for the cooldown's end
 
-    # the only credential answers 429 once (a per-request fault): it cools for 2 s (the
-    # local cap); that request reached the upstream, so it is answered at once
-    r = g.chat(chat_body(), headers={"x-bench-fault": "status", "x-bench-status": "429"})
-    assert r.status == 429 and r.headers["x-gw-code"] == "gw.quota_all", r
-    t0 = time.monotonic()
-    row = ok(g)  # skipped for quota, then waited for the cooldown's end
-
-    assert time.monotonic() - t0 >= 1.0
-    assert [x["outcome"] for x in row["attempts"]] == ["ok"], row
-    assert row["queued_ms"] >= 1000, row
+        assert time.monotonic() - t0 >= 1.0
+        assert [x["outcome"] for x in row["attempts"]] == ["ok"], row
+        assert row["queued_ms"] >= 1000, row
+        rec = evs.wait_event(lambda n, d: n == "credential_recovered", "credential_recovered")
+        assert (rec["credential"], rec["reason"]) == (fp(K1), "answered"), rec
+        assert [n for n, _ in evs.events()] == ["credential_cooldown", "credential_recovered"]
+    finally:
+        evs.close()
 
 
 def test_a_restart_keeps_the_windows(tmp_path, bench, gwd, restart):
