@@ -20,11 +20,16 @@
 enum { Q_MODEL, Q_CRED, Q_RPM, Q_TPM, Q_RPD, Q_TPD, Q_RESETS, Q_LEASES, Q_COOL, Q_LEARNED, Q__N };
 
 static const struct cli_col quota_cols[Q__N] = {
-    [Q_MODEL] = {"MODEL", 0, false},     [Q_CRED] = {"CREDENTIAL", 0, false},
-    [Q_RPM] = {"RPM", 0, true},          [Q_TPM] = {"TPM", 0, true},
-    [Q_RPD] = {"RPD", 0, true},          [Q_TPD] = {"TPD", 0, true},
-    [Q_RESETS] = {"MINUTE FREES", 0, true}, [Q_LEASES] = {"LEASES", 0, true},
-    [Q_COOL] = {"COOLDOWN", 0, false},   [Q_LEARNED] = {"LEARNED", 0, false},
+    [Q_MODEL] = {"MODEL", 0, false},
+    [Q_CRED] = {"CREDENTIAL", 0, false},
+    [Q_RPM] = {"RPM", 0, true},
+    [Q_TPM] = {"TPM", 0, true},
+    [Q_RPD] = {"RPD", 0, true},
+    [Q_TPD] = {"TPD", 0, true},
+    [Q_RESETS] = {"MINUTE FREES", 0, true},
+    [Q_LEASES] = {"LEASES", 0, true},
+    [Q_COOL] = {"COOLDOWN", 0, false},
+    [Q_LEARNED] = {"LEARNED", 0, false},
 };
 
 /* Seconds from now to the RFC 3339 UTC time <v> (0 when past or not a time). */
@@ -73,8 +78,8 @@ add_credential(struct cli_table *t, const char *model, json_t *c)
     for (i = 0; i < 4; i++)
         window_cell(cells[Q_RPM + i], sizeof(cells[0]),
                     json_object_get(json_object_get(c, "windows"), wins[i]));
-    s = secs_until(json_object_get(json_object_get(json_object_get(c, "windows"), "rpm"),
-                                   "resets_at"));
+    s = secs_until(
+        json_object_get(json_object_get(json_object_get(c, "windows"), "rpm"), "resets_at"));
     snprintf(cells[Q_RESETS], sizeof(cells[0]), s > 0 ? "%lds" : "-", s);
     snprintf(cells[Q_LEASES], sizeof(cells[0]), "%lld",
              (long long)json_integer_value(json_object_get(c, "leases")));
@@ -89,9 +94,10 @@ add_credential(struct cli_table *t, const char *model, json_t *c)
     cells[Q_LEARNED][0] = '\0';
     json_object_foreach(learned, k, l)
     {
-        int w = snprintf(cells[Q_LEARNED] + off, sizeof(cells[0]) - off, "%s%s=%lld (%s)",
-                         off ? ", " : "", k, (long long)json_integer_value(json_object_get(l, "limit")),
-                         json_string_value(json_object_get(l, "origin")));
+        int w =
+            snprintf(cells[Q_LEARNED] + off, sizeof(cells[0]) - off, "%s%s=%lld (%s)",
+                     off ? ", " : "", k, (long long)json_integer_value(json_object_get(l, "limit")),
+                     json_string_value(json_object_get(l, "origin")));
 
         if (w < 0 || (size_t)w >= sizeof(cells[0]) - off)
             break;

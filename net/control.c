@@ -116,6 +116,7 @@ struct net_control {
     struct evhttp_bound_socket *sock; /* owned by http */
     struct event *stop_ev;            /* owned; made active by net_control_stop */
     struct net_deps deps;             /* copied; the objects are borrowed, may be NULL */
+    uint64_t quota_saved_ms;          /* learned limits up to then are in the store */
     uint16_t port;
     int phase;    /* enum net_control_phase; ck_pr: set by main, read per request */
     bool running; /* the thread was started */
@@ -1764,9 +1765,13 @@ on_events_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     conf = gw_conf_acquire(&c->thr);
     net_report_sweep(conf, net_now_ms());
+    if (c->ticks % (1000 / CONTROL_EVENTS_TICK_MS) == 0) {
+        /* quota (net/quota.h), once a second: unsettled leases, learned limits kept */
+        net_quota_sweep(c->deps.quota, net_now_ms());
+        c->quota_saved_ms =
+            net_quota_save_learned(conf, c->deps.store, c->quota_saved_ms, net_now_ms());
+    }
     gw_conf_release(conf);
-    if (c->ticks % (1000 / CONTROL_EVENTS_TICK_MS) == 0)
-        net_quota_sweep(c->deps.quota, net_now_ms()); /* unsettled leases, once a second */
     if (!common)
         return;
     /* What every follower gets, ahead of its own events: drops told, the keepalive. */

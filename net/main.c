@@ -547,7 +547,13 @@ out:
     net_rezone_stop(g->rezone); /* reads the store and the keys: before both go */
     if (g->store) {
         struct store_stats st;
+        struct gw_conf *last = gw_conf_acquire(&g->gt);
 
+        if (last) {
+            /* every learned quota limit, for the next start (store_close commits them) */
+            net_quota_save_learned(last, g->store, 0, net_now_ms());
+            gw_conf_release(last);
+        }
         store_writer_stop(g->store); /* commits every row queued so far */
         store_stats_get(g->store, &st);
         if (rc == 0)

@@ -151,6 +151,35 @@ on_rebuild_row(void *arg, const struct gw_row *row)
     return 0;
 }
 
+/* A learned limit kept in the store, restored into a new set of its provider. */
+static int
+on_learned(void *arg, const struct store_learned *l)
+{
+    struct rebuild *rb = arg;
+    struct gw_quota_learned q;
+    struct gw_quota_set *s;
+    size_t j;
+    int i;
+
+    if (l->win >= GW_QUOTA_WINS || !l->limit)
+        return 0;
+    for (j = 0; j < rb->conf->n_providers; j++)
+        if (rb->fresh[j] && strcmp(rb->conf->providers[j].name, l->provider) == 0)
+            break;
+    if (j == rb->conf->n_providers)
+        return 0;
+    s = set_get(&rb->conf->providers[j], l->model, NULL);
+    i = s ? gw_quota_set_find(s, l->fp) : -1;
+    if (i < 0)
+        return 0; /* a key no longer configured */
+    memset(&q, 0, sizeof(q));
+    q.limit = l->limit;
+    q.at_ms = l->at_ms;
+    snprintf(q.origin, sizeof(q.origin), "%s", l->origin);
+    gw_quota_learned_restore(s, (size_t)i, (enum gw_quota_win)l->win, &q);
+    return 0;
+}
+
 /* quota_name: "<name>/<8 hex of SHA-256 over the fingerprints>". */
 static void
 quota_name(struct gw_conf_provider *p)
@@ -225,6 +254,7 @@ net_quota_attach(struct gw_quota_reg *reg, struct store *st, struct gw_conf *con
         if (now_ms - 60000 < since)
             since = now_ms - 60000;
         store_rows_since(st, since, on_rebuild_row, &rb);
+        store_learned_each(st, on_learned, &rb); /* limits learned before the restart */
         if (rb.counted)
             GW_LOG(GW_LOG_INFO, NULL, "quota_rebuilt", "%zu credential hops counted from the store",
                    rb.counted);
@@ -329,6 +359,65 @@ uint64_t
 net_quota_dropped_total(void)
 {
     return atomic_load_explicit(&dropped_total, memory_order_relaxed);
+}
+
+/* ---- learned limits kept ---- */
+
+struct save {
+    const struct gw_conf *conf;
+    struct store *st;
+    uint64_t since_ms, now_ms;
+};
+
+static void
+on_save_set(void *arg, const char *provider, const char *model, struct gw_quota_set *s)
+{
+    struct save *sv = arg;
+    size_t i, u;
+    int w;
+
+    for (i = 0; i < sv->conf->n_providers; i++)
+        if (strcmp(sv->conf->providers[i].quota_name, provider) == 0)
+            break;
+    if (i == sv->conf->n_providers)
+        return;
+    for (u = 0; u < gw_quota_set_size(s); u++) {
+        struct gw_quota_unit_view v;
+
+        gw_quota_view(s, u, sv->now_ms, &v);
+        for (w = 0; w < GW_QUOTA_WINS; w++) {
+            struct store_learned l;
+
+            if (!v.learned[w].limit || v.learned[w].at_ms <= sv->since_ms)
+                continue;
+            memset(&l, 0, sizeof(l));
+            snprintf(l.provider, sizeof(l.provider), "%s", sv->conf->providers[i].name);
+            snprintf(l.model, sizeof(l.model), "%s", model);
+            memcpy(l.fp, v.fp, sizeof(l.fp));
+            l.win = (unsigned)w;
+            l.limit = v.learned[w].limit;
+            l.at_ms = v.learned[w].at_ms;
+            snprintf(l.origin, sizeof(l.origin), "%s", v.learned[w].origin);
+            store_learned_put(sv->st, &l);
+        }
+    }
+}
+
+uint64_t
+net_quota_save_learned(const struct gw_conf *conf, struct store *st, uint64_t since_ms,
+                       uint64_t now_ms)
+{
+    struct save sv = {conf, st, since_ms, now_ms};
+    size_t i;
+
+    if (!st)
+        return now_ms;
+    for (i = 0; i < conf->n_providers; i++)
+        if (conf->providers[i].quota_reg) {
+            gw_quota_reg_each(conf->providers[i].quota_reg, on_save_set, &sv);
+            break;
+        }
+    return now_ms;
 }
 
 /* ---- views ---- */

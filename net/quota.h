@@ -57,6 +57,12 @@ void net_quota_report_recovered(const struct gw_conf_provider *p, const char *mo
  * dropped): returns how many this call dropped (logged here). */
 size_t net_quota_sweep(struct gw_quota_reg *reg, uint64_t now_ms);
 
+/* Keeps in <st> the learned limits of <conf>'s credentials learned after <since_ms>
+ * (control thread, every few seconds; the writer commits them). Returns the time to pass
+ * as <since_ms> next. */
+uint64_t net_quota_save_learned(const struct gw_conf *conf, struct store *st, uint64_t since_ms,
+                                uint64_t now_ms);
+
 /* Leases dropped by sweeps since start (for /metrics). */
 uint64_t net_quota_dropped_total(void);
 

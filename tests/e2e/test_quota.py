@@ -130,7 +130,8 @@ def test_retry_after_sets_an_authoritative_cooldown(tmp_path, bench, gwd):
     assert t0 + 300 - 10 <= parse_ts(cool["until"]) <= time.time() + 300 + 5, (cool, t0)
 
 
-def test_a_body_stating_a_tpm_limit_is_learned_and_cools_as_transient(tmp_path, bench, gwd):
+def test_a_body_stating_a_tpm_limit_is_learned_and_cools_as_transient(tmp_path, bench, gwd,
+                                                                     restart):
     err = {"error": {"message": "Rate limit reached for model `m` in organization `o` on "
                                 "tokens per min (TPM): Limit 30000, Used 29000, Requested 3400."
                                 " Please try again in 4.2s.",
@@ -146,6 +147,12 @@ def test_a_body_stating_a_tpm_limit_is_learned_and_cools_as_transient(tmp_path, 
     assert u["learned"]["tpm"]["origin"], u
     assert u["windows"]["tpm"]["limit"] == 30000, u
     assert u["cooldown"]["source"] == "transient", u  # a known limit, healthy day counters
+
+    # the learned limit is kept across a restart, with where it came from
+    g = restart(g)
+    v = quota_units(g)[fp(K1)]
+    assert v["learned"]["tpm"] == u["learned"]["tpm"], (u, v)
+    assert v["windows"]["tpm"]["limit"] == 30000, v
 
 
 def test_402_cools_as_credit_and_403_as_tier(tmp_path, bench, gwd):

@@ -655,6 +655,95 @@ test_store_rows_by_client_since_oldest_first(void **state)
     assert_int_equal(sc.n, 0);
 }
 
+static void
+test_store_rows_since_scans_every_client_oldest_first(void **state)
+{
+    struct t_ctx *c = *state;
+    struct t_scan sc;
+
+    t_open(c);
+    t_submit(c->s, t_row(1, 5000, "alice"));
+    t_submit(c->s, t_row(2, 1000, "bob"));
+    t_submit(c->s, t_row(3, 3000, ""));
+    t_submit(c->s, t_row(4, 3000, "alice"));
+    t_flush(c->s);
+
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_since(c->s, 3000, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 3);
+    assert_int_equal(sc.ts[0], 3000);
+    assert_int_equal(sc.ts[1], 3000);
+    assert_int_equal(sc.ts[2], 5000);
+    memset(&sc, 0, sizeof sc);
+    sc.stop_at = 1;
+    assert_int_equal(store_rows_since(c->s, 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 1);
+    assert_string_equal(sc.client[0], "bob");
+}
+
+/* ---- learned quota limits ---- */
+
+struct t_learned {
+    struct store_learned got[8];
+    size_t n;
+};
+
+static int
+t_on_learned(void *arg, const struct store_learned *l)
+{
+    struct t_learned *t = arg;
+
+    assert_true(t->n < 8);
+    t->got[t->n++] = *l;
+    return 0;
+}
+
+static struct store_learned
+t_learned(const char *provider, const char *model, const char *fp, unsigned win, uint64_t limit)
+{
+    struct store_learned l;
+
+    memset(&l, 0, sizeof l);
+    strcpy(l.provider, provider);
+    strcpy(l.model, model);
+    strcpy(l.fp, fp);
+    l.win = win;
+    l.limit = limit;
+    l.at_ms = 1764460800123ull;
+    strcpy(l.origin, "x-ratelimit-limit-tokens");
+    return l;
+}
+
+/* Puts are kept across close and reopen; a later put of the same key replaces the first. */
+static void
+test_store_learned_limits_survive_reopen_and_replace(void **state)
+{
+    struct t_ctx *c = *state;
+    struct store_learned a = t_learned("groq", "llama", "0123456789ab", 1, 30000);
+    struct store_learned b = t_learned("groq", "", "0123456789ab", 1, 6000);
+    struct t_learned t;
+
+    t_open(c);
+    assert_int_equal(store_learned_put(c->s, &a), GW_OK);
+    assert_int_equal(store_learned_put(c->s, &b), GW_OK);
+    a.limit = 20000; /* replaces the pending one */
+    assert_int_equal(store_learned_put(c->s, &a), GW_OK);
+    t_reopen(c); /* close commits what is pending */
+    memset(&t, 0, sizeof t);
+    assert_int_equal(store_learned_each(c->s, t_on_learned, &t), GW_OK);
+    assert_int_equal(t.n, 2);
+    /* key order: model "" before "llama" */
+    assert_string_equal(t.got[0].model, "");
+    assert_int_equal(t.got[0].limit, 6000);
+    assert_string_equal(t.got[1].provider, "groq");
+    assert_string_equal(t.got[1].model, "llama");
+    assert_string_equal(t.got[1].fp, "0123456789ab");
+    assert_int_equal(t.got[1].win, 1);
+    assert_int_equal(t.got[1].limit, 20000);
+    assert_int_equal(t.got[1].at_ms, 1764460800123ull);
+    assert_string_equal(t.got[1].origin, "x-ratelimit-limit-tokens");
+}
+
 /* ---- retention ---- */
 
 static void
@@ -937,6 +1026,8 @@ main(void)
         T_TEST(test_store_close_commits_rows_submitted_while_stopped),
         T_TEST(test_store_sequence_continues_after_reopen),
         T_TEST(test_store_rows_by_client_since_oldest_first),
+        T_TEST(test_store_rows_since_scans_every_client_oldest_first),
+        T_TEST(test_store_learned_limits_survive_reopen_and_replace),
         T_TEST(test_store_sync_returns_once_the_rows_queued_before_it_are_readable),
         T_TEST(test_store_sync_without_a_writer_times_out),
         T_TEST(test_store_retention_deletes_old_rows_only),
