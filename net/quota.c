@@ -195,6 +195,22 @@ quota_name(struct gw_conf_provider *p)
              d[3]);
 }
 
+struct reconf {
+    const struct gw_conf_provider *p;
+};
+
+static void
+on_reconf(void *arg, const char *provider, const char *model, struct gw_quota_set *s)
+{
+    const struct reconf *rc = arg;
+    struct gw_quota_set_conf c;
+
+    if (strcmp(provider, rc->p->quota_name) != 0)
+        return;
+    gw_quota_set_conf_of(rc->p, model[0] ? model : NULL, &c);
+    gw_quota_set_configure(s, &c);
+}
+
 bool
 net_quota_attach(struct gw_quota_reg *reg, struct store *st, struct gw_conf *conf, uint64_t now_ms)
 {
@@ -222,28 +238,17 @@ net_quota_attach(struct gw_quota_reg *reg, struct store *st, struct gw_conf *con
         fresh[i] = created;
         any |= created;
         for (k = 0; p->quota_pool == GW_QUOTA_POOL_MODEL && k < p->n_models; k++) {
-            struct gw_quota_set *s;
-            struct gw_quota_set_conf c;
-            bool made = false;
-
-            if (strcmp(p->models[k], "*") == 0)
-                continue;
-            s = set_get(p, p->models[k], &made);
-            if (!s) {
+            if (strcmp(p->models[k], "*") != 0 && !set_get(p, p->models[k], NULL)) {
                 gw_free(fresh);
                 return false;
             }
-            if (!made) {
-                /* a reload: new limits for the counts kept */
-                gw_quota_set_conf_of(p, p->models[k], &c);
-                gw_quota_set_configure(s, &c);
-            }
         }
         if (!created) {
-            struct gw_quota_set_conf c;
+            /* a reload that kept the keys: every set of the provider (a "*" provider's
+             * models included) takes the new limits, its counts stay */
+            struct reconf rc = {p};
 
-            gw_quota_set_conf_of(p, NULL, &c);
-            gw_quota_set_configure(gw_quota_reg_find(reg, p->quota_name, ""), &c);
+            gw_quota_reg_each(reg, on_reconf, &rc);
         }
     }
     if (any && st) {

@@ -14,9 +14,11 @@ import concurrent.futures
 import hashlib
 import json
 import re
+import signal
 import time
 
-from gwtest import chat_body, config, dry_run, gwctl_run, overview, parse_ts, provider
+from gwtest import (chat_body, config, dry_run, gwctl_run, overview, parse_ts, provider,
+                    write_config)
 from test_events_logs import EventStream
 
 K1, K2, K3 = "up-key-one", "up-key-two", "up-key-three"
@@ -185,6 +187,25 @@ def test_every_credential_cooling_fails_over_to_the_next_provider(tmp_path, benc
 
 # ---------------------------------------------------------------- windows
 
+def test_leases_settle_to_the_real_usage_streamed_or_not(tmp_path, bench, gwd):
+    b = bench("--chunks", 5)
+    g = gwd(config(tmp_path, [prov(b, [K1], quota={"default": {"tpm": 1000000}})]))
+    total = 0
+    for stream in (False, True):
+        r = g.chat(chat_body(stream=stream, include_usage=True if stream else None,
+                             text=f"usage {stream}"))
+        assert r.status == 200, r
+        u = g.wait_row(r.headers["x-request-id"])["usage"]
+        assert not u["estimated"], u
+        total += u["input_tokens"] + u["output_tokens"] + u["cache_read_tokens"] + \
+            u["cache_write_tokens"]
+        w = quota_units(g)[fp(K1)]
+        assert w["windows"]["tpm"]["used"] == total, (w, u)
+        assert w["windows"]["tpd"]["used"] == total, (w, u)
+        assert w["leases"] == 0, w
+    assert quota_units(g)[fp(K1)]["windows"]["rpm"]["used"] == 2
+
+
 def test_rpm_of_m_dispatches_exactly_m_of_n_parallel_requests(tmp_path, bench, gwd):
     m, n = 3, 8
     b = bench("--chunks", 1, "--ttft-ms", 300)
@@ -248,3 +269,32 @@ def test_a_restart_keeps_the_windows(tmp_path, bench, gwd, restart):
     r = g.chat(chat_body())
     assert r.status == 429 and r.headers["x-gw-code"] == "gw.quota_all", r
     assert b.stats()["requests"] == 2
+
+
+def reload(g, tmp_path, cfg):
+    start = g.err.count()
+    write_config(tmp_path, cfg)
+    g.signal(signal.SIGHUP)
+    g.err.wait_for(r"code=reloaded\b", start=start)
+
+
+def test_a_reload_keeps_the_counts_and_new_keys_are_rebuilt_from_rows(tmp_path, bench, gwd):
+    b = bench("--chunks", 1)
+    cfg = lambda keys, rpm: config(tmp_path, [prov(b, keys, quota={"default": {"rpm": rpm}})],
+                                   failover={"slot_wait_secs": 0})
+    g = gwd(cfg([K1], 2))
+    for _ in range(2):
+        ok(g)
+    assert g.chat(chat_body()).headers.get("x-gw-code") == "gw.quota_all"
+
+    reload(g, tmp_path, cfg([K1], 3))  # a higher limit, the same key: the count stays
+    w = quota_units(g)[fp(K1)]["windows"]["rpm"]
+    assert (w["used"], w["limit"]) == (2, 3), w
+    ok(g)
+    assert g.chat(chat_body()).headers.get("x-gw-code") == "gw.quota_all"
+
+    reload(g, tmp_path, cfg([K1, K2], 3))  # keys changed: new sets, rebuilt from the rows
+    units = quota_units(g)
+    assert units[fp(K1)]["windows"]["rpm"]["used"] == 3, units
+    assert units[fp(K2)]["windows"]["rpm"]["used"] == 0, units
+    assert creds_of(ok(g)) == [("ok", 200, fp(K2))]
