@@ -528,6 +528,7 @@ quota_take(struct net_stream *s, const struct gw_route_cand *c)
     uint64_t now = net_now_ms();
     int i;
 
+    net_hop_quota_settle(s, 0, true); /* every path settles its hop's lease; a backstop */
     s->qunit = -1;
     s->n_qhdrs = 0;
     s->qset = net_quota_set_of(c->prov, c->model, c->model_len);
