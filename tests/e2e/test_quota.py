@@ -108,6 +108,10 @@ def test_429_moves_the_request_to_the_next_credential_and_cools_the_first(tmp_pa
     assert q["chosen"] == fp(K2), q
     verdicts = {c["fp"]: c["verdict"] for c in q["credentials"]}
     assert verdicts[fp(K1)].startswith("cooling: unknown"), verdicts
+    rc, out, err = gwctl_run(g, "dry-run", "gpt-test")
+    assert rc == 0, (out, err)
+    assert re.search(rf"(?m)^credentials of a:\n  {fp(K1)}  cooling: unknown.*\n  {fp(K2)}  chosen",
+                     out), out
     # gwctl quota: a table per provider with the cooldown's source, until and hits
     rc, out, err = gwctl_run(g, "quota")
     assert rc == 0, (out, err)
