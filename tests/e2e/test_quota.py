@@ -17,6 +17,8 @@ import re
 import signal
 import time
 
+import pytest
+
 from gwtest import (chat_body, config, dry_run, gwctl_run, overview, parse_ts, provider,
                     write_config)
 from test_events_logs import EventStream
@@ -78,6 +80,19 @@ def test_two_and_three_credentials_take_turns_without_quota(tmp_path, bench, gwd
         assert b.stats()["keys"] == {k: 2 for k in keys}, b.stats()
         # the secret is never on a row
         assert not any(k in json.dumps(rows) for k in keys)
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "gemini", "responses"])
+def test_each_upstream_shape_sends_the_chosen_credential(tmp_path, bench, gwd, dialect):
+    b = bench("--chunks", 1)
+    p = prov(b, [K1, K2])
+    p["dialect"] = dialect
+    g = gwd(config(tmp_path, [p]))
+    rows = [ok(g) for _ in range(4)]
+
+    assert b.stats()["keys"] == {K1: 2, K2: 2}, b.stats()
+    assert sorted(row["attempts"][-1]["credential"] for row in rows) == \
+        sorted([fp(K1), fp(K2)] * 2), rows
 
 
 # ---------------------------------------------------------------- cooldowns
