@@ -320,6 +320,16 @@ on_up_body(void *arg, const char *data, size_t len)
         gw_buf_append(&s->errbody, data, len < room ? len : room);
         return;
     }
+    if (s->qlease.active) {
+        /* A long answer: its credential's lease is kept alive (the sweep drops one
+         * neither settled nor kept for 2 min). */
+        uint64_t now = net_now_ms();
+
+        if (now - s->qkeep_ms >= 60000) {
+            gw_quota_lease_keep(s->qset, &s->qlease, now);
+            s->qkeep_ms = now;
+        }
+    }
     if (!s->up_sse) {
         if (s->out.len + len > NET_MAX_ANSWER || gw_buf_append(&s->out, data, len) != GW_OK) {
             net_upx_cancel(s->upx);
@@ -328,16 +338,6 @@ on_up_body(void *arg, const char *data, size_t len)
             net_hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
         }
         return;
-    }
-    if (s->qlease.active) {
-        /* A long stream: its credential's lease is kept alive (the sweep drops one
-         * neither settled nor kept for 2 min). */
-        uint64_t now = net_now_ms();
-
-        if (now - s->qkeep_ms >= 60000) {
-            gw_quota_lease_keep(s->qset, &s->qlease, now);
-            s->qkeep_ms = now;
-        }
     }
     /* Not OK from the parser: an event over its cap (8 MiB, core/sse.c) or out of
      * memory; up_bad: an event that is not the shape it claims. */
