@@ -493,6 +493,26 @@ unit_json(struct gw_quota_set *s, size_t i, uint64_t now_ms)
     return u;
 }
 
+/* True when no unit of <s> counts anything, cools, or learned a limit. */
+static bool
+set_idle(struct gw_quota_set *s, uint64_t now_ms)
+{
+    size_t i;
+    int w;
+
+    for (i = 0; i < gw_quota_set_size(s); i++) {
+        struct gw_quota_unit_view v;
+
+        gw_quota_view(s, i, now_ms, &v);
+        if (v.seen || v.open_leases || v.cool.source != GW_QUOTA_SRC_NONE)
+            return false;
+        for (w = 0; w < GW_QUOTA_WINS; w++)
+            if (v.win[w].used || v.learned[w].limit)
+                return false;
+    }
+    return true;
+}
+
 struct view {
     const struct gw_conf *conf;
     json_t *out;
@@ -512,6 +532,9 @@ on_view_set(void *arg, const char *provider, const char *model, struct gw_quota_
             break;
     if (i == vw->conf->n_providers)
         return;
+    if (!model[0] && vw->conf->providers[i].quota_pool == GW_QUOTA_POOL_MODEL &&
+        set_idle(s, vw->now_ms))
+        return; /* the fallback set of a pool-model provider, never used: noise */
     prov = json_object_get(vw->out, vw->conf->providers[i].name);
     if (!prov) {
         prov = json_object();

@@ -317,3 +317,22 @@ def test_a_reload_keeps_the_counts_and_new_keys_are_rebuilt_from_rows(tmp_path, 
     assert units[fp(K1)]["windows"]["rpm"]["used"] == 3, units
     assert units[fp(K2)]["windows"]["rpm"]["used"] == 0, units
     assert creds_of(ok(g)) == [("ok", 200, fp(K2))]
+
+
+def test_pool_account_counts_one_quota_across_models(tmp_path, bench, gwd):
+    b = bench("--chunks", 1)
+    g = gwd(config(tmp_path, [prov(b, [K1], quota={"pool": "account", "default": {"rpm": 2}})],
+                   failover={"slot_wait_secs": 0}))
+    for model in ("m-one", "m-two"):
+        r = g.chat(chat_body(model=model))
+        assert r.status == 200, r
+    r = g.chat(chat_body(model="m-three"))
+    assert r.status == 429 and r.headers["x-gw-code"] == "gw.quota_all", r
+
+    q = overview(g)["quota"]["a"]
+    assert q["pool"] == "account" and [s["model"] for s in q["sets"]] == [""], q
+    assert q["sets"][0]["credentials"][0]["windows"]["rpm"] == \
+        {"used": 2, "limit": 2, "resets_at": q["sets"][0]["credentials"][0]["windows"]["rpm"]
+         ["resets_at"]}, q
+    rc, out, err = gwctl_run(g, "quota")
+    assert rc == 0 and re.search(rf"(?m)^\(all\)\s+{fp(K1)}\s+2/2\s", out), (out, err)
