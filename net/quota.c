@@ -289,7 +289,7 @@ net_quota_report_cooldown(const struct gw_conf_provider *p, const char *model, c
                           unsigned status, const struct gw_quota_cooldown *c, uint64_t now_ms,
                           const struct gw_log_ctx *ctx)
 {
-    char since[64], until[64], json[768];
+    char since[64], until[64], json[1536]; /* a model escaped: at most 6 x 128 bytes */
     json_t *m = json_string(model ? model : "");
     char *mj = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
 
@@ -313,7 +313,7 @@ void
 net_quota_report_recovered(const struct gw_conf_provider *p, const char *model, const char *fp,
                            const char *how, const struct gw_log_ctx *ctx)
 {
-    char json[512];
+    char json[1280]; /* a model escaped: at most 6 x 128 bytes */
     json_t *m = json_string(model ? model : "");
     char *mj = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
 
