@@ -71,6 +71,9 @@ struct bench_up_params {
     uint64_t cache_write; /* Messages cache_creation_input_tokens, Responses cache_write_tokens */
     enum bench_up_fault fault;
     bool has_retry_after;
+    /* --fault-key: the fault applies only to requests whose credential (Authorization
+     * Bearer, x-api-key, x-goog-api-key) is one of these, comma-separated; "" = all */
+    char fault_key[256];
     unsigned pace_n; /* 0: no profile, deltas are interval_ms apart */
     struct bench_up_pace_seg pace[BENCH_UP_MAX_PACE];
 };
@@ -155,6 +158,7 @@ struct bench_up_conn {
     uint64_t events; /* events (or array elements) of this stream sent */
     uint64_t t0_us;  /* when the answer started; deltas are due at fixed offsets */
     uint64_t prompt_tokens;
+    char cred[128]; /* the request's credential (see fault_key), "" when none */
 };
 
 /* The templates of one API shape. The server (upstream.c) decides when (pacing,

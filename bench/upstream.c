@@ -75,6 +75,52 @@ static struct {
     atomic_uint_fast64_t streams_aborted;
 } st;
 
+/* Requests per credential (/_bench/stats "keys"), the first BENCH_UP_KEYS seen. */
+#define BENCH_UP_KEYS 16
+static pthread_mutex_t keys_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char key[128];
+    uint64_t n;
+} keys[BENCH_UP_KEYS];
+
+static void
+count_key(const char *key)
+{
+    size_t i;
+
+    if (!key[0])
+        return;
+    pthread_mutex_lock(&keys_mu);
+    for (i = 0; i < BENCH_UP_KEYS; i++) {
+        if (!keys[i].key[0])
+            snprintf(keys[i].key, sizeof(keys[i].key), "%s", key);
+        if (strcmp(keys[i].key, key) == 0) {
+            keys[i].n++;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&keys_mu);
+}
+
+/* True when <key> is one of the comma-separated <list>. */
+static bool
+key_listed(const char *list, const char *key)
+{
+    size_t kl = strlen(key);
+
+    while (*list) {
+        const char *end = strchr(list, ',');
+        size_t n = end ? (size_t)(end - list) : strlen(list);
+
+        if (n == kl && memcmp(list, key, n) == 0)
+            return true;
+        if (!end)
+            break;
+        list = end + 1;
+    }
+    return false;
+}
+
 /* The last request of an API route, rendered as JSON; swapped in under the mutex. */
 static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct gw_buf last_json;
@@ -974,10 +1020,12 @@ static void
 answer_stats(struct bench_up_conn *c)
 {
     char b[512];
+    struct gw_buf *out = &c->t->body;
+    size_t i;
     int n = snprintf(b, sizeof(b),
                      "{\"requests\":%llu,\"active_connections\":%llu,\"connections_total\":%llu,"
                      "\"connections_closed_by_peer\":%llu,\"streams_started\":%llu,"
-                     "\"streams_completed\":%llu,\"streams_aborted\":%llu}",
+                     "\"streams_completed\":%llu,\"streams_aborted\":%llu,\"keys\":{",
                      (unsigned long long)load_count(&st.requests),
                      (unsigned long long)load_count(&st.active),
                      (unsigned long long)load_count(&st.conns_total),
@@ -986,7 +1034,19 @@ answer_stats(struct bench_up_conn *c)
                      (unsigned long long)load_count(&st.streams_completed),
                      (unsigned long long)load_count(&st.streams_aborted));
 
-    bench_up_send_simple(c, 200, "application/json", NULL, b, (size_t)n);
+    gw_buf_reset(out);
+    (void)gw_buf_append(out, b, (size_t)n);
+    pthread_mutex_lock(&keys_mu);
+    for (i = 0; i < BENCH_UP_KEYS && keys[i].key[0]; i++) {
+        if (i)
+            (void)gw_buf_append(out, ",", 1);
+        (void)gw_buf_append_json_str(out, gw_str_c(keys[i].key));
+        n = snprintf(b, sizeof(b), ":%llu", (unsigned long long)keys[i].n);
+        (void)gw_buf_append(out, b, (size_t)n);
+    }
+    pthread_mutex_unlock(&keys_mu);
+    (void)gw_buf_append(out, "}}", 2);
+    bench_up_send_simple(c, 200, "application/json", NULL, out->data, out->len);
 }
 
 static void
@@ -1119,6 +1179,7 @@ on_message_begin(http_parser *p)
     gw_buf_reset(&c->body);
     c->in_value = false;
     c->has_version = false;
+    c->cred[0] = '\0';
     c->p = bench_up_g.def;
     return 0;
 }
@@ -1147,6 +1208,13 @@ apply_override(struct bench_up_conn *c, const char *name, const char *v, size_t 
     }
     if (strcmp(name, "tool-call") == 0) {
         (void)parse_tool_names(v, vl, q);
+        return;
+    }
+    if (strcmp(name, "fault-key") == 0) {
+        if (vl < sizeof(q->fault_key)) {
+            memcpy(q->fault_key, v, vl);
+            q->fault_key[vl] = '\0';
+        }
         return;
     }
     if (!bench_parse_u64n(v, vl, UINT32_MAX, &x))
@@ -1193,6 +1261,14 @@ finish_header(struct bench_up_conn *c)
         c->has_version = true;
     if (c->hname.len > 8 && memcmp(nm, "x-bench-", 8) == 0)
         apply_override(c, nm + 8, c->hval.data ? c->hval.data : "", c->hval.len);
+    if ((strcmp(nm, "authorization") == 0 || strcmp(nm, "x-api-key") == 0 ||
+         strcmp(nm, "x-goog-api-key") == 0) &&
+        c->hval.len < sizeof(c->cred)) {
+        size_t skip = c->hval.len > 7 && strncasecmp(c->hval.data, "Bearer ", 7) == 0 ? 7 : 0;
+
+        memcpy(c->cred, c->hval.data + skip, c->hval.len - skip);
+        c->cred[c->hval.len - skip] = '\0';
+    }
     gw_buf_reset(&c->hname);
     gw_buf_reset(&c->hval);
     c->in_value = false;
@@ -1224,6 +1300,9 @@ on_headers_complete(http_parser *p)
 
     if (c->in_value)
         finish_header(c);
+    count_key(c->cred);
+    if (c->p.fault_key[0] && !key_listed(c->p.fault_key, c->cred))
+        c->p.fault = BENCH_UP_FAULT_NONE; /* the fault is for other credentials */
     return 0;
 }
 
@@ -1494,7 +1573,8 @@ usage(void)
             "         [--cache-write N] [--reasoning N]\n"
             "         [--fault none|status|hang-headers|hang-content|drop-before|drop-mid|\n"
             "                  error-mid|garbage-body|garbage-sse|garbage-lines]\n"
-            "         [--status N] [--retry-after SECS] [--error-body JSON] [--drop-after N]\n"
+            "         [--status N] [--retry-after SECS] [--fault-key KEY,..] [--error-body JSON] "
+            "[--drop-after N]\n"
             "         [--pace COUNTxMS[,COUNTxMS...]] [--tool-call NAME[,NAME...]]\n"
             "         [--no-usage] [--quiet]\n"
             "see docs/gwbench.md\n");
@@ -1551,6 +1631,14 @@ parse_flags(int argc, char **argv)
             }
             err_body = v;
             bench_up_g.error_body_set = true;
+            continue;
+        }
+        if ((r = bench_arg(argc, argv, &i, "--fault-key", &v)) != 0) {
+            if (r < 0 || strlen(v) >= sizeof(bench_up_g.def.fault_key)) {
+                fprintf(stderr, "gwbench upstream: --fault-key needs KEY[,KEY...] (< 256 bytes)\n");
+                return 2;
+            }
+            snprintf(bench_up_g.def.fault_key, sizeof(bench_up_g.def.fault_key), "%s", v);
             continue;
         }
         if ((r = bench_arg(argc, argv, &i, "--retry-after", &v)) != 0) {

@@ -46,6 +46,8 @@ int cli_cmd_providers(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_groups(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_events(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_keys(const struct cli_opts *o, int argc, char **argv);
+/* `quota [PROVIDER]`: upstream credentials, windows, leases, cooldowns, learned limits. */
+int cli_cmd_quota(const struct cli_opts *o, int argc, char **argv);
 /* `spec set|rm`: <argv>[1] is "set" or "rm". */
 int cli_cmd_spec(const struct cli_opts *o, int argc, char **argv);
 /* `gwctl group|key|provider set NAME --file F|-` and `... rm NAME` (argv[0] is the kind);

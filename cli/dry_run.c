@@ -180,6 +180,8 @@ add_cand(struct cli_table *t, json_t *k, size_t i, bool picked)
     return cli_table_add(t, cells);
 }
 
+static void print_credentials(json_t *cands);
+
 static int
 print_table(json_t *ans)
 {
@@ -223,9 +225,32 @@ print_table(json_t *ans)
             printf("pick: %s\n", pick);
         else
             printf("pick: none (no candidate is enabled)\n");
+        print_credentials(cands);
     }
     cli_table_fini(&t);
     return rc;
+}
+
+/* Each candidate's credentials (DESIGN.md 10): the one the next request would use and
+ * why the others are skipped, from the candidate's "quota" member. */
+static void
+print_credentials(json_t *cands)
+{
+    json_t *k, *q, *c;
+    size_t i, j;
+
+    json_array_foreach(cands, i, k)
+    {
+        q = json_object_get(k, "quota");
+        if (!json_is_object(q))
+            continue;
+        printf("credentials of %s:\n", json_string_value(json_object_get(k, "provider")));
+        json_array_foreach(json_object_get(q, "credentials"), j, c)
+        {
+            printf("  %s  %s\n", json_string_value(json_object_get(c, "fp")),
+                   json_string_value(json_object_get(c, "verdict")));
+        }
+    }
 }
 
 int

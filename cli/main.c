@@ -24,6 +24,8 @@ usage_print(FILE *f)
           "  providers                upstreams: state, pause, slots, latency, success\n"
           "  groups                   groups: type, members, weights, balance_by\n"
           "  keys                     gateway keys: concurrency, each limit's use and reset\n"
+          "  quota [PROVIDER]         upstream credentials: windows used/limit, leases,\n"
+          "                           cooldowns (source, until, hits), learned limits\n"
           "  dry-run MODEL [--key NAME] [--body FILE]\n"
           "                           the upstreams a request would try, in order\n"
           "  events [--type T,..] [--client NAME] [--sample R]\n"
@@ -119,6 +121,8 @@ main(int argc, char **argv)
         return cli_cmd_health(&o, argc - i, argv + i);
     if (strcmp(cmd, "traffic") == 0)
         return cli_cmd_traffic(&o, argc - i, argv + i);
+    if (strcmp(cmd, "quota") == 0)
+        return cli_cmd_quota(&o, argc - i, argv + i);
     if (strcmp(cmd, "providers") == 0)
         return cli_cmd_providers(&o, argc - i, argv + i);
     if (strcmp(cmd, "groups") == 0)

@@ -23,6 +23,7 @@
 struct gw_upstate;
 struct gw_wrr;
 struct gw_slots;
+struct gw_quota_reg;
 struct gw_keylimits;
 
 enum gw_dialect {
@@ -73,6 +74,9 @@ struct gw_conf_addr {
 struct gw_conf_cred {
     char *env;    /* the variable named in the file, or NULL */
     char *secret; /* resolved value (from env or value); never logged */
+    /* gw_quota_fingerprint of the secret (12 hex characters), the only form rows, views
+     * and logs show; set by net before the snapshot is published (net/quota.c) */
+    char fp[13];
 };
 
 /* providers[].model_specs.<model>: wins over prices.yaml field by field (DESIGN.md 9);
@@ -145,6 +149,12 @@ struct gw_conf_provider {
      * (core/route.h); lives in the registry, not in the snapshot. */
     struct gw_upstate *state;
     struct gw_slots *slots; /* max_concurrent (core/slots.h), set by net before publish */
+    /* Credentials and quota (core/quota.h), set by net before publish (net/quota.c): the
+     * process's registry, and the name this provider's sets have in it (the provider's
+     * name, '/', 8 hex characters of a digest of its keys' fingerprints: a reload that
+     * changes the keys gets new sets). quota_reg NULL: keys[0] is sent, nothing counted. */
+    struct gw_quota_reg *quota_reg;
+    char quota_name[80];
 };
 
 /* A group member: written as a plain provider name, or as {name, weight, model}. */

@@ -19,7 +19,7 @@
  * only that field would answer "no change". When one fires, update the form and the
  * size. x86-64 sizes; other targets skip the check. */
 #if defined(__x86_64__) && defined(__LP64__)
-_Static_assert(sizeof(struct gw_conf_provider) == 264,
+_Static_assert(sizeof(struct gw_conf_provider) == 352,
                "struct gw_conf_provider changed: update provider_canon in core/confdiff.c");
 _Static_assert(sizeof(struct gw_conf_model_spec) == 56,
                "struct gw_conf_model_spec changed: update provider_canon in core/confdiff.c");
@@ -103,7 +103,8 @@ c_quota(struct canon *c, const struct gw_conf_quota_win *w)
     c_u64(c, w->tpd);
 }
 
-/* Left out: index (position), state and slots (runtime, set by net). base_url's parts
+/* Left out: index (position), state, slots, quota_reg and quota_name (runtime, set by
+ * net; quota_name derives from the keys, which are written). base_url's parts
  * (tls, host, port, path_prefix) follow from it but are written anyway. */
 static void
 provider_canon(struct canon *c, const struct gw_conf_provider *p)

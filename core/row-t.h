@@ -30,6 +30,7 @@ enum gw_outcome {
     GW_OUT_SKIPPED_CONTEXT = 9,
     GW_OUT_REFUSED = 10, /* the gateway refused the request (auth, limits, bad input) */
     GW_OUT_SKIPPED_UNCONVERTIBLE = 11, /* the request cannot be said in its shape */
+    GW_OUT_SKIPPED_QUOTA = 12,         /* no credential's quota admits it now (core/quota.h) */
     GW_OUT__COUNT
 };
 
@@ -51,6 +52,7 @@ struct gw_attempt {
     uint16_t code;   /* enum gw_code, GW_OK when fine */
     uint32_t queued_ms;
     int32_t ttfb_ms; /* -1: no first byte */
+    char cred[13];   /* the credential's fingerprint (core/quota.h), never the secret; "" none */
 };
 
 #define GW_ROW_DROPPED_LEN 191

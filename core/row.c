@@ -19,6 +19,7 @@ static const char *const outcome_names[GW_OUT__COUNT] = {
     [GW_OUT_SKIPPED_CONTEXT] = "skipped:context",
     [GW_OUT_REFUSED] = "refused",
     [GW_OUT_SKIPPED_UNCONVERTIBLE] = "skipped:unconvertible",
+    [GW_OUT_SKIPPED_QUOTA] = "skipped:quota",
 };
 
 const char *

@@ -23,6 +23,8 @@
 #include "core/events.h"
 #include "core/limits.h"
 #include "core/log.h"
+#include "core/quota.h"
+#include "core/quota_learn.h"
 #include "core/retry.h"
 #include "core/route.h"
 #include "core/row.h"
@@ -35,6 +37,7 @@
 #include "dialects/openai.h"
 #include "net/calendar.h"
 #include "net/logger.h"
+#include "net/quota.h"
 #include "net/report.h"
 #include "net/sink.h"
 #include "net/upstream.h"
@@ -71,6 +74,8 @@ net_attempt_end(struct net_stream *s, enum gw_outcome outcome, int status, enum 
     a->status = (uint16_t)status;
     a->code = (uint16_t)code;
 }
+
+static bool quota_take(struct net_stream *s, const struct gw_route_cand *c);
 
 /* The current hop failed before anything reached the client: try the next one. */
 /* Counts a failure of the current hop's upstream (DESIGN.md 6): not for a missing
@@ -109,6 +114,10 @@ net_hop_failed(struct net_stream *s, int status, enum gw_code code)
     net_hop_timers_stop(s);
     net_slot_give_back(s, &s->hop_slot);
     net_attempt_end(s, GW_OUT_FAILED, status, code);
+    /* A hop that never connected gives its credential's count back. */
+    net_hop_quota_settle(s, 0,
+                         status != 0 || (code != GW_E_UPSTREAM_CONNECT && code != GW_E_NOMEM));
+    s->nonquota_failed = true;
     net_hop_count_failure(s, status, code);
     GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(code), "upstream %s failed (status %d, %zu body bytes)",
            p->name, status, s->errbody.len);
@@ -197,6 +206,7 @@ on_slow_start(evutil_socket_t fd, short what, void *arg)
     s->upx = NULL;
     net_slot_give_back(s, &s->hop_slot);
     net_attempt_end(s, GW_OUT_SLOW_START, s->up_status, GW_OK);
+    net_hop_quota_settle(s, s->est_input, true); /* its input may be billed */
     s->given_up_input += s->est_input;
     GW_LOG(GW_LOG_INFO, &ctx, "slow_start", "upstream %s sent no content in %u s; trying %s",
            net_stream_prov(s)->name, s->conf->failover.stream_start_wait_secs,
@@ -326,7 +336,8 @@ upstream_target(const struct net_stream *s, const struct gw_route_cand *c, struc
     if ((up == DL_SHAPE_CHAT || up == DL_SHAPE_RESPONSES) &&
         gw_buf_append(auth, "Bearer ", 7) != GW_OK)
         return GW_E_NOMEM;
-    if (gw_buf_append_cstr(auth, p->keys[0].secret) != GW_OK ||
+    /* the credential the quota choice took (keys[0] for a provider without quota state) */
+    if (gw_buf_append_cstr(auth, p->keys[s->qunit >= 0 ? s->qunit : 0].secret) != GW_OK ||
         gw_buf_append_cstr(path, p->path_prefix) != GW_OK)
         return GW_E_NOMEM;
     switch (up) {
@@ -353,8 +364,14 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     unsigned i;
     enum dl_shape up = net_prov_shape(p);
     bool anth = up == DL_SHAPE_MESSAGES;
+    struct gw_attempt *a;
 
-    net_attempt_add(s, c, GW_OUT_NONE)->queued_ms = s->hop_queued_ms;
+    if (!quota_take(s, c))
+        return; /* skipped for quota: the walk went on */
+    a = net_attempt_add(s, c, GW_OUT_NONE);
+    a->queued_ms = s->hop_queued_ms;
+    if (s->qunit >= 0)
+        memcpy(a->cred, p->keys[s->qunit].fp, sizeof(a->cred));
     s->hop_queued_ms = 0;
     s->reached_upstream = true;
     s->retry_after[0] = s->retry_after_ms[0] = '\0';
@@ -446,6 +463,198 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
         if (s->slow_timer)
             evtimer_add(s->slow_timer, &wait);
     }
+}
+
+/* ---- credentials and quota (DESIGN.md 10, net/quota.h) ---- */
+
+void
+net_hop_quota_settle(struct net_stream *s, uint64_t tokens, bool sent)
+{
+    if (s->qset && s->qlease.active)
+        gw_quota_settle(s->qset, &s->qlease, net_now_ms(), tokens, sent);
+}
+
+void
+net_hop_quota_learn(struct net_stream *s, struct gw_str body, struct gw_quota_facts *out)
+{
+    struct gw_quota_header h[NET_QUOTA_HDRS];
+    struct gw_quota_facts f;
+    uint64_t now = net_now_ms();
+    unsigned i;
+
+    if (!out)
+        out = &f;
+    for (i = 0; i < s->n_qhdrs; i++) {
+        h[i].name = gw_str_c(s->qhdrs[i].name);
+        h[i].value = gw_str_c(s->qhdrs[i].value);
+    }
+    gw_quota_learn(gw_quota_vendor_of_host(net_stream_prov(s)->host), h, s->n_qhdrs, body, now,
+                   out);
+    if (s->qset && s->qunit >= 0 && out->n)
+        gw_quota_learn_apply(s->qset, (size_t)s->qunit, now, out);
+}
+
+void
+net_hop_quota_success(struct net_stream *s)
+{
+    struct gw_quota_unit_view v;
+    uint64_t now = net_now_ms();
+
+    if (!s->qset || s->qunit < 0)
+        return;
+    gw_quota_view(s->qset, (size_t)s->qunit, now, &v);
+    gw_quota_success(s->qset, (size_t)s->qunit, now);
+    if (v.cool.hits) {
+        const struct gw_route_cand *c = &s->cands[s->cur];
+        char model[GW_MODEL_MAX + 1];
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+        size_t n = c->model_len < GW_MODEL_MAX ? c->model_len : GW_MODEL_MAX;
+
+        memcpy(model, c->model, n);
+        model[n] = '\0';
+        net_quota_report_recovered(c->prov, model, c->prov->keys[s->qunit].fp, "answered", &ctx);
+    }
+}
+
+/* Takes a credential of candidate <c> for the hop about to be sent: true with s->qunit
+ * (and its lease) set, or when the provider keeps no quota state. False: no credential
+ * admits the request now; the candidate is recorded as skipped:quota, the earliest
+ * moment one will is kept, and the walk has gone on to the next candidate. */
+static bool
+quota_take(struct net_stream *s, const struct gw_route_cand *c)
+{
+    struct gw_quota_choice why;
+    struct gw_attempt *a;
+    uint64_t now = net_now_ms();
+    int i;
+
+    net_hop_quota_settle(s, 0, true); /* every path settles its hop's lease; a backstop */
+    s->qunit = -1;
+    s->n_qhdrs = 0;
+    s->qset = net_quota_set_of(c->prov, c->model, c->model_len);
+    if (!s->qset)
+        return true;
+    i = gw_quota_choose(s->qset, now, s->est_input, &s->qlease, &why);
+    if (i >= 0 && (size_t)i < c->prov->n_keys) {
+        s->qunit = i;
+        s->qkeep_ms = now;
+        return true;
+    }
+    if (i >= 0)
+        gw_quota_settle(s->qset, &s->qlease, now, 0, false); /* a set of other keys */
+    net_slot_give_back(s, &s->hop_slot);
+    a = net_attempt_add(s, c, GW_OUT_SKIPPED_QUOTA);
+    a->code = GW_E_QUOTA_ALL;
+    s->quota_skipped = true;
+    if (why.retry_at_ms && (!s->quota_retry_at || why.retry_at_ms < s->quota_retry_at))
+        s->quota_retry_at = why.retry_at_ms;
+    if (gw_log_enabled(GW_LOG_DEBUG)) {
+        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+        for (size_t k = 0; k < why.n && k < c->prov->n_keys; k++) {
+            char line[160];
+
+            GW_LOG(GW_LOG_DEBUG, &ctx, "skipped_quota", "upstream %s credential %s: %s",
+                   c->prov->name, c->prov->keys[k].fp,
+                   gw_quota_verdict_str(&why.v[k], now, line, sizeof(line)));
+        }
+    }
+    s->cur++;
+    net_hop_next(s);
+    return false;
+}
+
+void
+net_hop_quota_failed(struct net_stream *s)
+{
+    const struct gw_route_cand *c = &s->cands[s->cur];
+    struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+    struct gw_quota_facts f;
+    struct gw_quota_cooldown cool;
+    struct gw_quota_hit hit = {(unsigned)s->up_status, &f};
+    char model[GW_MODEL_MAX + 1];
+    size_t n = c->model_len < GW_MODEL_MAX ? c->model_len : GW_MODEL_MAX;
+    uint64_t now = net_now_ms(), retry_at = 0;
+
+    net_hop_timers_stop(s);
+    net_slot_give_back(s, &s->hop_slot);
+    net_attempt_end(s, GW_OUT_FAILED, s->up_status, GW_E_UPSTREAM_STATUS);
+    net_hop_quota_learn(s, (struct gw_str){s->errbody.data, s->errbody.len}, &f);
+    gw_quota_fail(s->qset, (size_t)s->qunit, now, &hit, &cool);
+    net_hop_quota_settle(s, 0, true);
+    memcpy(model, c->model, n);
+    model[n] = '\0';
+    net_quota_report_cooldown(c->prov, model, c->prov->keys[s->qunit].fp, (unsigned)s->up_status,
+                              &cool, now, &ctx);
+    s->fail_code = GW_E_UPSTREAM_STATUS;
+    s->fail_status = s->up_status;
+    s->quota_skipped = true;
+    if (net_quota_all_cooling(s->qset, now, &retry_at)) {
+        /* Every credential cools: the provider itself counts a failure (DESIGN.md 6) and
+         * the walk goes on to the next candidate. */
+        net_hop_count_failure(s, s->up_status, GW_E_UPSTREAM_STATUS);
+        if (retry_at && (!s->quota_retry_at || retry_at < s->quota_retry_at))
+            s->quota_retry_at = retry_at;
+        s->cur++;
+    }
+    /* else the same candidate again: its next choice skips the cooling credential */
+    net_hop_next(s);
+}
+
+static void on_quota_wait(evutil_socket_t fd, short what, void *arg);
+
+/* Every candidate left was skipped for quota (no other failure): wait for the earliest
+ * window or cooldown to free when it does within the request's deadline and no hop has
+ * reached an upstream yet (key rolling limits wait the same way), else 429 gw.quota_all
+ * at once with Retry-After = that moment. */
+static void
+quota_all(struct net_stream *s)
+{
+    uint64_t now = net_now_ms();
+    uint64_t ms = s->quota_retry_at > now ? s->quota_retry_at - now : 1;
+    struct net_retry_hdrs rh;
+
+    if (!s->reached_upstream && net_mono_us() + ms * 1000 <= s->deadline_us) {
+        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+        if (!s->quota_timer)
+            s->quota_timer = evtimer_new(s->w->base, on_quota_wait, s);
+        if (s->quota_timer && evtimer_add(s->quota_timer, &tv) == 0) {
+            s->row->queued_ms += (uint32_t)ms;
+            return;
+        }
+    }
+    net_stream_refuse_hdrs(s, GW_E_QUOTA_ALL,
+                           "every upstream credential for this model is at its quota or cooling "
+                           "down; retry after the delay",
+                           rh.h, net_retry_headers(&rh, ms, true), true);
+}
+
+/* The wait is over: the skips of the walk are taken off the row and it walks again. */
+static void
+on_quota_wait(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_stream *s = arg;
+    unsigned i, k = 0;
+
+    (void)fd;
+    (void)what;
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    for (i = 0; i < s->row->n_attempts; i++) {
+        enum gw_outcome o = (enum gw_outcome)s->row->attempts[i].outcome;
+
+        if (o == GW_OUT_SKIPPED_QUOTA || o == GW_OUT_SKIPPED_NO_MODEL ||
+            o == GW_OUT_SKIPPED_CONTEXT || o == GW_OUT_SKIPPED_UNCONVERTIBLE)
+            continue; /* met again by this walk */
+        if (k != i)
+            s->row->attempts[k] = s->row->attempts[i];
+        k++;
+    }
+    s->row->n_attempts = (uint16_t)k;
+    s->quota_skipped = false;
+    s->quota_retry_at = 0;
+    s->cur = 0;
+    net_hop_next(s);
 }
 
 static bool
@@ -546,6 +755,10 @@ net_hop_next(struct net_stream *s)
         /* every remaining candidate was full: wait for the first to free (after a
          * failure too; when none frees, the last real failure is answered) */
         net_hop_wait(s);
+        return;
+    }
+    if (s->quota_skipped && !s->nonquota_failed) {
+        quota_all(s);
         return;
     }
     if (s->context_skipped && !s->reached_upstream) {

@@ -68,6 +68,7 @@
 #include "net/logger.h"
 #include "net/metrics.h"
 #include "net/net-priv.h"
+#include "net/quota.h"
 #include "net/reload.h"
 #include "net/report.h"
 #include "net/save.h"
@@ -115,6 +116,7 @@ struct net_control {
     struct evhttp_bound_socket *sock; /* owned by http */
     struct event *stop_ev;            /* owned; made active by net_control_stop */
     struct net_deps deps;             /* copied; the objects are borrowed, may be NULL */
+    uint64_t quota_saved_ms;          /* learned limits up to then are in the store */
     uint16_t port;
     int phase;    /* enum net_control_phase; ck_pr: set by main, read per request */
     bool running; /* the thread was started */
@@ -197,6 +199,9 @@ attempt_json(const struct gw_attempt *a)
     rc |= json_object_set_new(o, "code", json_code_or_null(a->code));
     rc |= json_object_set_new(o, "queued_ms", json_integer(a->queued_ms));
     rc |= json_object_set_new(o, "ttfb_ms", json_ms_or_null(a->ttfb_ms));
+    /* the credential's fingerprint (core/quota.h), null when the hop sent none */
+    rc |= json_object_set_new(o, "credential",
+                              a->cred[0] ? json_field(a->cred, sizeof(a->cred)) : json_null());
     if (rc) {
         json_decref(o);
         return NULL;
@@ -520,6 +525,7 @@ net_control_overview_json(const struct gw_conf *c, uint64_t now_ms)
     rc |= json_object_set_new(o, "groups", groups);
     rc |= json_object_set_new(o, "keys", keys);
     rc |= json_object_set_new(o, "failover", fo);
+    rc |= json_object_set_new(o, "quota", net_quota_view(c, now_ms)); /* net/quota.h */
     if (rc) {
         json_decref(o);
         return NULL;
@@ -640,8 +646,17 @@ dry_run_answer(const struct gw_conf_client *cl, struct gw_str model, const char 
     size_t i;
     int rc = 0;
 
-    for (i = 0; i < res->n; i++)
-        rc |= json_array_append_new(cands, cand_json(&out[i]));
+    for (i = 0; i < res->n; i++) {
+        json_t *cj = cand_json(&out[i]);
+        /* the credential the next request would use, and why the others are skipped */
+        json_t *q =
+            cj ? net_quota_peek_json(out[i].prov, out[i].model, out[i].model_len, 0, net_now_ms())
+               : NULL;
+
+        if (q)
+            json_object_set_new(cj, "quota", q);
+        rc |= json_array_append_new(cands, cj);
+    }
     rc |= json_object_set_new(o, "model", json_stringn(model.ptr, model.len));
     rc |= json_object_set_new(o, "client", cl ? json_string(cl->name) : json_null());
     rc |= json_object_set_new(o, "group", res->group ? json_string(res->group->name) : json_null());
@@ -1875,6 +1890,12 @@ on_events_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     conf = gw_conf_acquire(&c->thr);
     net_report_sweep(conf, net_now_ms());
+    if (c->ticks % (1000 / CONTROL_EVENTS_TICK_MS) == 0) {
+        /* quota (net/quota.h), once a second: unsettled leases, learned limits kept */
+        net_quota_sweep(c->deps.quota, net_now_ms());
+        c->quota_saved_ms =
+            net_quota_save_learned(conf, c->deps.store, c->quota_saved_ms, net_now_ms());
+    }
     gw_conf_release(conf);
     if (!common)
         return;

@@ -9,13 +9,15 @@
 
 struct store;
 struct gw_sticky;
+struct gw_quota_reg;
 struct net_reload;
 
 struct net_deps {
-    struct store *store;       /* rows (store_row_submit, store_rows_page) */
-    struct gw_sticky *sticky;  /* conversation -> upstream (core/sticky.h) */
-    const char *conf_path;     /* the config file gwd was started with (control API saves) */
-    struct net_reload *reload; /* reloads run on main's loop (net/reload.h) */
+    struct store *store;        /* rows (store_row_submit, store_rows_page) */
+    struct gw_sticky *sticky;   /* conversation -> upstream (core/sticky.h) */
+    const char *conf_path;      /* the config file gwd was started with (control API saves) */
+    struct net_reload *reload;  /* reloads run on main's loop (net/reload.h) */
+    struct gw_quota_reg *quota; /* upstream credentials' quota sets (core/quota.h) */
 };
 
 #endif

@@ -27,6 +27,7 @@
 #include "core/confdiff.h"
 #include "core/events.h"
 #include "core/limits.h"
+#include "core/quota.h"
 #include "core/log.h"
 #include "core/route.h"
 #include "core/slots.h"
@@ -42,6 +43,7 @@
 #include "net/reload.h"
 #include "net/rezone.h"
 #include "net/worker.h"
+#include "net/quota.h"
 #include "store/store.h"
 
 #define GWD_VERSION "0.1.0"
@@ -348,7 +350,8 @@ attach_usage(struct gwd *g, struct gw_conf *conf)
             store_rows_by_client(g->store, cl->name, since, on_rebuild_row, a);
         }
     }
-    return true;
+    /* Upstream credentials: their quota sets, rebuilt from the store when new. */
+    return net_quota_attach(g->deps.quota, g->store, conf, now);
 }
 
 /* log.format and log.level: cheap to switch (core/log.h reads them per line), so a
@@ -544,8 +547,9 @@ run(struct gwd *g)
     g->up_slots = gw_slots_reg_new();
     g->key_slots = gw_slots_reg_new();
     g->usage = gw_keylimits_reg_new();
+    g->deps.quota = gw_quota_reg_new();
     if (!g->routes || !g->deps.sticky || !g->up_slots || !g->key_slots || !g->usage ||
-        gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf)) {
+        !g->deps.quota || gw_routes_attach(g->routes, conf) != GW_OK || !attach_slots(g, conf)) {
         fprintf(stderr, "gwd: out of memory at startup\n");
         gw_conf_free(conf);
         return 1;
@@ -641,7 +645,13 @@ out:
     net_rezone_stop(g->rezone); /* reads the store and the keys: before both go */
     if (g->store) {
         struct store_stats st;
+        struct gw_conf *last = gw_conf_acquire(&g->gt);
 
+        if (last) {
+            /* every learned quota limit, for the next start (store_close commits them) */
+            net_quota_save_learned(last, g->store, 0, net_now_ms());
+            gw_conf_release(last);
+        }
         store_writer_stop(g->store); /* commits every row queued so far */
         store_stats_get(g->store, &st);
         if (rc == 0)
@@ -658,6 +668,7 @@ out:
     gw_slots_reg_free(g->up_slots);
     gw_slots_reg_free(g->key_slots);
     gw_keylimits_reg_free(g->usage);
+    gw_quota_reg_free(g->deps.quota);
     if (g->base)
         event_base_free(g->base);
     return rc;

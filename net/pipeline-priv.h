@@ -18,6 +18,8 @@
 #include <event2/event.h>
 
 #include "core/limits.h"
+#include "core/quota.h"
+#include "core/quota_learn.h"
 #include "core/route.h"
 #include "core/row.h"
 #include "core/slots.h"
@@ -35,6 +37,14 @@
 #define NET_MAX_ERRBODY (64 * 1024)
 #define NET_MAX_ANSWER (64u * 1024 * 1024)
 #define NET_ANSWER_MAX_HDRS 8
+#define NET_QUOTA_HDRS 16 /* rate-limit headers of a hop kept for core/quota_learn.h */
+
+/* One rate-limit header of a hop's answer (x-ratelimit-*, anthropic-ratelimit-*,
+ * retry-after*), copied at its head for gw_quota_learn. */
+struct net_quota_hdr {
+    char name[64];
+    char value[96];
+};
 
 struct net_stream {
     uint32_t magic_;
@@ -100,6 +110,18 @@ struct net_stream {
     int64_t est_cost_micros;           /* ... at the first candidate's input price */
     struct event *limit_timer;         /* a rolling limit's wait */
     unsigned n_busy;
+    /* credentials and quota (DESIGN.md 10, net/quota.h): the current hop's set, the
+     * credential it sends (index in keys; -1 none) and its lease */
+    struct gw_quota_set *qset;
+    int qunit;
+    struct gw_quota_lease qlease;
+    uint64_t qkeep_ms;         /* the lease last marked alive (long streams) */
+    bool quota_skipped;        /* some candidate was skipped for quota ... */
+    bool nonquota_failed;      /* ... and some hop failed for another reason */
+    uint64_t quota_retry_at;   /* the earliest moment a skipped candidate admits (ms) */
+    struct event *quota_timer; /* waiting for it within the deadline */
+    unsigned n_qhdrs;
+    struct net_quota_hdr qhdrs[NET_QUOTA_HDRS];
     struct net_upx *upx;
     int up_status;
     bool up_ok, up_sse, stream, wants_usage, headers_sent, paused;
@@ -213,6 +235,17 @@ void net_attempt_end(struct net_stream *s, enum gw_outcome outcome, int status, 
 void net_hop_count_failure(struct net_stream *s, int status, enum gw_code code);
 void net_hop_timers_stop(struct net_stream *s);
 void net_hop_failed(struct net_stream *s, int status, enum gw_code code);
+/* The hop's credential answered 429/402/403 (core/quota.h): it cools, and the request goes
+ * on to another credential of the same provider, then the next candidate. */
+void net_hop_quota_failed(struct net_stream *s);
+/* Settles the current hop's quota lease (<sent>: it may have reached the upstream; its
+ * <tokens>); nothing when none is held. */
+void net_hop_quota_settle(struct net_stream *s, uint64_t tokens, bool sent);
+/* The hop answered (2xx, or a client error): its credential's ladder is cleared. */
+void net_hop_quota_success(struct net_stream *s);
+/* What the hop's rate-limit headers (and <body>) say, applied to its credential; <out>
+ * (may be NULL) gets the facts. */
+void net_hop_quota_learn(struct net_stream *s, struct gw_str body, struct gw_quota_facts *out);
 struct gw_attempt *net_attempt_add(struct net_stream *s, const struct gw_route_cand *c,
                                    enum gw_outcome outcome);
 void net_hop_send(struct net_stream *s, const struct gw_route_cand *c);

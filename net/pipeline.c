@@ -244,6 +244,8 @@ net_stream_free(struct net_stream *s)
         event_free(s->wait_timer);
     if (s->limit_timer)
         event_free(s->limit_timer);
+    if (s->quota_timer)
+        event_free(s->quota_timer);
     dl_openai_req_free(s->req);
     net_resp_fini(s);
     gw_buf_fini(&s->body);
@@ -388,6 +390,13 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
             if (rate > 0)
                 r->tokens_per_sec = rate;
         }
+        if (s->qlease.active) {
+            /* The hop's credential counts what the request really used, however long it
+             * streamed (hops given up at slow start settled their own). */
+            uint64_t t = gw_quota_usage_tokens(&r->usage);
+
+            net_hop_quota_settle(s, t > s->given_up_input ? t - s->given_up_input : 0, true);
+        }
         if (s->quota.active && s->client && s->client->usage)
             gw_keylimits_settle(s->client->usage, &s->quota, net_now_ms(), &r->usage,
                                 r->cost_micros, gw_keylimits_row_counts(r));
@@ -412,6 +421,7 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
         net_report_unrecorded(&ctx, s->client ? s->client->name : NULL, status, code, outcome,
                               net_ms_since(s->t0_us, now));
     }
+    net_hop_quota_settle(s, 0, true); /* no row: a lease still held counts as sent */
     net_slot_give_back(s, &s->hop_slot);
     net_slot_give_back(s, &s->key_slot);
 }
@@ -669,6 +679,7 @@ net_pipeline_start(struct net_conn *c)
         return;
     }
     s->magic_ = NET_STREAM_MAGIC;
+    s->qunit = -1;
     s->w = w;
     s->conn = c;
     net_conn_sink(c, &s->sink);

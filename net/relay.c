@@ -100,6 +100,32 @@ is_failover_status(int status)
            status >= 500;
 }
 
+/* Keeps the hop's rate-limit headers for core/quota_learn.h (only when its provider
+ * keeps quota state). */
+static void
+keep_quota_headers(struct net_stream *s, const struct net_hdr *hdrs, size_t n_hdrs)
+{
+    size_t i;
+
+    s->n_qhdrs = 0;
+    for (i = 0; i < n_hdrs && s->n_qhdrs < NET_QUOTA_HDRS; i++) {
+        const struct net_hdr *h = &hdrs[i];
+        struct net_quota_hdr *q = &s->qhdrs[s->n_qhdrs];
+
+        if (h->name.len >= sizeof(q->name) || h->value.len >= sizeof(q->value))
+            continue;
+        if (!(h->name.len > 12 && strncasecmp(h->name.ptr, "x-ratelimit-", 12) == 0) &&
+            !(h->name.len > 20 && strncasecmp(h->name.ptr, "anthropic-ratelimit-", 20) == 0) &&
+            !(h->name.len >= 11 && strncasecmp(h->name.ptr, "retry-after", 11) == 0))
+            continue;
+        memcpy(q->name, h->name.ptr, h->name.len);
+        q->name[h->name.len] = '\0';
+        memcpy(q->value, h->value.ptr, h->value.len);
+        q->value[h->value.len] = '\0';
+        s->n_qhdrs++;
+    }
+}
+
 static void
 on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
 {
@@ -113,6 +139,11 @@ on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
     s->up_sse = s->up_bad = s->chunk_seen = false;
     if (a)
         a->ttfb_ms = (int32_t)net_ms_since(s->t_hop_us, net_mono_us());
+    if (s->qset && s->qunit >= 0) {
+        keep_quota_headers(s, hdrs, n_hdrs);
+        if (s->up_ok && s->n_qhdrs)
+            net_hop_quota_learn(s, (struct gw_str){"", 0}, NULL); /* 2xx heads state limits too */
+    }
     if (!s->up_ok) {
         for (i = 0; i < n_hdrs; i++) {
             const struct net_hdr *h = &hdrs[i];
@@ -289,6 +320,16 @@ on_up_body(void *arg, const char *data, size_t len)
         gw_buf_append(&s->errbody, data, len < room ? len : room);
         return;
     }
+    if (s->qlease.active) {
+        /* A long answer: its credential's lease is kept alive (the sweep drops one
+         * neither settled nor kept for 2 min). */
+        uint64_t now = net_now_ms();
+
+        if (now - s->qkeep_ms >= 60000) {
+            gw_quota_lease_keep(s->qset, &s->qlease, now);
+            s->qkeep_ms = now;
+        }
+    }
     if (!s->up_sse) {
         if (s->out.len + len > NET_MAX_ANSWER || gw_buf_append(&s->out, data, len) != GW_OK) {
             net_upx_cancel(s->upx);
@@ -381,6 +422,7 @@ count_answer(struct net_stream *s)
     uint64_t now = net_now_ms();
 
     net_hop_timers_stop(s);
+    net_hop_quota_success(s);
     if (gw_upstate_success(p->state, now)) {
         struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
 
@@ -537,6 +579,11 @@ on_up_end(void *arg, enum gw_code rc)
         return;
     }
     if (!s->up_ok) {
+        if (s->qset && s->qunit >= 0 && gw_quota_status_is_quota((unsigned)s->up_status)) {
+            /* about this credential's quota: another credential, then the next candidate */
+            net_hop_quota_failed(s);
+            return;
+        }
         if (is_failover_status(s->up_status)) {
             net_hop_failed(s, s->up_status, GW_E_UPSTREAM_STATUS);
             return;

@@ -11,6 +11,8 @@
  *   ttfb_ms (signed).
  * Version 2 appends: dropped (the fields a conversion dropped, a string).
  * Version 3 appends: usage.reasoning_tokens.
+ * Version 4 appends: per attempt (n_attempts of them, in order), cred (the fingerprint of
+ * the credential the hop sent, core/quota.h; "" when none), a string.
  * Extending: a new field is appended at the end and the version byte raised; a reader
  * decodes the fields it knows and ignores trailing bytes, so older rows (missing the
  * new field, which then reads as zero) and newer rows both stay readable.
@@ -136,6 +138,8 @@ store_row_encode(const struct gw_row *row, unsigned char *buf, size_t cap)
     }
     enc_str(&e, row->dropped, sizeof row->dropped); /* version 2 */
     enc_uv(&e, row->usage.reasoning_tokens);        /* version 3 */
+    for (unsigned i = 0; i < n_att; i++)            /* version 4 */
+        enc_str(&e, row->attempts[i].cred, sizeof row->attempts[i].cred);
     return e.full ? 0 : e.len;
 }
 
@@ -286,6 +290,9 @@ store_row_decode(const unsigned char *buf, size_t len, struct gw_row *row)
         dec_str(&d, row->dropped, sizeof row->dropped);
     if (version >= 3)
         row->usage.reasoning_tokens = dec_uv(&d);
+    if (version >= 4)
+        for (unsigned i = 0; i < row->n_attempts && !d.bad; i++)
+            dec_str(&d, row->attempts[i].cred, sizeof row->attempts[i].cred);
     /* Fields of later versions would be read here, guarded by version >= N. */
     if (d.bad) {
         memset(row, 0, sizeof *row);

@@ -31,7 +31,9 @@
 #define STORE_ROW_KEY_LEN 16          /* be64 ts_ms | be64 seq */
 #define STORE_CLIENT_KEY_MAX (GW_NAME_MAX + 1 + STORE_ROW_KEY_LEN)
 #define STORE_ROW_ENC_MAX 8192 /* bound of one encoded row (about 4 KiB max) */
-#define STORE_ROW_ENC_VERSION 3u
+#define STORE_ROW_ENC_VERSION 4u
+#define STORE_LEARNED_PENDING 256 /* learned limits waiting for the writer */
+#define STORE_LEARNED_KEY_MAX (GW_NAME_MAX + 1 + GW_MODEL_MAX + 1 + 13 + 1)
 
 /* Responses conversations (store/resp.c). */
 #define STORE_RESP_ENC_VERSION 1u
@@ -68,6 +70,11 @@ struct store {
     MDB_dbi dbi_by_seq;    /* be64 seq -> be64 ts (resolves page cursors) */
     MDB_dbi dbi_resp;      /* response id -> head | items JSON (store/resp.c) */
     MDB_dbi dbi_resp_ts;   /* be64 ts_ms | response id -> empty (retention) */
+    MDB_dbi dbi_learned;   /* provider|0|model|0|fp|0|win -> learned limit (store/learned.c) */
+    /* Learned limits put and not yet committed (store/learned.c); learned_mu guards both. */
+    pthread_mutex_t learned_mu;
+    size_t n_learned;
+    struct store_learned learned[STORE_LEARNED_PENDING];
     char *path;
 
     /* Queue: ck_ring used only through q_mpsc_put (any thread) and q_mpsc_take (writer,
@@ -161,6 +168,13 @@ store_row_key(unsigned char *key, uint64_t ts_ms, uint64_t seq)
 /* Writes the by_client key of <client> (NUL-terminated, at most GW_NAME_MAX bytes used)
  * and the rows key <rowkey> into <key> (STORE_CLIENT_KEY_MAX bytes); returns its length. */
 size_t store_client_key(unsigned char *key, const char *client, const unsigned char *rowkey);
+
+/* ---- learned limits (store/learned.c) ---- */
+
+/* Commits the pending learned limits in one transaction of its own (writer thread, or
+ * main at close). Failures are logged once per call and the batch is lost (the next
+ * save of the control thread puts them again). */
+void store_learned_commit(struct store *s);
 
 /* ---- row codec (store/codec.c) ---- */
 

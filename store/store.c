@@ -12,6 +12,8 @@
  *   by_seq     be64 seq -> be64 ts_ms
  *   responses        response id -> head | items JSON (store/resp.c, store/codec.c)
  *   responses_by_ts  be64 ts_ms | response id -> empty (their retention, oldest first)
+ *   quota_learned    provider | NUL | model | NUL | fp | NUL | window -> learned limit
+ *                    (store/learned.c; created on open like the responses databases)
  * The two responses databases came after schema version 1 without raising it: they are
  * created on open when missing, and an older gw that opens the store leaves them alone
  * (so a rollback keeps working; it just does not prune them).
@@ -101,7 +103,8 @@ open_dbis(struct store *s, MDB_txn *txn)
         (rc = mdb_dbi_open(txn, "by_client", MDB_CREATE, &s->dbi_by_client)) != 0 ||
         (rc = mdb_dbi_open(txn, "by_seq", MDB_CREATE, &s->dbi_by_seq)) != 0 ||
         (rc = mdb_dbi_open(txn, "responses", MDB_CREATE, &s->dbi_resp)) != 0 ||
-        (rc = mdb_dbi_open(txn, "responses_by_ts", MDB_CREATE, &s->dbi_resp_ts)) != 0)
+        (rc = mdb_dbi_open(txn, "responses_by_ts", MDB_CREATE, &s->dbi_resp_ts)) != 0 ||
+        (rc = mdb_dbi_open(txn, "quota_learned", MDB_CREATE, &s->dbi_learned)) != 0)
         return rc;
     return 0;
 }
@@ -269,6 +272,7 @@ store_open_ring(const char *path, size_t map_size_mb, unsigned ring_size, struct
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->resp_mu, NULL);
+    pthread_mutex_init(&s->learned_mu, NULL);
     s->resp_qtail = &s->resp_qhead;
     s->resp_pending_max = STORE_RESP_PENDING_MAX;
     pthread_condattr_init(&ca);
@@ -299,12 +303,14 @@ store_close(struct store *s)
     store_writer_stop(s); /* no-op when stopped, as the contract asks */
     store_q_fini(s);      /* commits rows and responses queued after the writer stopped */
     store_resp_fini(s);   /* what could not be committed (no environment) */
+    store_learned_commit(s);
     if (s->env)
         mdb_env_close(s->env);
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->done_cv);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->resp_mu);
+    pthread_mutex_destroy(&s->learned_mu);
     gw_free(s->path);
     gw_free(s);
 }
@@ -541,6 +547,40 @@ store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
         rc = rows_of_name(s, txn, list + i, since_ms, fn, arg);
     if (rc == 0 || rc == MDB_NOTFOUND)
         rc = rows_of_name(s, txn, client, since_ms, fn, arg);
+    mdb_txn_abort(txn);
+    return rc == 0 || rc == MDB_NOTFOUND ? GW_OK : GW_E_STORE_IO;
+}
+
+enum gw_code
+store_rows_since(struct store *s, uint64_t since_ms, int (*fn)(void *arg, const struct gw_row *row),
+                 void *arg)
+{
+    unsigned char start[STORE_ROW_KEY_LEN];
+    struct gw_row row;
+    MDB_txn *txn;
+    MDB_cursor *c;
+    MDB_val k, v;
+    int rc;
+
+    store_row_key(start, since_ms, 0);
+    k.mv_size = STORE_ROW_KEY_LEN;
+    k.mv_data = start;
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
+        return GW_E_STORE_IO;
+    if (mdb_cursor_open(txn, s->dbi_rows, &c) != 0) {
+        mdb_txn_abort(txn);
+        return GW_E_STORE_IO;
+    }
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (!store_row_decode(v.mv_data, v.mv_size, &row))
+            continue;
+        if (fn(arg, &row) != 0) {
+            rc = MDB_NOTFOUND;
+            break;
+        }
+    }
+    mdb_cursor_close(c);
     mdb_txn_abort(txn);
     return rc == 0 || rc == MDB_NOTFOUND ? GW_OK : GW_E_STORE_IO;
 }

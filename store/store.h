@@ -74,6 +74,38 @@ enum gw_code store_rows_by_client(struct store *s, const char *client, uint64_t 
  * writer's batches by LMDB's writer lock; blocks on disk. GW_OK, GW_E_BAD_REQUEST (a name
  * too long or both equal), GW_E_STORE_IO. */
 enum gw_code store_client_renamed(struct store *s, const char *old_name, const char *new_name);
+/* Calls <fn> for every row with ts_ms >= <since_ms>, oldest first (the rebuild of
+ * credentials' quota windows, net/quota.c). Stops early when <fn> returns non-zero. Any
+ * thread. */
+enum gw_code store_rows_since(struct store *s, uint64_t since_ms,
+                              int (*fn)(void *arg, const struct gw_row *row), void *arg);
+
+/* ---- learned quota limits (store/learned.c) ---- */
+
+#define STORE_LEARNED_ORIGIN_MAX 48 /* GW_QUOTA_ORIGIN_MAX (core/quota.h) */
+
+/* A limit an upstream stated on one window of one credential (core/quota.h's
+ * gw_quota_learned with what it belongs to). */
+struct store_learned {
+    char provider[GW_NAME_MAX + 1];
+    char model[GW_MODEL_MAX + 1]; /* "" = the provider's own set / pool account */
+    char fp[13];                  /* the credential's fingerprint */
+    unsigned win;                 /* enum gw_quota_win */
+    uint64_t limit;
+    uint64_t at_ms;
+    char origin[STORE_LEARNED_ORIGIN_MAX + 1];
+};
+
+/* Keeps <l> (copied; replaces what was kept for the same provider, model, fingerprint and
+ * window). Committed by the writer on its next turn (or at close). GW_OK, or
+ * GW_E_STORE_QUEUE_FULL when 256 puts wait already (nothing kept). Any thread; takes a
+ * mutex for a copy, never waits for disk. */
+enum gw_code store_learned_put(struct store *s, const struct store_learned *l);
+
+/* Calls <fn> for every kept learned limit (key order). Stops early when <fn> returns
+ * non-zero. Any thread; its own read transaction. */
+enum gw_code store_learned_each(struct store *s,
+                                int (*fn)(void *arg, const struct store_learned *l), void *arg);
 
 /* ---- Responses conversations (DESIGN.md 11, 13) ---- */
 

@@ -462,6 +462,7 @@ writer_main(void *arg)
 
     for (;;) {
         busy = commit_batch(s, cap); /* more may be waiting: no sleep */
+        store_learned_commit(s);     /* learned quota limits, when any were put */
         if (s->row_days != 0 && !prune_rows && !prune_resp &&
             clock_ms(CLOCK_MONOTONIC) >= next_prune) {
             uint64_t now = clock_ms(CLOCK_REALTIME);

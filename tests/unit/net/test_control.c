@@ -79,6 +79,7 @@ t_row_fill(struct gw_row *r)
     r->attempts[1].code = GW_OK;
     r->attempts[1].queued_ms = 4;
     r->attempts[1].ttfb_ms = 120;
+    strcpy(r->attempts[1].cred, "0a1b2c3d4e5f"); /* the credential's fingerprint */
 }
 
 static const char *
@@ -137,11 +138,13 @@ test_row_json_renders_every_field(void **state)
     assert_string_equal(t_str(a1, "outcome"), "ok");
     assert_true(json_is_null(json_object_get(a1, "code")));
     assert_int_equal(t_int(a1, "ttfb_ms"), 120);
+    assert_true(json_is_null(json_object_get(a0, "credential"))); /* none sent */
+    assert_string_equal(t_str(a1, "credential"), "0a1b2c3d4e5f");
     /* the fields a conversion dropped (issue 9): empty here, an array all the same */
     assert_true(json_is_array(json_object_get(j, "dropped")));
     assert_int_equal(json_array_size(json_object_get(j, "dropped")), 0);
     assert_int_equal(json_object_size(j), 17);
-    assert_int_equal(json_object_size(a0), 7);
+    assert_int_equal(json_object_size(a0), 8);
     json_decref(j);
 }
 

@@ -169,6 +169,8 @@ t_full_row(void)
     r.attempts[2].code = GW_OK;
     r.attempts[2].queued_ms = 9;
     r.attempts[2].ttfb_ms = INT32_MAX;
+    strcpy(r.attempts[0].cred, "0123456789ab"); /* version 4: the credential's fingerprint */
+    strcpy(r.attempts[2].cred, "fedcba987654");
     return r;
 }
 
@@ -198,6 +200,7 @@ t_assert_row_equal(const struct gw_row *a, const struct gw_row *b)
     assert_int_equal(a->n_attempts, b->n_attempts);
     for (unsigned i = 0; i < a->n_attempts; i++) {
         assert_string_equal(a->attempts[i].upstream, b->attempts[i].upstream);
+        assert_string_equal(a->attempts[i].cred, b->attempts[i].cred);
         assert_string_equal(a->attempts[i].model, b->attempts[i].model);
         assert_int_equal(a->attempts[i].outcome, b->attempts[i].outcome);
         assert_int_equal(a->attempts[i].status, b->attempts[i].status);
@@ -284,12 +287,35 @@ test_codec_version_2_row_reads_without_reasoning(void **state)
     size_t len;
 
     (void)state;
-    a.usage.reasoning_tokens = 0; /* one byte, the last */
+    a.usage.reasoning_tokens = 0; /* one byte ... */
+    for (unsigned i = 0; i < a.n_attempts; i++)
+        a.attempts[i].cred[0] = '\0'; /* ... then one byte per attempt (version 4) */
     len = store_row_encode(&a, buf, sizeof buf);
     buf[0] = 2; /* written before reasoning_tokens was appended */
-    assert_true(store_row_decode(buf, len - 1, &b));
+    assert_true(store_row_decode(buf, len - 1 - a.n_attempts, &b));
     t_assert_row_equal(&a, &b);
     assert_int_equal(b.usage.reasoning_tokens, 0);
+}
+
+/* A version 3 row (before attempts carried their credential) reads with no credential. */
+static void
+test_codec_version_3_row_reads_without_creds(void **state)
+{
+    struct gw_row a = t_full_row(), b;
+    unsigned char buf[STORE_ROW_ENC_MAX];
+    size_t len, tail = 0;
+
+    (void)state;
+    len = store_row_encode(&a, buf, sizeof buf);
+    for (unsigned i = 0; i < a.n_attempts; i++)
+        tail += 1 + strlen(a.attempts[i].cred); /* each a length byte and its bytes */
+    buf[0] = 3;
+    assert_true(store_row_decode(buf, len - tail, &b));
+    for (unsigned i = 0; i < a.n_attempts; i++) {
+        assert_string_equal(b.attempts[i].cred, "");
+        a.attempts[i].cred[0] = '\0';
+    }
+    t_assert_row_equal(&a, &b);
 }
 
 static void
@@ -677,6 +703,95 @@ test_store_rows_by_client_since_oldest_first(void **state)
     assert_int_equal(sc.n, 0);
 }
 
+static void
+test_store_rows_since_scans_every_client_oldest_first(void **state)
+{
+    struct t_ctx *c = *state;
+    struct t_scan sc;
+
+    t_open(c);
+    t_submit(c->s, t_row(1, 5000, "alice"));
+    t_submit(c->s, t_row(2, 1000, "bob"));
+    t_submit(c->s, t_row(3, 3000, ""));
+    t_submit(c->s, t_row(4, 3000, "alice"));
+    t_flush(c->s);
+
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(store_rows_since(c->s, 3000, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 3);
+    assert_int_equal(sc.ts[0], 3000);
+    assert_int_equal(sc.ts[1], 3000);
+    assert_int_equal(sc.ts[2], 5000);
+    memset(&sc, 0, sizeof sc);
+    sc.stop_at = 1;
+    assert_int_equal(store_rows_since(c->s, 0, t_on_row, &sc), GW_OK);
+    assert_int_equal(sc.n, 1);
+    assert_string_equal(sc.client[0], "bob");
+}
+
+/* ---- learned quota limits ---- */
+
+struct t_learned {
+    struct store_learned got[8];
+    size_t n;
+};
+
+static int
+t_on_learned(void *arg, const struct store_learned *l)
+{
+    struct t_learned *t = arg;
+
+    assert_true(t->n < 8);
+    t->got[t->n++] = *l;
+    return 0;
+}
+
+static struct store_learned
+t_learned(const char *provider, const char *model, const char *fp, unsigned win, uint64_t limit)
+{
+    struct store_learned l;
+
+    memset(&l, 0, sizeof l);
+    strcpy(l.provider, provider);
+    strcpy(l.model, model);
+    strcpy(l.fp, fp);
+    l.win = win;
+    l.limit = limit;
+    l.at_ms = 1764460800123ull;
+    strcpy(l.origin, "x-ratelimit-limit-tokens");
+    return l;
+}
+
+/* Puts are kept across close and reopen; a later put of the same key replaces the first. */
+static void
+test_store_learned_limits_survive_reopen_and_replace(void **state)
+{
+    struct t_ctx *c = *state;
+    struct store_learned a = t_learned("groq", "llama", "0123456789ab", 1, 30000);
+    struct store_learned b = t_learned("groq", "", "0123456789ab", 1, 6000);
+    struct t_learned t;
+
+    t_open(c);
+    assert_int_equal(store_learned_put(c->s, &a), GW_OK);
+    assert_int_equal(store_learned_put(c->s, &b), GW_OK);
+    a.limit = 20000; /* replaces the pending one */
+    assert_int_equal(store_learned_put(c->s, &a), GW_OK);
+    t_reopen(c); /* close commits what is pending */
+    memset(&t, 0, sizeof t);
+    assert_int_equal(store_learned_each(c->s, t_on_learned, &t), GW_OK);
+    assert_int_equal(t.n, 2);
+    /* key order: model "" before "llama" */
+    assert_string_equal(t.got[0].model, "");
+    assert_int_equal(t.got[0].limit, 6000);
+    assert_string_equal(t.got[1].provider, "groq");
+    assert_string_equal(t.got[1].model, "llama");
+    assert_string_equal(t.got[1].fp, "0123456789ab");
+    assert_int_equal(t.got[1].win, 1);
+    assert_int_equal(t.got[1].limit, 20000);
+    assert_int_equal(t.got[1].at_ms, 1764460800123ull);
+    assert_string_equal(t.got[1].origin, "x-ratelimit-limit-tokens");
+}
+
 /* ---- retention ---- */
 
 static void
@@ -945,6 +1060,7 @@ main(void)
         cmocka_unit_test(test_codec_rejects_every_truncation),
         cmocka_unit_test(test_codec_newer_version_with_appended_field_still_reads),
         cmocka_unit_test(test_codec_version_2_row_reads_without_reasoning),
+        cmocka_unit_test(test_codec_version_3_row_reads_without_creds),
         cmocka_unit_test(test_codec_too_many_attempts_is_refused),
         cmocka_unit_test(test_codec_small_buffer_returns_zero),
         T_TEST(test_store_open_creates_nested_folders),
@@ -959,6 +1075,8 @@ main(void)
         T_TEST(test_store_sequence_continues_after_reopen),
         T_TEST(test_store_rows_by_client_since_oldest_first),
         T_TEST(test_store_client_renamed_rows_follow_the_new_name),
+        T_TEST(test_store_rows_since_scans_every_client_oldest_first),
+        T_TEST(test_store_learned_limits_survive_reopen_and_replace),
         T_TEST(test_store_sync_returns_once_the_rows_queued_before_it_are_readable),
         T_TEST(test_store_sync_without_a_writer_times_out),
         T_TEST(test_store_retention_deletes_old_rows_only),
