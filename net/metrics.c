@@ -22,6 +22,7 @@
 #include "core/slots.h"
 #include "net/calendar.h"
 #include "net/logger.h"
+#include "net/quota.h"
 #include "net/reload.h"
 #include "store/store.h"
 
@@ -216,7 +217,8 @@ net_metrics_render(struct gw_buf *b, struct gw_thread *thr, struct store *st)
     ok = gw_metrics_render(sum, b) == GW_OK;
     gw_metrics_free(sum);
     conf = gw_conf_acquire(thr);
-    ok = ok && render_upstreams(b, conf, now_ms) && render_key_limits(b, conf, now_ms);
+    ok = ok && render_upstreams(b, conf, now_ms) && render_key_limits(b, conf, now_ms) &&
+         net_quota_metrics(b, conf, now_ms);
     gw_conf_release(conf);
     ok = ok && (!st || render_store(b, st));
     net_reload_counts(&reloaded, &refused);

@@ -19,6 +19,7 @@
 #include "core/conf.h"
 #include "core/events.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/quota.h"
 #include "core/row.h"
 #include "store/store.h"
@@ -610,4 +611,149 @@ net_quota_peek_json(const struct gw_conf_provider *p, const char *model, size_t 
     }
     json_object_set_new(o, "credentials", creds);
     return o;
+}
+
+/* ---- /metrics ---- */
+
+/* One unit as /metrics shows it: the provider's config name, the set's model, the view. */
+struct metric_unit {
+    const char *provider, *model;
+    struct gw_quota_unit_view v;
+};
+
+struct metrics {
+    const struct gw_conf *conf;
+    uint64_t now_ms;
+    struct metric_unit *u;
+    size_t n, omitted;
+};
+
+static void
+on_metrics_set(void *arg, const char *provider, const char *model, struct gw_quota_set *s)
+{
+    struct metrics *mx = arg;
+    size_t i, k;
+
+    for (i = 0; i < mx->conf->n_providers; i++)
+        if (strcmp(mx->conf->providers[i].quota_name, provider) == 0)
+            break;
+    if (i == mx->conf->n_providers || set_idle(s, mx->now_ms))
+        return; /* an old set of changed keys, or a set that never counted anything */
+    for (k = 0; k < gw_quota_set_size(s); k++) {
+        if (mx->n == NET_QUOTA_METRICS_MAX_UNITS) {
+            mx->omitted++;
+            continue;
+        }
+        mx->u[mx->n].provider = mx->conf->providers[i].name;
+        mx->u[mx->n].model = model; /* the registry keeps its names for the process's life */
+        gw_quota_view(s, k, mx->now_ms, &mx->u[mx->n].v);
+        mx->n++;
+    }
+}
+
+/* `name{provider="..",credential="..",model=".."` (no closing brace). */
+static bool
+unit_labels(struct gw_buf *b, const char *name, const struct metric_unit *u)
+{
+    return gw_buf_printf(b, "%s{provider=\"", name) == GW_OK &&
+           gw_metrics_append_label(b, gw_str_c(u->provider)) == GW_OK &&
+           gw_buf_printf(b, "\",credential=\"%s\",model=\"", u->v.fp) == GW_OK &&
+           gw_metrics_append_label(b, gw_str_c(u->model)) == GW_OK &&
+           gw_buf_append(b, "\"", 1) == GW_OK;
+}
+
+static bool
+metric_family(struct gw_buf *b, const char *name, const char *type, const char *help)
+{
+    return gw_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type) == GW_OK;
+}
+
+enum quota_series { QS_USED, QS_LIMIT, QS_LEASES, QS_COOLING, QS_UNTIL, QS_DROPPED, QS__COUNT };
+
+static const struct {
+    const char *name, *type, *help;
+} quota_series[QS__COUNT] = {
+    [QS_USED] = {"gw_quota_window_used", "gauge",
+                 "Requests or tokens an upstream credential's quota window counts, leases "
+                 "included."},
+    [QS_LIMIT] = {"gw_quota_window_limit", "gauge",
+                  "The window's effective limit (configured or learned); absent when unknown."},
+    [QS_LEASES] = {"gw_quota_leases", "gauge", "Requests in flight holding a lease."},
+    [QS_COOLING] = {"gw_quota_cooling", "gauge",
+                    "1 while the credential cools down, with the cooldown's source."},
+    [QS_UNTIL] = {"gw_quota_cooldown_until_seconds", "gauge",
+                  "End of the credential's cooldown (Unix time); 0 when not cooling."},
+    [QS_DROPPED] = {"gw_quota_leases_dropped_total", "counter",
+                    "Leases dropped unsettled after 2 min (a backstop against a bug)."},
+};
+
+/* The lines of series <q> for unit <u>. */
+static bool
+unit_series(struct gw_buf *b, enum quota_series q, const struct metric_unit *u, uint64_t now_ms)
+{
+    const struct gw_quota_unit_view *v = &u->v;
+    bool cooling = v->cool.source != GW_QUOTA_SRC_NONE && v->cool.until_ms > now_ms;
+    bool ok = true;
+    int w;
+
+    switch (q) {
+    case QS_USED:
+    case QS_LIMIT:
+        for (w = 0; w < GW_QUOTA_WINS && ok; w++) {
+            uint64_t x = q == QS_USED ? v->win[w].used : v->win[w].limit;
+
+            if (q == QS_LIMIT && !x)
+                continue;
+            ok = unit_labels(b, quota_series[q].name, u) &&
+                 gw_buf_printf(b, ",window=\"%s\"} %llu\n", gw_quota_win_str((enum gw_quota_win)w),
+                               (unsigned long long)x) == GW_OK;
+        }
+        return ok;
+    case QS_LEASES:
+        return unit_labels(b, quota_series[q].name, u) &&
+               gw_buf_printf(b, "} %u\n", (unsigned)v->open_leases) == GW_OK;
+    case QS_COOLING:
+        return unit_labels(b, quota_series[q].name, u) &&
+               gw_buf_printf(b, ",source=\"%s\"} %d\n",
+                             gw_quota_source_str(cooling ? v->cool.source : GW_QUOTA_SRC_NONE),
+                             cooling) == GW_OK;
+    case QS_UNTIL:
+        return unit_labels(b, quota_series[q].name, u) &&
+               gw_buf_printf(b, "} %llu.%03llu\n",
+                             (unsigned long long)(cooling ? v->cool.until_ms / 1000 : 0),
+                             (unsigned long long)(cooling ? v->cool.until_ms % 1000 : 0)) == GW_OK;
+    case QS_DROPPED:
+        return unit_labels(b, quota_series[q].name, u) &&
+               gw_buf_printf(b, "} %llu\n", (unsigned long long)v->leases_dropped) == GW_OK;
+    case QS__COUNT: break;
+    }
+    return ok;
+}
+
+bool
+net_quota_metrics(struct gw_buf *b, const struct gw_conf *conf, uint64_t now_ms)
+{
+    struct metrics mx = {conf, now_ms, NULL, 0, 0};
+    unsigned q;
+    size_t i;
+    bool ok = true;
+
+    for (i = 0; conf && i < conf->n_providers; i++)
+        if (conf->providers[i].quota_reg) {
+            mx.u = gw_malloc(NET_QUOTA_METRICS_MAX_UNITS * sizeof(*mx.u));
+            if (!mx.u)
+                return false;
+            gw_quota_reg_each(conf->providers[i].quota_reg, on_metrics_set, &mx);
+            break; /* one registry per process */
+        }
+    for (q = 0; q < QS__COUNT && ok; q++) {
+        ok = metric_family(b, quota_series[q].name, quota_series[q].type, quota_series[q].help);
+        for (i = 0; i < mx.n && ok; i++)
+            ok = unit_series(b, (enum quota_series)q, &mx.u[i], now_ms);
+    }
+    gw_free(mx.u);
+    return ok &&
+           metric_family(b, "gw_quota_units_omitted", "gauge",
+                         "Credential units left off this page (over the series bound).") &&
+           gw_buf_printf(b, "gw_quota_units_omitted %zu\n", mx.omitted) == GW_OK;
 }

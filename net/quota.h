@@ -80,4 +80,16 @@ json_t *net_quota_view(const struct gw_conf *conf, uint64_t now_ms);
 json_t *net_quota_peek_json(const struct gw_conf_provider *p, const char *model, size_t len,
                             uint64_t est_tokens, uint64_t now_ms);
 
+/* Credential units /metrics shows at most (sets that counted something, in registry
+ * order): bounds the page at about 12 series per unit; the rest is counted in
+ * gw_quota_units_omitted. */
+#define NET_QUOTA_METRICS_MAX_UNITS 256
+
+/* Appends the gw_quota_* families of docs/metrics.md for <conf>'s providers at <now_ms>
+ * to <b>: per unit (provider, credential fingerprint, model) each window's used and known
+ * limit, open leases, cooling 0/1 with its source, the cooldown's end, leases dropped.
+ * Never a secret. False when out of memory. Control thread. */
+struct gw_buf;
+bool net_quota_metrics(struct gw_buf *b, const struct gw_conf *conf, uint64_t now_ms);
+
 #endif

@@ -336,3 +336,42 @@ def test_pool_account_counts_one_quota_across_models(tmp_path, bench, gwd):
          ["resets_at"]}, q
     rc, out, err = gwctl_run(g, "quota")
     assert rc == 0 and re.search(rf"(?m)^\(all\)\s+{fp(K1)}\s+2/2\s", out), (out, err)
+
+
+# ---------------------------------------------------------------- /metrics
+
+def test_metrics_show_the_cooling_credential_and_windows_as_sent(tmp_path, bench, gwd):
+    from test_metrics import one, scrape
+
+    b = bench("--chunks", 1, "--fault", "status", "--status", 429, "--fault-key", K1)
+    g = gwd(config(tmp_path, [prov(b, [K1, K2], quota={"default": {"rpm": 1000, "tpd": 10**9}})]))
+    row = first_hit_on(g, K1)
+    t_hit = time.time()
+    for _ in range(3):
+        ok(g)
+
+    s, types, text = scrape(g)
+
+    sent = b.stats()["keys"]  # requests gwbench received per credential
+    assert sent[K1] == 1 and sent[K2] >= 4, sent
+    lab = {"provider": "a", "model": "gpt-test"}
+    for k in (K1, K2):
+        for w in ("rpm", "rpd"):
+            assert one(s, "gw_quota_window_used", credential=fp(k), window=w, **lab) == sent[k]
+        assert one(s, "gw_quota_leases", credential=fp(k), **lab) == 0
+        assert one(s, "gw_quota_leases_dropped_total", credential=fp(k), **lab) == 0
+    assert one(s, "gw_quota_window_limit", credential=fp(K1), window="rpm", **lab) == 1000
+    assert one(s, "gw_quota_window_limit", credential=fp(K2), window="tpd", **lab) == 10**9
+    assert not [x for x in s["gw_quota_window_limit"] if x[0]["window"] in ("tpm", "rpd")]
+    # K1 cools with its source (a limit is known, day counters healthy: transient); K2 not
+    assert one(s, "gw_quota_cooling", credential=fp(K1), source="transient", **lab) == 1
+    assert one(s, "gw_quota_cooling", credential=fp(K2), source="none", **lab) == 0
+    until = one(s, "gw_quota_cooldown_until_seconds", credential=fp(K1), **lab)
+    assert abs(until - parse_ts(quota_units(g)[fp(K1)]["cooldown"]["until"])) < 0.002
+    assert t_hit + 90 - 15 <= until <= t_hit + 90 + 5, (until, t_hit)
+    assert one(s, "gw_quota_cooldown_until_seconds", credential=fp(K2), **lab) == 0
+    assert types["gw_quota_cooling"] == "gauge" and types["gw_quota_leases_dropped"] == "counter"
+    assert one(s, "gw_quota_units_omitted") == 0
+    # fingerprints only, never a secret
+    assert K1 not in text and K2 not in text
+    assert row["attempts"][0]["credential"] == fp(K1)
