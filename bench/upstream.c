@@ -73,6 +73,7 @@ static struct {
     atomic_uint_fast64_t streams_started;
     atomic_uint_fast64_t streams_completed;
     atomic_uint_fast64_t streams_aborted;
+    atomic_uint_fast64_t models; /* model listings (GET .../models) */
 } st;
 
 /* Requests per credential (/_bench/stats "keys"), the first BENCH_UP_KEYS seen. */
@@ -999,7 +1000,7 @@ answer_count(struct bench_up_conn *c)
     bench_up_send_simple(c, 200, "application/json", NULL, t->body.data, t->body.len);
 }
 
-/* The model listing of a shape that has one (Gemini's GET .../v1beta/models): recorded
+/* The model listing (GET .../v1/models: OpenAI and Anthropic; .../v1beta/models: Gemini): recorded
  * and counted like the other API requests; of the faults only status (and error-mid). */
 static void
 answer_models(struct bench_up_conn *c)
@@ -1007,6 +1008,7 @@ answer_models(struct bench_up_conn *c)
     struct bench_up_thread *t = c->t;
 
     c->id = atomic_fetch_add_explicit(&st.requests, 1, memory_order_relaxed) + 1;
+    atomic_fetch_add_explicit(&st.models, 1, memory_order_relaxed);
     record_last(c);
     if (c->p.fault == BENCH_UP_FAULT_STATUS || c->p.fault == BENCH_UP_FAULT_ERROR_MID) {
         send_status_fault(c);
@@ -1025,14 +1027,16 @@ answer_stats(struct bench_up_conn *c)
     int n = snprintf(b, sizeof(b),
                      "{\"requests\":%llu,\"active_connections\":%llu,\"connections_total\":%llu,"
                      "\"connections_closed_by_peer\":%llu,\"streams_started\":%llu,"
-                     "\"streams_completed\":%llu,\"streams_aborted\":%llu,\"keys\":{",
+                     "\"streams_completed\":%llu,\"streams_aborted\":%llu,\"models\":%llu,"
+                     "\"keys\":{",
                      (unsigned long long)load_count(&st.requests),
                      (unsigned long long)load_count(&st.active),
                      (unsigned long long)load_count(&st.conns_total),
                      (unsigned long long)load_count(&st.closed_by_peer),
                      (unsigned long long)load_count(&st.streams_started),
                      (unsigned long long)load_count(&st.streams_completed),
-                     (unsigned long long)load_count(&st.streams_aborted));
+                     (unsigned long long)load_count(&st.streams_aborted),
+                     (unsigned long long)load_count(&st.models));
 
     gw_buf_reset(out);
     (void)gw_buf_append(out, b, (size_t)n);
@@ -1141,6 +1145,9 @@ dispatch(struct bench_up_conn *c)
             r = UP_ROUTE_ANSWER;
         else if (mlen == 11 && memcmp(gm, "countTokens", 11) == 0)
             r = UP_ROUTE_COUNT;
+    } else if (m == HTTP_GET && (path_ends_with(u, n, "/v1/models") || PATH_IS("/models"))) {
+        c->shape = &bench_up_chat; /* its listing reads as OpenAI's and as Anthropic's */
+        r = UP_ROUTE_MODELS;
     } else if (m == HTTP_GET && path_ends_with(u, n, "/v1beta/models")) {
         c->shape = &bench_up_gemini;
         r = UP_ROUTE_MODELS;

@@ -198,6 +198,21 @@ tool_results(struct bench_up_conn *c, json_t *root)
     return first < n;
 }
 
+/* GET .../v1/models: one model in a list both OpenAI's (object, owned_by) and Anthropic's
+ * (type, display_name, has_more) clients read. */
+static void
+models_answer(struct bench_up_conn *c, struct gw_buf *b)
+{
+    (void)c;
+    gw_buf_reset(b);
+    (void)gw_buf_append_str(
+        b, GW_STR_LIT("{\"object\":\"list\",\"data\":[{\"id\":\"gpt-test\",\"object\":\"model\","
+                      "\"type\":\"model\",\"created\":1700000000,\"created_at\":"
+                      "\"2023-11-14T22:13:20Z\",\"owned_by\":\"gwbench\",\"display_name\":"
+                      "\"gwbench fake model\"}],\"has_more\":false,\"first_id\":\"gpt-test\","
+                      "\"last_id\":\"gpt-test\"}"));
+}
+
 const struct bench_up_shape bench_up_chat = {
     .stream_ctype = NULL,
     .tool_chunks = BENCH_UP_TOOL_PIECES,
@@ -211,4 +226,5 @@ const struct bench_up_shape bench_up_chat = {
     .stream_error = stream_error,
     .stream_garbage = stream_garbage,
     .error_body = NULL,
+    .models_answer = models_answer,
 };

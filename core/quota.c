@@ -787,14 +787,27 @@ gw_quota_fail(struct gw_quota_set *s, size_t i, uint64_t now_ms, const struct gw
 /* ---- probes ---- */
 
 void
-gw_quota_prober_init(struct gw_quota_prober *p, uint64_t start_ms, uint64_t seed)
+gw_quota_prober_init_scaled(struct gw_quota_prober *p, uint64_t start_ms, uint64_t seed,
+                            unsigned div)
 {
-    /* splitmix64 finaliser: a seed that differs by one bit lands anywhere in the minute. */
+    if (!div)
+        div = 1;
+    p->every_ms = GW_QUOTA_PROBE_EVERY_MS / div;
+    p->min_left_ms = GW_QUOTA_PROBE_MIN_LEFT_MS / div;
+    if (!p->every_ms)
+        p->every_ms = 1;
+    /* splitmix64 finaliser: a seed that differs by one bit lands anywhere in the interval. */
     seed += 0x9e3779b97f4a7c15ull;
     seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
     seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
     seed ^= seed >> 31;
-    p->next_pass_ms = start_ms + seed % GW_QUOTA_PROBE_EVERY_MS;
+    p->next_pass_ms = start_ms + seed % p->every_ms;
+}
+
+void
+gw_quota_prober_init(struct gw_quota_prober *p, uint64_t start_ms, uint64_t seed)
+{
+    gw_quota_prober_init_scaled(p, start_ms, seed, 1);
 }
 
 bool
@@ -802,23 +815,40 @@ gw_quota_prober_due(struct gw_quota_prober *p, uint64_t now_ms)
 {
     if (now_ms < p->next_pass_ms)
         return false;
-    p->next_pass_ms = now_ms + GW_QUOTA_PROBE_EVERY_MS;
+    p->next_pass_ms = now_ms + p->every_ms;
     return true;
 }
 
 static bool
-q_probe_eligible(const struct q_unit *u, uint64_t now_ms)
+q_probe_eligible(const struct q_unit *u, uint64_t now_ms, uint64_t min_left_ms)
 {
     const struct gw_quota_cooldown *c = &u->cool;
 
     return q_unit_cooling(u, now_ms) && !c->authoritative &&
            now_ms >= c->since_ms + (c->until_ms - c->since_ms) / 2 &&
-           c->until_ms - now_ms >= 60000 && now_ms >= u->probe_next_ms;
+           c->until_ms - now_ms >= min_left_ms && now_ms >= u->probe_next_ms;
 }
+
+static size_t q_probe_pick(struct gw_quota_set *const *sets, size_t n_sets, uint64_t now_ms,
+                           uint64_t min_left_ms, struct gw_quota_probe *out, size_t max);
 
 size_t
 gw_quota_probe_pick(struct gw_quota_set *const *sets, size_t n_sets, uint64_t now_ms,
                     struct gw_quota_probe *out, size_t max)
+{
+    return q_probe_pick(sets, n_sets, now_ms, GW_QUOTA_PROBE_MIN_LEFT_MS, out, max);
+}
+
+size_t
+gw_quota_probe_pick_by(const struct gw_quota_prober *p, struct gw_quota_set *const *sets,
+                       size_t n_sets, uint64_t now_ms, struct gw_quota_probe *out, size_t max)
+{
+    return q_probe_pick(sets, n_sets, now_ms, p->min_left_ms, out, max);
+}
+
+static size_t
+q_probe_pick(struct gw_quota_set *const *sets, size_t n_sets, uint64_t now_ms, uint64_t min_left_ms,
+             struct gw_quota_probe *out, size_t max)
 {
     uint64_t since[GW_QUOTA_PROBES_PER_PASS];
     size_t n = 0;
@@ -833,7 +863,7 @@ gw_quota_probe_pick(struct gw_quota_set *const *sets, size_t n_sets, uint64_t no
             uint64_t t = s->u[i].cool.since_ms;
             size_t at;
 
-            if (!q_probe_eligible(&s->u[i], now_ms))
+            if (!q_probe_eligible(&s->u[i], now_ms, min_left_ms))
                 continue;
             /* Keep the <max> cooling longest (earliest since), sorted. */
             for (at = n; at > 0 && since[at - 1] > t; at--)

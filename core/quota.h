@@ -57,9 +57,10 @@
 #define GW_QUOTA_ORIGIN_MAX 48          /* where a learned limit came from */
 #define GW_QUOTA_LEASE_TTL_MS 120000ull /* an unsettled, unkept lease is dropped after */
 #define GW_QUOTA_DAY_MS 86400000ull
-#define GW_QUOTA_TRANSIENT_MS 90000ull    /* 429 with healthy day counters */
-#define GW_QUOTA_UNKNOWN_CAP_MS 600000ull /* unknown limits escalate up to 10 min */
-#define GW_QUOTA_PROBE_EVERY_MS 60000ull  /* one probe pass a minute */
+#define GW_QUOTA_TRANSIENT_MS 90000ull      /* 429 with healthy day counters */
+#define GW_QUOTA_UNKNOWN_CAP_MS 600000ull   /* unknown limits escalate up to 10 min */
+#define GW_QUOTA_PROBE_EVERY_MS 60000ull    /* one probe pass a minute */
+#define GW_QUOTA_PROBE_MIN_LEFT_MS 60000ull /* a probe only with that much cooldown left */
 #define GW_QUOTA_PROBES_PER_PASS 3
 /* Sets a registry creates at most: what clients' model names on a "*" provider can cost. */
 #define GW_QUOTA_MAX_SETS 4096
@@ -291,14 +292,22 @@ void gw_quota_learned_restore(struct gw_quota_set *s, size_t i, enum gw_quota_wi
 
 /* ---- probes ---- */
 
-/* The probe schedule of a process: one pass every GW_QUOTA_PROBE_EVERY_MS, the first one
- * a jitter in [0, 60 s) after start, drawn from <seed>. */
+/* The probe schedule of a process: one pass every <every_ms> (GW_QUOTA_PROBE_EVERY_MS),
+ * the first one a jitter in [0, every_ms) after start, drawn from <seed>; a unit is probed
+ * only with at least <min_left_ms> (GW_QUOTA_PROBE_MIN_LEFT_MS) of its cooldown left. */
 struct gw_quota_prober {
     uint64_t next_pass_ms;
+    uint64_t every_ms;
+    uint64_t min_left_ms;
 };
 void gw_quota_prober_init(struct gw_quota_prober *p, uint64_t start_ms, uint64_t seed);
 
-/* True when a pass is due at <now_ms>; it then moves the next pass a minute on. */
+/* For tests only (gwd's GW_TEST_QUOTA_PROBE_DIV): gw_quota_prober_init with the pass
+ * interval and the minimum time left divided by <div> (1 = the real schedule; 0 is 1). */
+void gw_quota_prober_init_scaled(struct gw_quota_prober *p, uint64_t start_ms, uint64_t seed,
+                                 unsigned div);
+
+/* True when a pass is due at <now_ms>; it then moves the next pass every_ms on. */
 bool gw_quota_prober_due(struct gw_quota_prober *p, uint64_t now_ms);
 
 /* A probe to send. */
@@ -313,6 +322,10 @@ struct gw_quota_probe {
  * first. Returns how many it wrote. */
 size_t gw_quota_probe_pick(struct gw_quota_set *const *sets, size_t n_sets, uint64_t now_ms,
                            struct gw_quota_probe *out, size_t max);
+/* The same with the minimum time left of <p> (a test's scaled prober). */
+size_t gw_quota_probe_pick_by(const struct gw_quota_prober *p, struct gw_quota_set *const *sets,
+                              size_t n_sets, uint64_t now_ms, struct gw_quota_probe *out,
+                              size_t max);
 
 /* The probe of unit <i> passed (clears the cooldown and the ladder) or failed (the next
  * probe waits 2, 4, 8, then 15 min; the cooldown is never lengthened). */

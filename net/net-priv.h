@@ -38,6 +38,7 @@
 struct store;
 struct gw_sticky;
 struct net_stream;
+struct net_probe;
 
 struct net_worker {
     unsigned id;
@@ -63,7 +64,8 @@ struct net_worker {
     struct net_conn *conns;       /* every client connection of this worker */
     unsigned n_conns;
     uint64_t next_conn_id;
-    uint64_t rng[2]; /* xorshift128+ for request ids */
+    uint64_t rng[2];         /* xorshift128+ for request ids */
+    struct net_probe *probe; /* worker 0: probes of cooling credentials (net/probe.h) */
 };
 
 enum net_conn_state {

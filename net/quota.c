@@ -314,6 +314,13 @@ void
 net_quota_report_recovered(const struct gw_conf_provider *p, const char *model, const char *fp,
                            const char *how, const struct gw_log_ctx *ctx)
 {
+    net_quota_report_recovered_named(p->name, model, fp, how, ctx);
+}
+
+void
+net_quota_report_recovered_named(const char *provider, const char *model, const char *fp,
+                                 const char *how, const struct gw_log_ctx *ctx)
+{
     char json[1280]; /* a model escaped: at most 6 x 128 bytes */
     json_t *m = json_string(model ? model : "");
     char *mj = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
@@ -321,11 +328,11 @@ net_quota_report_recovered(const struct gw_conf_provider *p, const char *model, 
     snprintf(json, sizeof(json),
              "{\"type\":\"credential_recovered\",\"provider\":\"%s\",\"model\":%s,"
              "\"credential\":\"%s\",\"reason\":\"%s\"}",
-             p->name, mj ? mj : "\"\"", fp, how);
+             provider, mj ? mj : "\"\"", fp, how);
     free(mj);
     json_decref(m);
     gw_event_push(GW_EV_CREDENTIAL_RECOVERED, json);
-    GW_LOG(GW_LOG_INFO, ctx, "credential_recovered", "upstream %s credential %s %s", p->name, fp,
+    GW_LOG(GW_LOG_INFO, ctx, "credential_recovered", "upstream %s credential %s %s", provider, fp,
            how);
 }
 

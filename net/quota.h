@@ -49,9 +49,13 @@ void net_quota_report_cooldown(const struct gw_conf_provider *p, const char *mod
                                unsigned status, const struct gw_quota_cooldown *c, uint64_t now_ms,
                                const struct gw_log_ctx *ctx);
 
-/* Credential <fp> answered again after a cooldown (<how>: "answered"): credential_recovered. */
+/* Credential <fp> answered again after a cooldown (<how>: "answered", or "probe": its
+ * probe passed, net/probe.c): credential_recovered. */
 void net_quota_report_recovered(const struct gw_conf_provider *p, const char *model, const char *fp,
                                 const char *how, const struct gw_log_ctx *ctx);
+/* The same for provider name <provider> (a probe outlives the snapshot it was sent from). */
+void net_quota_report_recovered_named(const char *provider, const char *model, const char *fp,
+                                      const char *how, const struct gw_log_ctx *ctx);
 
 /* The control thread's sweep of every set (leases neither settled nor kept for 2 min are
  * dropped): returns how many this call dropped (logged here). */

@@ -31,6 +31,7 @@
 #include "core/log.h"
 #include "core/slots.h"
 #include "net/net-priv.h"
+#include "net/probe.h"
 #include "net/upstream.h"
 
 struct net_workers {
@@ -208,6 +209,8 @@ worker_main(void *arg)
     net_conns_free_all(w);
     net_uppool_free(w->pool);
     w->pool = NULL;
+    net_probe_free(w->probe); /* after the pool: a probe in flight gets no callback */
+    w->probe = NULL;
     gw_thread_unregister(&w->gt);
     return NULL;
 }
@@ -271,6 +274,7 @@ workers_free(struct net_workers *ws)
         }
         if (w->pool)
             net_uppool_free(w->pool);
+        net_probe_free(w->probe);
         if (w->wake)
             event_free(w->wake);
         if (w->drain_timer)
@@ -365,7 +369,7 @@ net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n
         w->grant_ev = event_new(w->base, -1, 0, on_grants, w);
         w->accept_backoff = evtimer_new(w->base, on_accept_backoff, w);
         if (!w->pool || !w->wake || !w->drain_timer || !w->drain_tick || !w->grant_ev ||
-            !w->accept_backoff) {
+            !w->accept_backoff || (i == 0 && !(w->probe = net_probe_new(w)))) {
             snprintf(err, errlen, "worker %u: out of memory", i);
             workers_free(ws);
             return GW_E_NOMEM;

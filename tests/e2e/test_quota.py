@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from gwtest import (chat_body, config, dry_run, gwctl_run, overview, parse_ts, provider,
-                    write_config)
+from gwtest import (base_env, chat_body, config, dry_run, gwctl_run, overview, parse_ts,
+                    provider, wait_until, write_config)
 from test_events_logs import EventStream
 
 K1, K2, K3 = "up-key-one", "up-key-two", "up-key-three"
@@ -375,3 +375,100 @@ def test_metrics_show_the_cooling_credential_and_windows_as_sent(tmp_path, bench
     # fingerprints only, never a secret
     assert K1 not in text and K2 not in text
     assert row["attempts"][0]["credential"] == fp(K1)
+
+
+# ---------------------------------------------------------------- probes
+
+# GW_TEST_QUOTA_PROBE_DIV=60 (net/probe.h, for tests only): a probe pass every second and a
+# probe once a heuristic cooldown has served half with at least 1 s left (60 s / 60), so a
+# cooldown capped at 8 s is probed between 4 s and 7 s into it, well before it ends.
+PROBE_ENV = {"GW_TEST_QUOTA_PROBE_DIV": "60"}
+PROBE_CAP = 8
+
+
+def probe_gwd(gwd, cfg):
+    return gwd(cfg, env=dict(base_env(), **PROBE_ENV))
+
+
+def cool_by_one_429(g, model="gpt-test"):
+    """One request whose only credential answers 429 (a per-request fault: the upstream
+    is healthy again right after)."""
+    r = g.chat(chat_body(model=model),
+               headers={"x-bench-fault": "status", "x-bench-status": "429"})
+    assert r.status == 429 and r.headers["x-gw-code"] == "gw.quota_all", r
+    g.wait_row(r.headers["x-request-id"])
+
+
+def test_a_probe_clears_a_cooled_credential_whose_upstream_recovered(tmp_path, bench, gwd):
+    from test_metrics import by, scrape
+
+    b = bench("--chunks", 1)
+    g = probe_gwd(gwd, config(tmp_path, [prov(b, [K1], quota={
+        "local_cooldown_cap_secs": PROBE_CAP})], failover={"slot_wait_secs": 0}))
+    evs = EventStream(g, "type=credential_cooldown,credential_recovered")
+    try:
+        cool_by_one_429(g)
+        cool = evs.wait_event(lambda n, d: n == "credential_cooldown", "credential_cooldown")
+        until = parse_ts(cool["until"])
+        assert (cool["credential"], cool["source"], cool["authoritative"]) == \
+            (fp(K1), "unknown", False), cool
+
+        rec = evs.wait_event(lambda n, d: n == "credential_recovered", "credential_recovered")
+        t_rec = time.time()
+
+        assert (rec["provider"], rec["credential"], rec["reason"]) == ("a", fp(K1), "probe"), rec
+        # cleared early: half served, more than the 1 s minimum left
+        assert t_rec < until - 0.5, (t_rec, until)
+        assert quota_units(g)[fp(K1)]["cooldown"] is None
+        g.err.wait_for(rf"code=quota_probe .*credential {fp(K1)} probe passed: status 200")
+        # one probe: the model listing with that credential, no completion
+        st = b.stats()
+        assert (st["models"], st["keys"][K1], st["requests"]) == (1, 2, 2), st
+        # the probe is no client's request: no row, no count in the credential's windows
+        assert quota_units(g)[fp(K1)]["windows"]["rpm"]["used"] == 1
+        s, _, _ = scrape(g)
+        assert sum(by(s, "gw_requests_total", "client").values()) == 1, s["gw_requests_total"]
+        # and the credential serves at once, long before its cooldown would have ended
+        assert creds_of(ok(g)) == [("ok", 200, fp(K1))]
+        assert [n for n, _ in evs.events()] == ["credential_cooldown", "credential_recovered"]
+    finally:
+        evs.close()
+
+
+def test_a_failed_probe_leaves_the_cooldown_and_backs_off(tmp_path, bench, gwd):
+    # K1 still refuses everything, model listings included
+    b = bench("--chunks", 1, "--fault", "status", "--status", 429, "--fault-key", K1)
+    g = probe_gwd(gwd, config(tmp_path, [prov(b, [K1, K2], quota={
+        "local_cooldown_cap_secs": PROBE_CAP})]))
+    first_hit_on(g, K1)
+    before = quota_units(g)[fp(K1)]["cooldown"]
+
+    g.err.wait_for(rf"code=quota_probe .*credential {fp(K1)} probe failed: status 429")
+
+    assert quota_units(g)[fp(K1)]["cooldown"] == before  # neither cleared nor lengthened
+    # the next probe waits 2 min: none more within this cooldown, which ends as it was
+    wait_until(lambda: quota_units(g)[fp(K1)]["cooldown"] is None, what="cooldown end",
+               timeout=PROBE_CAP + 5)
+    assert time.time() >= parse_ts(before["until"]) - 0.05
+    assert b.stats()["models"] == 1, b.stats()
+
+
+def test_no_probe_with_quota_probes_false(tmp_path, bench, gwd):
+    # a (probes off) and b (probes on) cool the same way; b is probed, a never is
+    ba, bb = bench("--chunks", 1), bench("--chunks", 1)
+    pa = prov(ba, [K1], quota={"local_cooldown_cap_secs": PROBE_CAP, "probes": False}, name="a")
+    pb = prov(bb, [K2], quota={"local_cooldown_cap_secs": PROBE_CAP}, name="b")
+    pa["models"], pb["models"] = ["m-a"], ["m-b"]
+    g = probe_gwd(gwd, config(tmp_path, [pa, pb], failover={"slot_wait_secs": 0}))
+    cool_by_one_429(g, "m-a")
+    cool_by_one_429(g, "m-b")
+    until_a = parse_ts(quota_units(g, "a", "m-a")[fp(K1)]["cooldown"]["until"])
+
+    g.err.wait_for(rf"code=credential_recovered .*credential {fp(K2)} probe")
+    wait_until(lambda: quota_units(g, "a", "m-a")[fp(K1)]["cooldown"] is None,
+               what="a's cooldown end", timeout=PROBE_CAP + 5)
+
+    assert time.time() >= until_a - 0.05  # a's cooldown ran its whole course
+    assert bb.stats()["models"] == 1, bb.stats()
+    assert ba.stats()["models"] == 0, ba.stats()
+    assert f"credential {fp(K1)} probe" not in g.err.text()

@@ -657,6 +657,38 @@ test_quota_prober_jitters_the_first_pass_then_runs_every_minute(void **state)
     assert_true(gw_quota_prober_due(&p1, p1.next_pass_ms));
 }
 
+static void
+test_quota_prober_scaled_divides_the_interval_and_the_minimum_left(void **state)
+{
+    struct gw_quota_set *s = t_set(1, 0, 0, 0, 0);
+    struct gw_quota_set *sets[1] = {s};
+    struct gw_quota_prober p;
+    struct gw_quota_probe out[3];
+    struct gw_quota_hit h = {429, NULL};
+    struct gw_quota_cooldown cool;
+
+    (void)state;
+    gw_quota_prober_init_scaled(&p, NOW, 7, 60);
+    assert_int_equal(p.every_ms, 1000);
+    assert_int_equal(p.min_left_ms, 1000);
+    assert_true(p.next_pass_ms >= NOW && p.next_pass_ms < NOW + 1000);
+    assert_true(gw_quota_prober_due(&p, p.next_pass_ms));
+    assert_false(gw_quota_prober_due(&p, p.next_pass_ms - 1));
+    /* a 90 s heuristic cooldown: half served at 45 s; scaled, 44 s left is enough, as
+     * 1 s is and 999 ms is not; the real schedule wants 60 s left: never */
+    gw_quota_fail(s, 0, NOW, &h, &cool);
+    assert_int_equal(cool.until_ms, NOW + 90000);
+    assert_int_equal(gw_quota_probe_pick_by(&p, sets, 1, NOW + 45000 - 1, out, 3), 0);
+    assert_int_equal(gw_quota_probe_pick_by(&p, sets, 1, NOW + 45000, out, 3), 1);
+    assert_int_equal(gw_quota_probe_pick_by(&p, sets, 1, NOW + 89000, out, 3), 1);
+    assert_int_equal(gw_quota_probe_pick_by(&p, sets, 1, NOW + 89001, out, 3), 0);
+    assert_int_equal(gw_quota_probe_pick(sets, 1, NOW + 45000, out, 3), 0);
+    gw_quota_prober_init_scaled(&p, NOW, 7, 0); /* 0 is 1: the real schedule */
+    assert_int_equal(p.every_ms, GW_QUOTA_PROBE_EVERY_MS);
+    assert_int_equal(p.min_left_ms, GW_QUOTA_PROBE_MIN_LEFT_MS);
+    gw_quota_set_free(s);
+}
+
 /* ---- rebuild, registry, fingerprints, config ---- */
 
 static void
@@ -920,6 +952,7 @@ main(void)
         cmocka_unit_test(test_quota_probe_backoff_is_2_4_8_15_minutes),
         cmocka_unit_test(test_quota_probe_pass_takes_at_most_three_longest_cooling_first),
         cmocka_unit_test(test_quota_prober_jitters_the_first_pass_then_runs_every_minute),
+        cmocka_unit_test(test_quota_prober_scaled_divides_the_interval_and_the_minimum_left),
         cmocka_unit_test(test_quota_rebuild_counts_rows_still_inside_their_windows),
         cmocka_unit_test(test_quota_registry_stops_creating_at_its_limit),
         cmocka_unit_test(test_quota_fingerprint_is_the_head_of_sha256),
