@@ -6,11 +6,11 @@
 # spliced and converted to Chat: "gwd-resp", "gwd-resp-conv"; a Gemini client spliced
 # and converted to Messages: "gwd-gem", "gwd-gem-conv") and
 # the admission scenario (gwd against "gwd+adm", the same gwd with key and upstream
-# slots and key limits configured). Starts `gwbench upstream`, the gwds (temporary
+# slots, key limits, and three upstream credentials with all four quota windows). Starts `gwbench upstream`, the gwds (temporary
 # configs) and Debian's nginx (temporary prefix), checks with one request each that
 # every gwd takes the path its column names (exit 1 if not), runs the scenarios below
 # interleaved with `gwbench load --json`, checks in gwd+adm's control overview that
-# its requests went through admission (exit 1 if not), prints two tables and writes
+# its requests went through admission and quota (exit 1 if not), prints two tables and writes
 # them as markdown to build/bench/results.md. Everything it starts is stopped in a
 # finally block. See docs/gwbench.md.
 #
@@ -162,6 +162,11 @@ ADM_SLOTS = 100
 ADM_LIMITS = [("minute", "requests", 100000000), ("day", "tokens", 10000000000),
               ("month", "cost", 1000000.0)]
 ADM_PRICE = (1.0, 4.0)  # mock-model, USD per 1M input / output tokens: costs count
+# gwd+adm's provider holds ADM_CREDS upstream credentials with every quota window
+# configured (DESIGN.md 10): each request chooses the credential with the most headroom
+# over four known limits and takes and settles a lease; none is ever approached.
+ADM_CREDS = 3
+ADM_QUOTA = [("rpm", 10**9), ("tpm", 10**12), ("rpd", 10**10), ("tpd", 10**13)]
 # gwd's and gwd+adm's 1-connection runs of a round are cut in SLICES alternating slices
 SLICES = 10
 # The pinned A/B of the admission scenario: gwd and gwd+adm (every thread) on the last
@@ -206,11 +211,16 @@ def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=F
     ctl_port = free_port()
     token = secrets.token_hex(16)
     prov_extra = client_extra = ""
+    keys = "[{ value: bench-upstream-key }]"
     if admission:
+        keys = "[" + ", ".join(f"{{ value: bench-upstream-key-{i} }}"
+                               for i in range(ADM_CREDS)) + "]"
+        prov_extra += ("    quota:\n      default: { "
+                       + ", ".join(f"{w}: {v}" for w, v in ADM_QUOTA) + " }\n")
         with open(os.path.join(home, "prices.yaml"), "w") as f:
             f.write("models:\n  - { model: mock-model, input: %.2f, output: %.2f }\n"
                     % ADM_PRICE)
-        prov_extra = f"    max_concurrent: {ADM_SLOTS}\n"
+        prov_extra += f"    max_concurrent: {ADM_SLOTS}\n"
         client_extra = f"    max_concurrent: {ADM_SLOTS}\n"
         if ADM_LIMITS:
             client_extra += "    limits:\n" + "".join(
@@ -230,7 +240,7 @@ providers:
   - name: mock
     dialect: {dialect}
     base_url: http://127.0.0.1:{up_port}
-    keys: [{{ value: bench-upstream-key }}]
+    keys: {keys}
     models: ["*"]
 {prov_extra}clients:
   - name: bench
@@ -267,12 +277,37 @@ def overview(control):
         return json.loads(r.read())
 
 
-def check_admission(control, n_ok, base_control):
+def check_quota(ov, n_ok, day):
+    """Problems with the claim that gwd+adm's <n_ok> requests each chose one of its
+    ADM_CREDS credentials under all four windows: the overview's quota section lists
+    them with the configured limits, no cooldown, every lease settled, each credential
+    used, and (when the UTC day <day> did not change during the run) the day counts of
+    the three summing to n_ok."""
+    q = (ov.get("quota") or {}).get("mock")
+    creds = [c for st in (q or {}).get("sets", []) for c in st.get("credentials", [])
+             if any(c["windows"][w]["used"] for w in ("rpm", "rpd"))]
+    if len(creds) != ADM_CREDS:
+        return [f"quota: {len(creds)} credentials used, want {ADM_CREDS}"]
+    bad = []
+    for c in creds:
+        for w, v in ADM_QUOTA:
+            if c["windows"][w]["limit"] != v:
+                bad.append(f"quota {c['fp']} {w}: limit {c['windows'][w]['limit']}, want {v}")
+        if c.get("cooldown") or c.get("leases") or c.get("leases_dropped"):
+            bad.append(f"quota {c['fp']}: cooldown {c.get('cooldown')}, leases "
+                       f"{c.get('leases')}, dropped {c.get('leases_dropped')}")
+    rpd = sum(c["windows"]["rpd"]["used"] for c in creds)
+    if day == time.gmtime().tm_yday and rpd != n_ok:
+        bad.append(f"quota: the credentials' day windows count {rpd} requests, want {n_ok}")
+    return bad
+
+
+def check_admission(control, n_ok, base_control, day=None):
     """Problems (a list of strings; empty: fine) with the claim that gwd+adm's <n_ok>
     answered requests went through admission and the baseline gwd's did not: its
     overview shows the key and provider slots configured and all returned, and every
     limit charged (requests and tokens exactly: each request is charged alike) and
-    never reached."""
+    never reached, and its upstream credentials' quota windows (check_quota)."""
     bad = []
     try:
         ov = overview(control)
@@ -303,6 +338,7 @@ def check_admission(control, n_ok, base_control):
         elif measure == "tokens" and (used % n_ok or used < 2 * n_ok):
             bad.append(f"limit {per} tokens: used {used} is not the same charge "
                        f"for each of the {n_ok} requests")
+    bad += check_quota(ov, n_ok, day)
     try:
         base = overview(base_control) if base_control else None
     except (OSError, ValueError) as e:
@@ -525,6 +561,7 @@ def main():
     adm_bad = []
     path_bad = []
     api = {}  # target name -> the shape gwbench load sends: chat unless a Messages cell
+    day0 = time.gmtime().tm_yday  # the quota check counts the UTC day's windows
     try:
         up_port = start_upstream(bindir, procs)
         upstream = procs[-1]
@@ -649,7 +686,7 @@ def main():
         other = max(0.0, (busy_secs() - busy0) - (own_secs(procs) - own0))
         if aport:
             # the gwd+adm figures count only if its requests went through admission
-            adm_bad = check_admission(actl, oks["gwd+adm"], gctl)
+            adm_bad = check_admission(actl, oks["gwd+adm"], gctl, day0)
             if errs["gwd+adm"]:
                 adm_bad.append(f"{errs['gwd+adm']} requests were not answered 2xx")
     finally:
@@ -745,7 +782,9 @@ def main():
         else:
             notes.append(f"admission checked: the overview of gwd+adm shows its "
                          f"{oks['gwd+adm']} requests charged to all {len(ADM_LIMITS)} "
-                         f"limits (none reached) and every key permit returned")
+                         f"limits (none reached), every key permit returned, and spread "
+                         f"over its {ADM_CREDS} credentials' quota windows (every lease "
+                         f"settled)")
 
     spread = [f"{n} {min(res[n]['serial_p50']):.0f}..{max(res[n]['serial_p50']):.0f}"
               for n in names if res[n].get("serial_p50")]
@@ -766,9 +805,11 @@ def main():
             + "; ".join(f"{c}: {CELLS[c][2]}" for c in cols if c in CELLS and c in names)
             + "; direct and nginx are sent the Chat shape (a plain proxy relays any body)")
     adm_head = (f"gwd+adm: the same gwd config plus key and provider max_concurrent "
-                f"{ADM_SLOTS} and key limits "
+                f"{ADM_SLOTS}, key limits "
                 + ", ".join(f"{per} {m} {v:.0f}" + (" USD" if m == "cost" else "")
                             for per, m, v in ADM_LIMITS)
+                + f", and {ADM_CREDS} upstream credentials with quota windows "
+                + ", ".join(f"{w} {v:.0e}" for w, v in ADM_QUOTA)
                 + f" (mock-model priced {ADM_PRICE[0]:g} USD input, {ADM_PRICE[1]:g} USD "
                 f"output per 1M tokens); scenarios 1-3 in the same rounds as gwd, the 1-connection "
                 f"runs of both in {SLICES} alternated slices of {n_serial // SLICES} requests; "
