@@ -256,8 +256,7 @@ probe_pass(struct net_probe *pr, uint64_t now_ms)
         if (k == pr->n_sets)
             continue;
         gw_quota_reg_each(reg, on_find_model, &f);
-        probe_send(pr, sl, &pr->conf->providers[pr->prov_of[k]], f.model, out[i].set,
-                   out[i].unit);
+        probe_send(pr, sl, &pr->conf->providers[pr->prov_of[k]], f.model, out[i].set, out[i].unit);
     }
 }
 
