@@ -157,17 +157,40 @@ append_quoted(struct gw_buf *b, const char *s, size_t n)
 static bool
 is_bare(const char *s)
 {
-    return *s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                           "0123456789._:/@+-") == strlen(s);
+    const unsigned char *p = (const unsigned char *)s;
+
+    if (!*p)
+        return false;
+    for (; *p; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == ':' || *p == '/' || *p == '@' || *p == '+' ||
+              *p == '-'))
+            return false;
+    }
+    return true;
 }
 
-/* " key=" in text, ",\"key\":" in JSON. */
+/* " key=" in text, ",\"key\":" in JSON. Keys are the code's own names (no escaping);
+ * appended without printf, since a request line has some twenty of them. */
 static enum gw_code
 append_key(struct gw_buf *b, enum gw_log_format fmt, const char *key)
 {
-    if (fmt == GW_LOG_JSON)
-        return gw_buf_printf(b, ",\"%s\":", key);
-    return gw_buf_printf(b, " %s=", key);
+    bool json = fmt == GW_LOG_JSON;
+    enum gw_code rc = gw_buf_append(b, json ? ",\"" : " ", json ? 2 : 1);
+
+    if (rc == GW_OK)
+        rc = gw_buf_append_cstr(b, key);
+    return rc == GW_OK ? gw_buf_append(b, json ? "\":" : "=", json ? 2 : 1) : rc;
+}
+
+/* <v> as exactly <width> decimal digits (zero-padded) at <out>. */
+static void
+put_digits(char *out, unsigned v, int width)
+{
+    while (width-- > 0) {
+        out[width] = (char)('0' + v % 10);
+        v /= 10;
+    }
 }
 
 /* A string value, NULL as null / "-". */
@@ -204,16 +227,26 @@ gw_log_format_line(struct gw_buf *b, enum gw_log_format fmt, uint64_t ts_ms,
 {
     time_t secs = (time_t)(ts_ms / 1000);
     bool json = fmt == GW_LOG_JSON;
-    char ts[96];
-    struct tm tm;
+    char ts[] = "0000-00-00T00:00:00.000Z";
+    struct tm tm = {0}; /* as 1900-01-00 should gmtime_r fail (a year past int) */
     bool ok;
     size_t i;
 
-    /* gmtime_r is pure arithmetic on the value: no clock read here. */
+    /* gmtime_r is pure arithmetic on the value: no clock read here. Digits written by
+     * hand: this runs once per request at log.level info. Years past 9999 are clamped. */
     gmtime_r(&secs, &tm);
-    snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ts_ms % 1000));
-    ok = gw_buf_printf(b, json ? "{\"ts\":\"%s\"" : "ts=%s", ts) == GW_OK;
+    put_digits(ts, tm.tm_year + 1900 > 9999 ? 9999u : (unsigned)(tm.tm_year + 1900), 4);
+    put_digits(ts + 5, (unsigned)tm.tm_mon + 1, 2);
+    put_digits(ts + 8, (unsigned)tm.tm_mday, 2);
+    put_digits(ts + 11, (unsigned)tm.tm_hour, 2);
+    put_digits(ts + 14, (unsigned)tm.tm_min, 2);
+    put_digits(ts + 17, (unsigned)tm.tm_sec, 2);
+    put_digits(ts + 20, (unsigned)(ts_ms % 1000), 3);
+    ok = gw_buf_reserve(b, 512) == GW_OK; /* a request line: one allocation, not five */
+    ok &= gw_buf_append_cstr(b, json ? "{\"ts\":\"" : "ts=") == GW_OK;
+    ok &= gw_buf_append(b, ts, sizeof(ts) - 1) == GW_OK;
+    if (json)
+        ok &= gw_buf_append(b, "\"", 1) == GW_OK;
     ok &= append_key(b, fmt, "lvl") == GW_OK;
     ok &= append_str(b, fmt, gw_log_level_str(level)) == GW_OK;
     ok &= append_key(b, fmt, "code") == GW_OK;

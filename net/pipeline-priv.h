@@ -121,7 +121,9 @@ struct net_stream {
     uint64_t quota_retry_at;   /* the earliest moment a skipped candidate admits (ms) */
     struct event *quota_timer; /* waiting for it within the deadline */
     unsigned n_qhdrs;
-    struct net_quota_hdr qhdrs[NET_QUOTA_HDRS];
+    /* NET_QUOTA_HDRS of them, allocated at the first hop head that has one: 2.5 KB that
+     * most answers never need, and the stream is zeroed per request */
+    struct net_quota_hdr *qhdrs;
     struct net_upx *upx;
     int up_status;
     bool up_ok, up_sse, stream, wants_usage, headers_sent, paused;

@@ -256,6 +256,7 @@ net_stream_free(struct net_stream *s)
     gw_sse_fini(&s->sse);
     gw_arena_fini(&s->arena);
     gw_free(s->row);
+    gw_free(s->qhdrs);
     gw_conf_release(s->conf);
     s->magic_ = 0;
     gw_free(s);

@@ -110,7 +110,7 @@ keep_quota_headers(struct net_stream *s, const struct net_hdr *hdrs, size_t n_hd
     s->n_qhdrs = 0;
     for (i = 0; i < n_hdrs && s->n_qhdrs < NET_QUOTA_HDRS; i++) {
         const struct net_hdr *h = &hdrs[i];
-        struct net_quota_hdr *q = &s->qhdrs[s->n_qhdrs];
+        struct net_quota_hdr *q;
 
         if (h->name.len >= sizeof(q->name) || h->value.len >= sizeof(q->value))
             continue;
@@ -118,6 +118,11 @@ keep_quota_headers(struct net_stream *s, const struct net_hdr *hdrs, size_t n_hd
             !(h->name.len > 20 && strncasecmp(h->name.ptr, "anthropic-ratelimit-", 20) == 0) &&
             !(h->name.len >= 11 && strncasecmp(h->name.ptr, "retry-after", 11) == 0))
             continue;
+        if (!s->qhdrs)
+            s->qhdrs = gw_malloc(NET_QUOTA_HDRS * sizeof(*s->qhdrs));
+        if (!s->qhdrs)
+            return; /* out of memory: nothing learned from this head */
+        q = &s->qhdrs[s->n_qhdrs];
         memcpy(q->name, h->name.ptr, h->name.len);
         q->name[h->name.len] = '\0';
         memcpy(q->value, h->value.ptr, h->value.len);
