@@ -52,7 +52,7 @@ gw_buf_reserve(struct gw_buf *b, size_t extra)
 }
 
 enum gw_code
-gw_buf_append(struct gw_buf *b, const void *p, size_t n)
+gw_buf_append_grow(struct gw_buf *b, const void *p, size_t n)
 {
     if (gw_buf_reserve(b, n) != GW_OK)
         return GW_E_NOMEM;

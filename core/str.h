@@ -48,7 +48,22 @@ struct gw_buf {
 
 /* Makes room for <extra> more bytes. GW_E_NOMEM on failure (buffer unchanged). */
 enum gw_code gw_buf_reserve(struct gw_buf *b, size_t extra);
-enum gw_code gw_buf_append(struct gw_buf *b, const void *p, size_t n);
+/* gw_buf_append when the buffer must grow first. */
+enum gw_code gw_buf_append_grow(struct gw_buf *b, const void *p, size_t n);
+
+/* Appends <n> bytes of <p>. Inline: relays and log lines append in small pieces, and
+ * the call into the growing path cost more than the copy when there is room. */
+static inline enum gw_code
+gw_buf_append(struct gw_buf *b, const void *p, size_t n)
+{
+    if (b->len + n >= b->cap)
+        return gw_buf_append_grow(b, p, n);
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return GW_OK;
+}
 enum gw_code gw_buf_append_str(struct gw_buf *b, struct gw_str s);
 enum gw_code gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
