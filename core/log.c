@@ -183,16 +183,6 @@ append_key(struct gw_buf *b, enum gw_log_format fmt, const char *key)
     return rc == GW_OK ? gw_buf_append(b, json ? "\":" : "=", json ? 2 : 1) : rc;
 }
 
-/* <v> as exactly <width> decimal digits (zero-padded) at <out>. */
-static void
-put_digits(char *out, unsigned v, int width)
-{
-    while (width-- > 0) {
-        out[width] = (char)('0' + v % 10);
-        v /= 10;
-    }
-}
-
 /* A string value, NULL as null / "-". */
 static enum gw_code
 append_str(struct gw_buf *b, enum gw_log_format fmt, const char *s)
@@ -225,26 +215,15 @@ gw_log_format_line(struct gw_buf *b, enum gw_log_format fmt, uint64_t ts_ms,
                    enum gw_log_level level, const struct gw_log_ctx *ctx, const char *code,
                    const struct gw_log_field *f, size_t n, const char *msg, size_t msg_len)
 {
-    time_t secs = (time_t)(ts_ms / 1000);
     bool json = fmt == GW_LOG_JSON;
-    char ts[] = "0000-00-00T00:00:00.000Z";
-    struct tm tm = {0}; /* as 1900-01-00 should gmtime_r fail (a year past int) */
+    char ts[GW_ISO_MS_LEN];
     bool ok;
     size_t i;
 
-    /* gmtime_r is pure arithmetic on the value: no clock read here. Digits written by
-     * hand: this runs once per request at log.level info. Years past 9999 are clamped. */
-    gmtime_r(&secs, &tm);
-    put_digits(ts, tm.tm_year + 1900 > 9999 ? 9999u : (unsigned)(tm.tm_year + 1900), 4);
-    put_digits(ts + 5, (unsigned)tm.tm_mon + 1, 2);
-    put_digits(ts + 8, (unsigned)tm.tm_mday, 2);
-    put_digits(ts + 11, (unsigned)tm.tm_hour, 2);
-    put_digits(ts + 14, (unsigned)tm.tm_min, 2);
-    put_digits(ts + 17, (unsigned)tm.tm_sec, 2);
-    put_digits(ts + 20, (unsigned)(ts_ms % 1000), 3);
+    gw_fmt_iso_ms(ts_ms, ts);             /* pure arithmetic on the value: no clock read here */
     ok = gw_buf_reserve(b, 512) == GW_OK; /* a request line: one allocation, not five */
     ok &= gw_buf_append_cstr(b, json ? "{\"ts\":\"" : "ts=") == GW_OK;
-    ok &= gw_buf_append(b, ts, sizeof(ts) - 1) == GW_OK;
+    ok &= gw_buf_append(b, ts, GW_ISO_MS_LEN - 1) == GW_OK;
     if (json)
         ok &= gw_buf_append(b, "\"", 1) == GW_OK;
     ok &= append_key(b, fmt, "lvl") == GW_OK;

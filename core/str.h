@@ -113,6 +113,11 @@ bool gw_ct_equal(const void *a, const void *b, size_t n);
 bool gw_hex_decode32(struct gw_str hex, unsigned char out[32]);
 /* Writes 2*n lowercase hex characters and a NUL into <out>. */
 void gw_hex_encode(const unsigned char *in, size_t n, char *out);
+/* RFC 3339 UTC with milliseconds ("2026-12-01T20:41:02.345Z", GW_ISO_MS_LEN - 1
+ * characters and a NUL) of <ms> since the epoch; times past 9999 clamp to its last
+ * millisecond. Pure arithmetic, no printf: log lines write one per line. */
+#define GW_ISO_MS_LEN 25
+void gw_fmt_iso_ms(uint64_t ms, char out[GW_ISO_MS_LEN]);
 /* Decodes %XX escapes (and nothing else) of <in> into <out> of <cap> bytes; the length,
  * or -1 when an escape is malformed or the result does not fit. */
 int gw_pct_decode(struct gw_str in, char *out, size_t cap);

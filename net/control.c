@@ -85,7 +85,6 @@
 #define CONTROL_TIMEOUT_SECS 30
 #define CONTROL_PREFIX "/control/v1/"
 /* "2026-11-30T04:01:02.345Z" and its NUL */
-#define CONTROL_TS_LEN 25
 /* A model-spec save waits this long for the reload to publish its entry. */
 #define CONTROL_MAX_SAVES 16 /* saves waiting for their reload at once */
 
@@ -166,25 +165,6 @@ json_ms_or_null(int32_t ms)
     return ms < 0 ? json_null() : json_integer(ms);
 }
 
-/* RFC 3339 UTC with milliseconds; out-of-range times clamp to the year 9999. */
-static void
-format_ts(uint64_t ts_ms, char out[CONTROL_TS_LEN])
-{
-    time_t secs = (time_t)(ts_ms / 1000);
-    struct tm tm;
-
-    if (ts_ms / 1000 > 253402300799ull || !gmtime_r(&secs, &tm)) {
-        snprintf(out, CONTROL_TS_LEN, "9999-12-31T23:59:59.999Z");
-        return;
-    }
-    /* 19 characters, then ".mmmZ" */
-    if (strftime(out, CONTROL_TS_LEN, "%Y-%m-%dT%H:%M:%S", &tm) != 19) {
-        snprintf(out, CONTROL_TS_LEN, "9999-12-31T23:59:59.999Z");
-        return;
-    }
-    snprintf(out + 19, CONTROL_TS_LEN - 19, ".%03uZ", (unsigned)(ts_ms % 1000));
-}
-
 static json_t *
 attempt_json(const struct gw_attempt *a)
 {
@@ -230,13 +210,13 @@ dropped_json(const char *s, size_t cap)
 json_t *
 net_control_row_json(const struct gw_row *r)
 {
-    char ts[CONTROL_TS_LEN];
+    char ts[GW_ISO_MS_LEN];
     json_t *o = json_object(), *usage = json_object(), *attempts = json_array();
     unsigned i, n = r->n_attempts < GW_ROW_MAX_ATTEMPTS ? r->n_attempts : GW_ROW_MAX_ATTEMPTS;
     double tps = isfinite(r->tokens_per_sec) ? r->tokens_per_sec : 0.0;
     int rc = 0;
 
-    format_ts(r->ts_ms, ts);
+    gw_fmt_iso_ms(r->ts_ms, ts);
     rc |=
         json_object_set_new(usage, "input_tokens", json_integer((json_int_t)r->usage.input_tokens));
     rc |= json_object_set_new(usage, "output_tokens",
@@ -281,11 +261,11 @@ net_control_row_json(const struct gw_row *r)
 static json_t *
 json_time_or_null(uint64_t ms)
 {
-    char ts[CONTROL_TS_LEN];
+    char ts[GW_ISO_MS_LEN];
 
     if (ms == 0)
         return json_null();
-    format_ts(ms, ts);
+    gw_fmt_iso_ms(ms, ts);
     return json_string(ts);
 }
 

@@ -271,20 +271,6 @@ net_quota_attach(struct gw_quota_reg *reg, struct store *st, struct gw_conf *con
 
 /* ---- events ---- */
 
-static void
-iso(uint64_t ms, char out[64])
-{
-    time_t secs = (time_t)(ms / 1000);
-    struct tm tm;
-
-    if (!gmtime_r(&secs, &tm) || tm.tm_year > 8099) {
-        snprintf(out, 64, "9999-12-31T23:59:59.999Z");
-        return;
-    }
-    snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
-}
-
 void
 net_quota_report_cooldown(const struct gw_conf_provider *p, const char *model, const char *fp,
                           unsigned status, const struct gw_quota_cooldown *c, uint64_t now_ms,
@@ -294,8 +280,8 @@ net_quota_report_cooldown(const struct gw_conf_provider *p, const char *model, c
     json_t *m = json_string(model ? model : "");
     char *mj = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
 
-    iso(c->since_ms ? c->since_ms : now_ms, since);
-    iso(c->until_ms, until);
+    gw_fmt_iso_ms(c->since_ms ? c->since_ms : now_ms, since);
+    gw_fmt_iso_ms(c->until_ms, until);
     snprintf(json, sizeof(json),
              "{\"type\":\"credential_cooldown\",\"provider\":\"%s\",\"model\":%s,"
              "\"credential\":\"%s\",\"status\":%u,\"source\":\"%s\",\"since\":\"%s\","
@@ -442,7 +428,7 @@ ts_json(uint64_t ms)
 
     if (!ms)
         return json_null();
-    iso(ms, b);
+    gw_fmt_iso_ms(ms, b);
     return json_string(b);
 }
 

@@ -22,22 +22,8 @@
 #include "core/events.h"
 #include "core/health.h"
 #include "core/row.h"
+#include "core/str.h"
 #include "net/control.h"
-
-/* "2026-12-01T20:41:02.345Z" */
-static void
-format_ts(uint64_t ms, char out[64])
-{
-    time_t secs = (time_t)(ms / 1000);
-    struct tm tm;
-
-    if (!gmtime_r(&secs, &tm) || tm.tm_year > 8099) {
-        snprintf(out, 64, "9999-12-31T23:59:59.999Z");
-        return;
-    }
-    snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
-}
 
 /* ---- the request ---- */
 
@@ -171,7 +157,7 @@ net_report_paused(const struct gw_conf_provider *p, uint64_t now_ms, int status,
     /* A Retry-After at least as long as the pause is what set its end. */
     reason = retry_ms && f.paused_until_ms && f.paused_until_ms - now_ms <= retry_ms ? "retry_after"
                                                                                      : "failures";
-    format_ts(f.paused_until_ms ? f.paused_until_ms : now_ms, until);
+    gw_fmt_iso_ms(f.paused_until_ms ? f.paused_until_ms : now_ms, until);
     snprintf(st, sizeof(st), "%d", status);
     snprintf(json, sizeof(json),
              "{\"type\":\"upstream_paused\",\"provider\":\"%s\",\"reason\":\"%s\","
@@ -193,7 +179,7 @@ net_report_resumed(const struct gw_conf_provider *p, const char *reason, uint64_
 
     if (until_ms) {
         until[0] = '"';
-        format_ts(until_ms, until + 1);
+        gw_fmt_iso_ms(until_ms, until + 1);
         strcat(until, "\"");
     }
     snprintf(json, sizeof(json),

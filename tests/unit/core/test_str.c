@@ -170,6 +170,24 @@ test_utf8_valid_refuses_overlongs_surrogates_and_past_the_range(void **state)
     assert_false(gw_utf8_valid(gw_str_c("\x80")));             /* a lone continuation */
 }
 
+static void
+test_fmt_iso_ms_writes_rfc3339_utc_and_clamps_past_9999(void **state)
+{
+    char out[GW_ISO_MS_LEN];
+
+    (void)state;
+    gw_fmt_iso_ms(0, out);
+    assert_string_equal(out, "1970-01-01T00:00:00.000Z");
+    gw_fmt_iso_ms(1764621662345ull, out);
+    assert_string_equal(out, "2025-12-01T20:41:02.345Z");
+    gw_fmt_iso_ms(253402300799999ull, out); /* the last millisecond of 9999 */
+    assert_string_equal(out, "9999-12-31T23:59:59.999Z");
+    gw_fmt_iso_ms(253402300800000ull, out);
+    assert_string_equal(out, "9999-12-31T23:59:59.999Z");
+    gw_fmt_iso_ms(UINT64_MAX, out);
+    assert_string_equal(out, "9999-12-31T23:59:59.999Z");
+}
+
 int
 main(void)
 {
@@ -183,6 +201,7 @@ main(void)
         cmocka_unit_test(test_append_numbers_read_back_the_same),
         cmocka_unit_test(test_base64_decode_is_strict),
         cmocka_unit_test(test_utf8_valid_refuses_overlongs_surrogates_and_past_the_range),
+        cmocka_unit_test(test_fmt_iso_ms_writes_rfc3339_utc_and_clamps_past_9999),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
