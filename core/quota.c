@@ -608,16 +608,18 @@ gw_quota_sweep(struct gw_quota_set *s, uint64_t now_ms)
 
 /* ---- outcomes ---- */
 
-void
+bool
 gw_quota_success(struct gw_quota_set *s, size_t i, uint64_t now_ms)
 {
     struct q_unit *u;
+    bool had;
 
     (void)now_ms;
     if (i >= s->n)
-        return;
+        return false;
     u = &s->u[i];
     gw_spin_lock(&s->lock);
+    had = u->cool.hits != 0;
     u->seen = true;
     u->cool.hits = 0;
     u->day_step = 0;
@@ -625,6 +627,7 @@ gw_quota_success(struct gw_quota_set *s, size_t i, uint64_t now_ms)
     u->last_429_ms = 0;
     u->probe_fails = 0;
     gw_spin_unlock(&s->lock);
+    return had;
 }
 
 static void

@@ -262,8 +262,9 @@ size_t gw_quota_sweep(struct gw_quota_set *s, uint64_t now_ms);
 /* ---- outcomes ---- */
 
 /* Unit <i> answered (2xx, or a client error): it is seen, its ladder and hit count are
- * cleared (DESIGN.md 10: "cleared by a success"); a cooldown is not shortened. */
-void gw_quota_success(struct gw_quota_set *s, size_t i, uint64_t now_ms);
+ * cleared (DESIGN.md 10: "cleared by a success"); a cooldown is not shortened. True when
+ * it had cooled before (hits cleared: the caller tells credential_recovered). */
+bool gw_quota_success(struct gw_quota_set *s, size_t i, uint64_t now_ms);
 
 /* Unit <i> failed with a quota status (<h->status> 429, 402 or 403) at <now_ms>: learns
  * the facts' limits, then cools the unit: 402 credit and 403 tier climb the day ladder

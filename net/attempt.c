@@ -497,14 +497,10 @@ net_hop_quota_learn(struct net_stream *s, struct gw_str body, struct gw_quota_fa
 void
 net_hop_quota_success(struct net_stream *s)
 {
-    struct gw_quota_unit_view v;
-    uint64_t now = net_now_ms();
-
     if (!s->qset || s->qunit < 0)
         return;
-    gw_quota_view(s->qset, (size_t)s->qunit, now, &v);
-    gw_quota_success(s->qset, (size_t)s->qunit, now);
-    if (v.cool.hits) {
+    /* true only for a credential that had cooled: the common answer costs one lock */
+    if (gw_quota_success(s->qset, (size_t)s->qunit, net_now_ms())) {
         const struct gw_route_cand *c = &s->cands[s->cur];
         char model[GW_MODEL_MAX + 1];
         struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};

@@ -355,8 +355,9 @@ test_quota_day_exhaustion_climbs_the_ladder_and_a_success_clears_it(void **state
         assert_int_equal(c.until_ms - c.since_ms, steps[i]);
         t = c.until_ms > t + 1000 && i < 2 ? c.until_ms : t + 1000;
     }
-    gw_quota_success(s, 0, t);
-    c = t_fail(s, t + 1440 * MIN, 429, &f); /* past the 24 h cooldown in force */
+    assert_true(gw_quota_success(s, 0, t));  /* it had cooled: recovered */
+    assert_false(gw_quota_success(s, 0, t)); /* hits cleared: nothing to tell again */
+    c = t_fail(s, t + 1440 * MIN, 429, &f);  /* past the 24 h cooldown in force */
     assert_int_equal(c.until_ms - c.since_ms, 2 * MIN);
     assert_int_equal(c.hits, 1);
     gw_quota_set_free(s);
