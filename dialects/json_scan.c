@@ -649,6 +649,9 @@ value:
             goto member;
         goto value;
     }
+    /* jansson counts a scalar as a level of its own: one at the limit is too deep */
+    if (base + sp >= DL_JSON_MAX_DEPTH)
+        return dl_json_fail(j, DL_JSON_E_DEPTH);
     if (!scalar(j, c, compact != NULL, &add))
         return false;
     len += add;
