@@ -193,3 +193,18 @@ net_egress_shutdown(void)
         gw_free(e);
     }
 }
+
+static const char *
+conf_getenv(void *arg, const char *name)
+{
+    (void)arg;
+    return getenv(name);
+}
+
+static void
+conf_sha256(const void *data, size_t len, unsigned char out[32])
+{
+    SHA256(data, len, out);
+}
+
+const struct gw_conf_env net_conf_env = {conf_getenv, conf_sha256, NULL, net_egress_ca_check};

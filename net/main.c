@@ -20,7 +20,6 @@
 
 #include <event2/event.h>
 #include <event2/thread.h>
-#include <openssl/sha.h>
 
 #include "core/alloc.h"
 #include "core/conf.h"
@@ -68,21 +67,6 @@ struct gwd {
     struct net_reload *reload; /* reloads asked by the control thread, run here */
     unsigned drain_secs;
 };
-
-static const char *
-env_get(void *arg, const char *name)
-{
-    (void)arg;
-    return getenv(name);
-}
-
-static void
-sha256(const void *data, size_t len, unsigned char out[32])
-{
-    SHA256(data, len, out);
-}
-
-static const struct gw_conf_env gwd_env = {env_get, sha256, NULL, net_egress_ca_check};
 
 /* Reads the whole file at <path> into a malloc'd buffer. NULL with errno set on failure. */
 static char *
@@ -235,7 +219,7 @@ load_conf(const char *path, FILE *out, struct net_reload_result *keep)
     if (!dircopy || !realpath(dirname(dircopy), dir))
         snprintf(dir, sizeof(dir), ".");
     free(dircopy);
-    rc = gw_conf_parse(data, len, dir, &gwd_env, &conf, &probs);
+    rc = gw_conf_parse(data, len, dir, &net_conf_env, &conf, &probs);
     free(data);
     if (rc != GW_OK) {
         print_problems(out, "", &probs);

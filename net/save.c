@@ -25,8 +25,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "core/alloc.h"
 #include "core/str.h"
 #include "net/egress.h"
@@ -36,27 +34,6 @@
 #define SAVE_SYNC_MS 5000 /* a rename waits this long for queued rows to be committed */
 
 static pthread_mutex_t save_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static const char *
-conf_getenv(void *arg, const char *name)
-{
-    (void)arg;
-    return getenv(name);
-}
-
-static void
-save_sha256(const void *p, size_t n, unsigned char out[32])
-{
-    unsigned len = 32;
-
-    if (!EVP_Digest(p, n, out, &len, EVP_sha256(), NULL))
-        memset(out, 0, 32);
-}
-
-/* The environment gwd's own loader uses (net/main.c): the process environment and
- * SHA-256, so a save is validated exactly as the reload will validate it. */
-static const struct gw_conf_env save_conf_env = {conf_getenv, save_sha256, NULL,
-                                                 net_egress_ca_check};
 
 static char *
 file_read(const char *path, size_t *lenp)
@@ -387,7 +364,7 @@ run_locked(struct net_save *s)
     if (!dcopy || !realpath(dirname(dcopy), dir))
         snprintf(dir, sizeof(dir), ".");
     gw_free(dcopy);
-    rc = gw_conf_parse(data, len, dir, &save_conf_env, &old, &s->probs);
+    rc = gw_conf_parse(data, len, dir, &net_conf_env, &old, &s->probs);
     if (rc != GW_OK) {
         s->code = rc == GW_E_NOMEM ? rc : GW_E_CONTROL_CONFIG_INVALID;
         s->status = rc == GW_E_NOMEM ? 0 : 409;
@@ -400,7 +377,7 @@ run_locked(struct net_save *s)
         check_result(s, old, old);
         goto out; /* nothing to change: GW_OK, not changed */
     }
-    rc = gw_conf_parse(text.data, text.len, dir, &save_conf_env, &neu, &s->probs);
+    rc = gw_conf_parse(text.data, text.len, dir, &net_conf_env, &neu, &s->probs);
     if (rc != GW_OK) {
         s->code = rc;
         s->status = rc == GW_E_NOMEM ? 0 : 400;
