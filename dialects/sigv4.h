@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT
+ * dialects/sigv4.h - AWS Signature Version 4 (the signing of a Bedrock upstream's
+ * requests, issue 15): the canonical request, the string to sign, the derived key and
+ * the Authorization header value, as AWS's published SigV4 test suite defines them.
+ * Pure (STYLE.md 2 allows libcrypto's SHA-256 and HMAC here): the clock is an argument
+ * (the x-amz-date text), so the signing is unit-tested against the test vectors.
+ * Owns:    nothing; results go to the caller's buffers.
+ * Threads: any; no state.
+ * See:     dialects/sigv4.c, dialects/bedrock.h, net/attempt.c (the hop that signs),
+ *          tests/unit/dialects/test_sigv4.c
+ */
+#ifndef GW_DIALECTS_SIGV4_H
+#define GW_DIALECTS_SIGV4_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/codes.h"
+#include "core/str.h"
+
+/* "YYYYMMDDTHHMMSSZ" and its NUL. */
+#define DL_SIGV4_DATE_LEN 16
+/* 64 hex characters and a NUL. */
+#define DL_SIGV4_HASH_HEX 65
+
+/* One header to sign, as it is sent (the name in any case, the value as written). */
+struct dl_sigv4_hdr {
+    struct gw_str name, value;
+};
+
+/* What one signature covers. */
+struct dl_sigv4_input {
+    struct gw_str method; /* "POST" */
+    /* The path as it goes on the wire (already percent-encoded where the caller
+     * encodes, e.g. "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse"). The
+     * canonical URI is that path normalized ("." and ".." segments, repeated '/') and
+     * URI-encoded once more per RFC 3986 (every byte but unreserved ones and '/'), as
+     * AWS's SDKs do for every service but S3 (so a '%' on the wire is "%25" here). */
+    struct gw_str path;
+    /* The query string without '?', as sent ("" when none): the canonical query sorts
+     * the parameters by name then value, each encoded as above (spaces as %20). */
+    struct gw_str query;
+    /* Every header to sign, host and x-amz-date included (and x-amz-content-sha256,
+     * x-amz-security-token when they are sent): canonical headers are the names in
+     * lower case sorted, values with leading and trailing blanks trimmed and inner runs
+     * of blanks made one space; repeated names joined with ','. */
+    const struct dl_sigv4_hdr *hdrs;
+    size_t n_hdrs;
+    struct gw_str payload_hash; /* lower-case hex SHA-256 of the body (dl_sigv4_payload_hash) */
+    struct gw_str amz_date;     /* "YYYYMMDDTHHMMSSZ", the x-amz-date header's value */
+    struct gw_str region;       /* "us-east-1" */
+    struct gw_str service;      /* "bedrock" */
+    struct gw_str access_key_id;
+    struct gw_str secret_access_key; /* a secret: never logged, never in an error */
+};
+
+/* <out> = "YYYYMMDDTHHMMSSZ" of <unix_s> (UTC), NUL-terminated. */
+void dl_sigv4_amz_date(int64_t unix_s, char out[DL_SIGV4_DATE_LEN + 1]);
+/* <out> = lower-case hex SHA-256 of <body>, NUL-terminated. */
+void dl_sigv4_payload_hash(const void *body, size_t len, char out[DL_SIGV4_HASH_HEX]);
+
+/* Appends the canonical request of <in> to <out> (the test suite's .creq). GW_OK or
+ * GW_E_NOMEM; GW_E_BAD_REQUEST when <in> is unusable (no host header, a date that is not
+ * 16 characters). */
+enum gw_code dl_sigv4_canonical_request(const struct dl_sigv4_input *in, struct gw_buf *out);
+/* Appends the string to sign of <in> (the test suite's .sts) to <out>. */
+enum gw_code dl_sigv4_string_to_sign(const struct dl_sigv4_input *in, struct gw_buf *out);
+/* Appends the Authorization header's value of <in> (the test suite's .authz):
+ * "AWS4-HMAC-SHA256 Credential=<id>/<date>/<region>/<service>/aws4_request,
+ * SignedHeaders=<names>, Signature=<hex>". */
+enum gw_code dl_sigv4_authorization(const struct dl_sigv4_input *in, struct gw_buf *out);
+
+#endif
