@@ -87,9 +87,9 @@ struct net_h2 {
     struct event *send_ev; /* made active by the sink: frame and write on this loop turn */
     struct event *timer;   /* idle and stall checks; the close after a flush */
     struct h2_bucket resets, ctrl;
-    unsigned cont; /* CONTINUATION frames of the header block being read */
-    bool closing;  /* no more input; flushing, then closed */
-    bool draining; /* GOAWAY sent: close once the streams ended */
+    unsigned cont;  /* CONTINUATION frames of the header block being read */
+    bool closing;   /* no more input; flushing, then closed */
+    bool draining;  /* GOAWAY sent: close once the streams ended */
     bool busy_seen; /* a stream lived during the current idle period */
     bool out_moved; /* answer bytes went out during the current idle period */
 };
@@ -568,8 +568,14 @@ static bool
 hdr_skipped(struct gw_str n)
 {
     static const char *const conn_specific[] = {
-        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade",
-        "content-length", "te", "host",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "te",
+        "host",
     };
     size_t i;
 
@@ -618,7 +624,8 @@ h2_head(struct net_sink *k, int status, const struct net_hdr *hdrs, size_t n_hdr
     for (i = 0; i < names.len; i++)
         names.data[i] = (char)tolower((unsigned char)names.data[i]);
     snprintf(st, sizeof(st), "%d", status);
-    nv[n++] = (nghttp2_nv){(uint8_t *)(uintptr_t) ":status", (uint8_t *)st, 7, strlen(st), NGHTTP2_NV_FLAG_NONE};
+    nv[n++] = (nghttp2_nv){(uint8_t *)(uintptr_t) ":status", (uint8_t *)st, 7, strlen(st),
+                           NGHTTP2_NV_FLAG_NONE};
     for (i = 0, off = 0; i < n_hdrs; i++) {
         if (hdr_skipped(hdrs[i].name) || !value_ok(hdrs[i].value))
             continue;
@@ -630,8 +637,8 @@ h2_head(struct net_sink *k, int status, const struct net_hdr *hdrs, size_t n_hdr
     }
     if (length != NET_SINK_STREAMED) {
         snprintf(len, sizeof(len), "%zu", length);
-        nv[n++] = (nghttp2_nv){(uint8_t *)(uintptr_t) "content-length", (uint8_t *)len, 14, strlen(len),
-                               NGHTTP2_NV_FLAG_NONE};
+        nv[n++] = (nghttp2_nv){(uint8_t *)(uintptr_t) "content-length", (uint8_t *)len, 14,
+                               strlen(len), NGHTTP2_NV_FLAG_NONE};
     }
     if (nghttp2_submit_response(hs->h->sess, hs->id, nv, n, &prd) != 0)
         hs->reset = true; /* the stream is gone: what follows is dropped */
@@ -801,9 +808,13 @@ on_read(struct bufferevent *bev, void *arg)
         len = v.iov_len < NET_H2_RECV_CHUNK ? v.iov_len : NET_H2_RECV_CHUNK;
         n = nghttp2_session_mem_recv(h->sess, v.iov_base, len);
         if (n < 0) {
-            /* a connection error nghttp2 answered with GOAWAY (a flood, a protocol
-             * error, a bad preface): send what it queued and close */
+            /* a connection error (a flood nghttp2 caught, a protocol error, a bad
+             * preface): GOAWAY when nghttp2 did not queue one, then close */
             log_conn(h, "h2_protocol_error", nghttp2_strerror((int)n));
+            nghttp2_session_terminate_session(
+                h->sess, n == NGHTTP2_ERR_FLOODED || n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS
+                             ? NGHTTP2_ENHANCE_YOUR_CALM
+                             : NGHTTP2_PROTOCOL_ERROR);
             h->closing = true;
             break;
         }
@@ -890,7 +901,7 @@ net_h2_start(struct net_conn *c)
         nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, on_begin_frame);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
         nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
-        nghttp2_option_set_max_continuations(opt, NET_H2_MAX_CONTINUATIONS);
+        nghttp2_option_set_max_continuations(opt, NET_H2_MAX_CONTINUATIONS + 1); /* ours first */
         nghttp2_option_set_max_outbound_ack(opt, NET_H2_MAX_OUTBOUND_ACK);
         nghttp2_option_set_max_settings(opt, 32);
         nghttp2_option_set_no_closed_streams(opt, 1);
@@ -906,8 +917,8 @@ net_h2_start(struct net_conn *c)
     }
     set[0] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, NET_H2_MAX_STREAMS};
     set[1] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, NET_H2_WINDOW};
-    set[2] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
-                                      c->rq.lim.max_header_bytes};
+    set[2] =
+        (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, c->rq.lim.max_header_bytes};
     if (rv != 0 || !h->send_ev || !h->timer ||
         nghttp2_submit_settings(h->sess, NGHTTP2_FLAG_NONE, set, 3) != 0) {
         if (h) {
