@@ -75,6 +75,8 @@ struct net_h2s {
     bool started;        /* handed to net_pipeline_start */
     bool req_done;       /* the client ended its side */
     bool head_sent, ended, reset, deferred;
+    uint64_t t0_us;    /* the stream's first header: its head and body deadlines */
+    uint64_t moved_us; /* answer bytes last taken (the window moved), or first queued */
     struct gw_buf out; /* answer bytes the data provider has not taken yet ... */
     size_t out_off;    /* ... from here */
 };
@@ -87,11 +89,12 @@ struct net_h2 {
     struct event *send_ev; /* made active by the sink: frame and write on this loop turn */
     struct event *timer;   /* idle and stall checks; the close after a flush */
     struct h2_bucket resets, ctrl;
-    unsigned cont;  /* CONTINUATION frames of the header block being read */
-    bool closing;   /* no more input; flushing, then closed */
-    bool draining;  /* GOAWAY sent: close once the streams ended */
-    bool busy_seen; /* a stream lived during the current idle period */
-    bool out_moved; /* answer bytes went out during the current idle period */
+    unsigned cont;      /* CONTINUATION frames of the header block being read */
+    bool closing;       /* no more input; flushing, then closed */
+    bool draining;      /* GOAWAY sent: close once the streams ended */
+    uint64_t quiet_us;  /* since when no stream lives (0: one does) */
+    uint64_t wrote_us;  /* the socket last took bytes, or the first byte waited */
+    unsigned tick_secs; /* the timer's period: the shortest of the client timeouts */
 };
 
 /* ---- small parts ---- */
@@ -218,7 +221,8 @@ stream_new(struct net_h2 *h, int32_t id)
         h->streams->prev = hs;
     h->streams = hs;
     h->n_streams++;
-    h->busy_seen = true;
+    h->quiet_us = 0;
+    hs->t0_us = net_mono_us();
     return hs;
 }
 
@@ -233,7 +237,8 @@ stream_free(struct net_h2s *hs)
         h->streams = hs->next;
     if (hs->next)
         hs->next->prev = hs->prev;
-    h->n_streams--;
+    if (!--h->n_streams)
+        h->quiet_us = net_mono_us();
     net_body_release(&hs->rc.body_held);
     gw_conf_release(hs->rc.conf);
     net_h1req_fini(&hs->rc.rq);
@@ -539,11 +544,11 @@ read_answer(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t length, uint
             nghttp2_data_source *src, void *ud)
 {
     struct net_h2s *hs = src->ptr;
-    struct net_h2 *h = ud;
     size_t avail = hs->out.len - hs->out_off, n = avail < length ? avail : length;
 
     (void)sess;
     (void)id;
+    (void)ud;
     if (!n && !hs->ended) {
         hs->deferred = true;
         return NGHTTP2_ERR_DEFERRED;
@@ -551,7 +556,7 @@ read_answer(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t length, uint
     if (n) {
         memcpy(buf, hs->out.data + hs->out_off, n);
         hs->out_off += n;
-        h->out_moved = true;
+        hs->moved_us = net_mono_us();
     }
     if (hs->out_off == hs->out.len) {
         gw_buf_reset(&hs->out);
@@ -664,6 +669,8 @@ h2_data(struct net_sink *k, const char *p, size_t n)
 
     if (hs->reset)
         return;
+    if (hs->out.len == hs->out_off)
+        hs->moved_us = net_mono_us(); /* a stall is counted from the first byte waiting */
     if (hs->out_off && hs->out_off >= hs->out.len / 2) {
         /* the taken half goes: the buffer does not grow with a long answer */
         memmove(hs->out.data, hs->out.data + hs->out_off, hs->out.len - hs->out_off);
@@ -764,6 +771,8 @@ flush(struct net_h2 *h)
         }
         if (n == 0)
             break;
+        if (evbuffer_get_length(out) == 0)
+            h->wrote_us = net_mono_us(); /* a stall is counted from the first byte waiting */
         evbuffer_add(out, p, (size_t)n);
     }
     for (hs = h->streams; hs; hs = next) {
@@ -830,6 +839,7 @@ on_write(struct bufferevent *bev, void *arg)
 {
     struct net_h2 *h = arg;
 
+    h->wrote_us = net_mono_us();
     if (h->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         timer_arm(h, 0);
         return;
@@ -847,15 +857,57 @@ on_event(struct bufferevent *bev, short what, void *arg)
         net_conn_close(h->c); /* the client is gone: its streams are cancelled */
 }
 
-/* Every idle_timeout_secs: a connection with no stream for that long closes (GOAWAY),
- * and so does one whose answers made no progress though bytes wait (a zero window, a
- * client that does not read). Also the end of a close after a flush. */
+/* A stream whose request did not arrive in time: a head past header_timeout_secs
+ * keeps the connection in its header block (nothing else may come), so the connection
+ * closes; a body past body_timeout_secs is answered 408 on its stream. */
+static bool
+deadlines(struct net_h2 *h, uint64_t now)
+{
+    const struct net_conn *c = h->c;
+    struct net_h2s *hs;
+
+    for (hs = h->streams; hs; hs = hs->next) {
+        if (hs->answered || hs->started)
+            continue;
+        if (hs->rc.state == NET_CONN_HEAD &&
+            now - hs->t0_us >= c->header_timeout_secs * 1000000ull) {
+            log_conn(h, "h2_head_timeout", "a header block was not received in time: closed");
+            return false;
+        }
+        if (hs->rc.state == NET_CONN_BODY && now - hs->t0_us >= c->body_timeout_secs * 1000000ull)
+            stream_refuse(hs, GW_E_CLIENT_TIMEOUT,
+                          "the request body was not received within server.body_timeout_secs");
+    }
+    return true;
+}
+
+/* Streams whose answer waits with no byte taken for idle_timeout_secs (the client
+ * keeps the window shut) are reset: their requests are cancelled. */
+static void
+stalls(struct net_h2 *h, uint64_t now)
+{
+    uint64_t idle = h->c->idle_timeout_secs * 1000000ull;
+    struct net_h2s *hs;
+
+    for (hs = h->streams; hs; hs = hs->next) {
+        if (!hs->head_sent || hs->reset || hs->out.len == hs->out_off || now - hs->moved_us < idle)
+            continue;
+        log_conn(h, "h2_stalled",
+                 "an answer waited server.idle_timeout_secs with no byte taken: stream reset");
+        hs->reset = true;
+        nghttp2_submit_rst_stream(h->sess, NGHTTP2_FLAG_NONE, hs->id, NGHTTP2_CANCEL);
+    }
+}
+
+/* Every tick_secs: a connection with no stream for idle_timeout_secs closes (GOAWAY),
+ * and so does one whose socket took no byte for that long while some wait (a client
+ * that does not read); stalled streams and requests past their deadlines (above). Also
+ * the end of a close after a flush. */
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct net_h2 *h = arg;
-    struct net_h2s *hs;
-    bool waiting = evbuffer_get_length(bufferevent_get_output(h->c->bev)) > 0;
+    uint64_t now = net_mono_us(), idle = h->c->idle_timeout_secs * 1000000ull;
 
     (void)fd;
     (void)what;
@@ -863,9 +915,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
         net_conn_close(h->c);
         return;
     }
-    for (hs = h->streams; hs && !waiting; hs = hs->next)
-        waiting = hs->head_sent && !hs->reset && hs->out.len > hs->out_off;
-    if (!h->busy_seen && !h->n_streams) {
+    if (!h->n_streams && now - h->quiet_us >= idle) {
         nghttp2_submit_goaway(h->sess, NGHTTP2_FLAG_NONE,
                               nghttp2_session_get_last_proc_stream_id(h->sess), NGHTTP2_NO_ERROR,
                               NULL, 0);
@@ -873,15 +923,19 @@ on_timer(evutil_socket_t fd, short what, void *arg)
         flush(h);
         return;
     }
-    if (waiting && !h->out_moved) {
+    if (evbuffer_get_length(bufferevent_get_output(h->c->bev)) > 0 && now - h->wrote_us >= idle) {
         log_conn(h, "h2_stalled",
-                 "no answer bytes taken by the client for server.idle_timeout_secs: closed");
+                 "the client took no byte for server.idle_timeout_secs: connection closed");
         net_conn_close(h->c); /* its streams are cancelled */
         return;
     }
-    h->busy_seen = h->n_streams > 0;
-    h->out_moved = false;
-    timer_arm(h, h->c->idle_timeout_secs);
+    if (!deadlines(h, now)) {
+        net_conn_close(h->c);
+        return;
+    }
+    stalls(h, now);
+    want_send(h); /* the 408s and resets */
+    timer_arm(h, h->tick_secs);
 }
 
 void
@@ -935,11 +989,18 @@ net_h2_start(struct net_conn *c)
     evtimer_del(c->timer);
     bucket_init(&h->resets, NET_H2_RESET_BURST);
     bucket_init(&h->ctrl, NET_H2_CTRL_BURST);
-    h->busy_seen = true; /* the first idle period starts now */
+    h->quiet_us = h->wrote_us = net_mono_us();
+    h->tick_secs = c->idle_timeout_secs;
+    if (c->header_timeout_secs && c->header_timeout_secs < h->tick_secs)
+        h->tick_secs = c->header_timeout_secs;
+    if (c->body_timeout_secs && c->body_timeout_secs < h->tick_secs)
+        h->tick_secs = c->body_timeout_secs;
+    if (!h->tick_secs)
+        h->tick_secs = 1;
     bufferevent_setcb(c->bev, on_read, on_write, on_event, h);
     bufferevent_setwatermark(c->bev, EV_WRITE, NET_OUT_LOW, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    timer_arm(h, c->idle_timeout_secs);
+    timer_arm(h, h->tick_secs);
     on_read(c->bev, h); /* the bytes read so far: the preface, maybe more */
 }
 

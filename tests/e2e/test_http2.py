@@ -23,7 +23,7 @@ import h2.settings
 import hpack
 import pytest
 from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame,
-                              PingFrame, RstStreamFrame, SettingsFrame)
+                              PingFrame, RstStreamFrame, SettingsFrame, WindowUpdateFrame)
 
 from gwtest import (ALICE_KEY, WAIT_TIMEOUT, bearer, chat_body, config, content_of, provider,
                     sse_events, wait_until)
@@ -31,6 +31,7 @@ from gwtest import (ALICE_KEY, WAIT_TIMEOUT, bearer, chat_body, config, content_
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 ENHANCE_YOUR_CALM = 11
 REFUSED_STREAM = 7
+CANCEL = 8
 
 
 def _normalize(raw):
@@ -143,8 +144,12 @@ class Raw:
     """Frames written by hand (hyperframe, hpack): what a well-behaved library refuses
     to send. Reads the server's frames until it closes."""
 
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_TIMEOUT)
+    def __init__(self, port, rcvbuf=None):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:  # before connect: the TCP window stays small
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(WAIT_TIMEOUT)
+        self.sock.connect(("127.0.0.1", port))
         self.enc = hpack.Encoder()
         self.sock.sendall(PREFACE + SettingsFrame(0).serialize())
 
@@ -392,22 +397,45 @@ def test_settings_and_ping_floods_get_goaway_enhance_your_calm(tmp_path, up, gwd
     r.close()
 
 
-def test_zero_window_is_closed_at_the_idle_timeout(tmp_path, bench, gwd):
+def test_zero_window_stream_is_reset_at_the_idle_timeout(tmp_path, bench, gwd):
     # 400 KB: more than the relay queues before it pauses the upstream read (256 KiB),
-    # so the request is still running when the stall closes the connection
+    # so the request is still running when the stall ends it
     b = bench("--chunks", 200, "--text", "z" * 2000)
     g = gwd(config(tmp_path, [provider("up", b)], server={"idle_timeout_secs": 2}))
     c = H2(g.port, window=0)
     sid = c.request(chat_body(stream=True))
     c.pump(lambda: c.streams[sid]["status"] is not None, what="the head")
     t0 = time.monotonic()
-    c.wait_closed(timeout=15)
+    c.pump(lambda: c.streams[sid]["reset"] is not None, timeout=15, what="the reset")
     took = time.monotonic() - t0
+    assert c.streams[sid]["reset"] == CANCEL
     assert c.streams[sid]["data"] == b"" and not c.streams[sid]["ended"]
     assert 1.5 <= took <= 10, took
     g.err.wait_for(r"h2_stalled")
     row = g.wait_row(c.streams[sid]["headers"]["x-request-id"])
     assert row["status"] == 499 and row["code"] == "gw.client.cancelled", row
+    # with no stream left the connection itself is idle: GOAWAY and closed
+    c.wait_closed(timeout=15)
+    assert c.goaway is not None and c.goaway.error_code == 0
+
+
+def test_client_that_does_not_read_is_closed_at_the_idle_timeout(tmp_path, bench, gwd):
+    # 8 MB: more than the socket buffers hold (the kernel's, gwd's output, the stream's)
+    b = bench("--chunks", 2000, "--text", "r" * 4000)
+    g = gwd(config(tmp_path, [provider("up", b)], server={"idle_timeout_secs": 2}))
+    # a large HTTP/2 window: the server may send; the client never reads its socket
+    r = Raw(g.port, rcvbuf=4096)
+    r.send([SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 2**31 - 1}),
+            WindowUpdateFrame(0, window_increment=2**31 - 65536),
+            HeadersFrame(1, r.block("/v1/chat/completions", "POST",
+                                    [("authorization", f"Bearer {ALICE_KEY}")]),
+                         flags=["END_HEADERS"]),
+            DataFrame(1, chat_body(stream=True), flags=["END_STREAM"])])
+    g.err.wait_for(r"h2_stalled.*connection closed", timeout=20)
+    rows = wait_until(lambda: [x for x in g.traffic() if x["status"] == 499] or None,
+                      what="the cancelled row")
+    assert rows[0]["code"] == "gw.client.cancelled"
+    r.close()
 
 
 # ---------------------------------------------------------------- lifecycle
