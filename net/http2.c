@@ -44,7 +44,8 @@
 
 #define NET_H2_MAGIC 0x68327373u
 #define NET_H2_MAX_STREAMS 100
-#define NET_H2_WINDOW (1u << 20) /* the client's initial stream window for request bodies */
+#define NET_H2_WINDOW (1u << 20)      /* a stream's receive window (request bodies) */
+#define NET_H2_CONN_WINDOW (4u << 20) /* the connection's */
 #define NET_H2_MAX_CONTINUATIONS 8
 #define NET_H2_MAX_OUTBOUND_ACK 100
 /* Client RST_STREAM frames: a burst, then so many a second (rapid reset, CVE-2023-44487) */
@@ -130,6 +131,13 @@ bucket_take(struct h2_bucket *b, uint32_t burst, uint32_t rate)
         return false;
     b->tokens--;
     return true;
+}
+
+/* Microseconds from <t> to <now>; 0 when <t> is later (set after <now> was read). */
+static uint64_t
+since(uint64_t now, uint64_t t)
+{
+    return now > t ? now - t : 0;
 }
 
 static void
@@ -870,11 +878,12 @@ deadlines(struct net_h2 *h, uint64_t now)
         if (hs->answered || hs->started)
             continue;
         if (hs->rc.state == NET_CONN_HEAD &&
-            now - hs->t0_us >= c->header_timeout_secs * 1000000ull) {
+            since(now, hs->t0_us) >= c->header_timeout_secs * 1000000ull) {
             log_conn(h, "h2_head_timeout", "a header block was not received in time: closed");
             return false;
         }
-        if (hs->rc.state == NET_CONN_BODY && now - hs->t0_us >= c->body_timeout_secs * 1000000ull)
+        if (hs->rc.state == NET_CONN_BODY &&
+            since(now, hs->t0_us) >= c->body_timeout_secs * 1000000ull)
             stream_refuse(hs, GW_E_CLIENT_TIMEOUT,
                           "the request body was not received within server.body_timeout_secs");
     }
@@ -890,7 +899,8 @@ stalls(struct net_h2 *h, uint64_t now)
     struct net_h2s *hs;
 
     for (hs = h->streams; hs; hs = hs->next) {
-        if (!hs->head_sent || hs->reset || hs->out.len == hs->out_off || now - hs->moved_us < idle)
+        if (!hs->head_sent || hs->reset || hs->out.len == hs->out_off ||
+            since(now, hs->moved_us) < idle)
             continue;
         log_conn(h, "h2_stalled",
                  "an answer waited server.idle_timeout_secs with no byte taken: stream reset");
@@ -915,7 +925,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
         net_conn_close(h->c);
         return;
     }
-    if (!h->n_streams && now - h->quiet_us >= idle) {
+    if (!h->n_streams && since(now, h->quiet_us) >= idle) {
         nghttp2_submit_goaway(h->sess, NGHTTP2_FLAG_NONE,
                               nghttp2_session_get_last_proc_stream_id(h->sess), NGHTTP2_NO_ERROR,
                               NULL, 0);
@@ -923,7 +933,8 @@ on_timer(evutil_socket_t fd, short what, void *arg)
         flush(h);
         return;
     }
-    if (evbuffer_get_length(bufferevent_get_output(h->c->bev)) > 0 && now - h->wrote_us >= idle) {
+    if (evbuffer_get_length(bufferevent_get_output(h->c->bev)) > 0 &&
+        since(now, h->wrote_us) >= idle) {
         log_conn(h, "h2_stalled",
                  "the client took no byte for server.idle_timeout_secs: connection closed");
         net_conn_close(h->c); /* its streams are cancelled */
@@ -974,7 +985,9 @@ net_h2_start(struct net_conn *c)
     set[2] =
         (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, c->rq.lim.max_header_bytes};
     if (rv != 0 || !h->send_ev || !h->timer ||
-        nghttp2_submit_settings(h->sess, NGHTTP2_FLAG_NONE, set, 3) != 0) {
+        nghttp2_submit_settings(h->sess, NGHTTP2_FLAG_NONE, set, 3) != 0 ||
+        nghttp2_session_set_local_window_size(h->sess, NGHTTP2_FLAG_NONE, 0, NET_H2_CONN_WINDOW) !=
+            0) {
         if (h) {
             c->h2 = h;
             net_h2_free(h);

@@ -86,10 +86,22 @@ class H2:
             h.append(("content-type", "application/json"))
         h.extend(headers)
         self.conn.send_headers(sid, h, end_stream=body is None)
-        if body is not None:
-            self.conn.send_data(sid, body, end_stream=True)
         self.streams[sid] = {"status": None, "headers": {}, "data": b"", "ended": False,
                              "reset": None}
+        while body is not None:
+            # what the windows allow; then wait for the server's WINDOW_UPDATE
+            st = self.streams[sid]
+            n = min(len(body), self.conn.local_flow_control_window(sid),
+                    self.conn.max_outbound_frame_size)
+            if n or not body:
+                self.conn.send_data(sid, body[:n], end_stream=n == len(body))
+                body = body[n:] if n < len(body) else None
+                self.flush()
+                continue
+            self.pump(lambda: st["ended"] or st["reset"] is not None
+                      or self.conn.local_flow_control_window(sid) > 0, what="window")
+            if st["ended"] or st["reset"] is not None:
+                break  # answered (refused) before the whole body was sent
         self.flush()
         return sid
 
@@ -337,6 +349,40 @@ def test_header_list_over_the_limit_is_refused_on_its_stream(tmp_path, up, gwd):
     c.pump(lambda: c.streams[sid2]["ended"], what="a request after it")
     assert c.streams[sid2]["status"] == 200
     c.close()
+
+
+def test_body_over_max_body_is_refused_on_its_stream(tmp_path, up, gwd):
+    g = gwd(config(tmp_path, [provider("up", up)], server={"max_body_mb": 1}))
+    c = H2(g.port)
+    big = chat_body(text="b" * (1100 * 1024))
+    sid = c.request(big)
+    c.pump(lambda: c.streams[sid]["ended"] or c.streams[sid]["reset"] is not None,
+           what="the refusal")
+    assert c.streams[sid]["status"] == 413, c.streams[sid]
+    assert c.streams[sid]["headers"].get("x-gw-code") == "gw.body_too_large"
+    sid2 = c.request(chat_body())
+    c.pump(lambda: c.streams[sid2]["ended"], what="a request after it")
+    assert c.streams[sid2]["status"] == 200
+    c.close()
+
+
+def test_body_not_sent_in_time_is_answered_408(tmp_path, up, gwd):
+    g = gwd(config(tmp_path, [provider("up", up)], server={"body_timeout_secs": 1}))
+    r = Raw(g.port)
+    r.send([HeadersFrame(1, r.block("/v1/chat/completions", "POST",
+                                    [("authorization", f"Bearer {ALICE_KEY}")]),
+                         flags=["END_HEADERS"]),
+            DataFrame(1, b'{"model":')])  # and nothing more
+    t0 = time.monotonic()
+    heads = []
+    while not heads:
+        f = r.next_frame()
+        assert f is not None, "closed"
+        if isinstance(f, HeadersFrame) and f.stream_id == 1:
+            heads.append(hpack.Decoder().decode(f.data))
+    assert time.monotonic() - t0 >= 0.9
+    assert dict(heads[0])[":status"] == "408", heads
+    r.close()
 
 
 def test_continuation_flood_closes_the_connection(tmp_path, up, gwd):
