@@ -54,6 +54,7 @@
 /* PING, SETTINGS, PRIORITY and empty DATA frames: a burst, then so many a second */
 #define NET_H2_CTRL_BURST 100
 #define NET_H2_CTRL_RATE 20
+#define NET_H2_BOMB 4           /* a header list this many times the limit ends the connection */
 #define NET_H2_RECV_CHUNK 16384 /* input fed at a time: a closing session stops between */
 
 static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -92,6 +93,7 @@ struct net_h2 {
     struct h2_bucket resets, ctrl;
     unsigned cont;      /* CONTINUATION frames of the header block being read */
     bool closing;       /* no more input; flushing, then closed */
+    bool abuse;         /* a callback failed the session for a bound the client broke */
     bool draining;      /* GOAWAY sent: close once the streams ended */
     uint64_t quiet_us;  /* since when no stream lives (0: one does) */
     uint64_t wrote_us;  /* the socket last took bytes, or the first byte waited */
@@ -407,10 +409,18 @@ on_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_t *name, si
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0; /* trailers: not read */
     hs = stream_of(ud, f->hd.stream_id);
-    if (!hs || hs->refuse != GW_OK)
+    if (!hs)
         return 0;
     r = &hs->rc.rq;
     hs->hdr_bytes += namelen + valuelen + 32;
+    if (hs->hdr_bytes > NET_H2_BOMB * (size_t)r->lim.max_header_bytes) {
+        /* far past the limit: HPACK references make a small block decode into a huge
+         * list (an HPACK bomb), and every byte of it costs time */
+        ((struct net_h2 *)ud)->abuse = true;
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    if (hs->refuse != GW_OK)
+        return 0;
     if (hs->hdr_bytes > r->lim.max_header_bytes) {
         hs->refuse = GW_E_HEADERS_TOO_LARGE;
         return 0;
@@ -829,9 +839,10 @@ on_read(struct bufferevent *bev, void *arg)
              * preface): GOAWAY when nghttp2 did not queue one, then close */
             log_conn(h, "h2_protocol_error", nghttp2_strerror((int)n));
             nghttp2_session_terminate_session(
-                h->sess, n == NGHTTP2_ERR_FLOODED || n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS
-                             ? NGHTTP2_ENHANCE_YOUR_CALM
-                             : NGHTTP2_PROTOCOL_ERROR);
+                h->sess,
+                n == NGHTTP2_ERR_FLOODED || n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || h->abuse
+                    ? NGHTTP2_ENHANCE_YOUR_CALM
+                    : NGHTTP2_PROTOCOL_ERROR);
             h->closing = true;
             break;
         }

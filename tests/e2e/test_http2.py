@@ -385,6 +385,22 @@ def test_body_not_sent_in_time_is_answered_408(tmp_path, up, gwd):
     r.close()
 
 
+def test_hpack_bomb_gets_goaway_enhance_your_calm(tmp_path, up, gwd):
+    g = gwd(config(tmp_path, [provider("up", up)], server={"max_header_kb": 4}))
+    r = Raw(g.port)
+    # one 4000-byte header into the dynamic table, then referenced by index (one byte
+    # each) thousands of times: a small block that decodes into megabytes
+    first = r.enc.encode([("x-bomb", "b" * 4000)])
+    ref = r.enc.encode([("x-bomb", "b" * 4000)])
+    assert len(ref) == 1, ref
+    block = r.block() + first + ref * 8000
+    r.send([HeadersFrame(1, block[:16000]),
+            ContinuationFrame(1, block[16000:], flags=["END_HEADERS"])])
+    got = goaways(r.frames())
+    assert [f.error_code for f in got] == [ENHANCE_YOUR_CALM], got
+    r.close()
+
+
 def test_continuation_flood_closes_the_connection(tmp_path, up, gwd):
     g = gwd(config(tmp_path, [provider("up", up)]))
     r = Raw(g.port)
