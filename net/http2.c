@@ -541,8 +541,18 @@ on_stream_close(nghttp2_session *sess, int32_t id, uint32_t error_code, void *ud
 static int
 on_frame_send(nghttp2_session *sess, const nghttp2_frame *f, void *ud)
 {
+    struct net_h2 *h = ud;
     struct net_h2s *hs;
 
+    if (f->hd.type == NGHTTP2_RST_STREAM && f->rst_stream.error_code != NGHTTP2_NO_ERROR &&
+        f->rst_stream.error_code != NGHTTP2_CANCEL &&
+        f->rst_stream.error_code != NGHTTP2_INTERNAL_ERROR &&
+        !bucket_take(&h->resets, NET_H2_RESET_BURST, NET_H2_RESET_RATE)) {
+        /* streams the client made nghttp2 reset (a zero WINDOW_UPDATE, DATA on a closed
+         * stream, streams over the cap): the same bound as its own resets */
+        calm_down(h, "streams reset for protocol errors faster than the bound");
+        return 0;
+    }
     if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;

@@ -431,6 +431,22 @@ def test_rapid_reset_gets_goaway_enhance_your_calm(tmp_path, up, gwd):
     r.close()
 
 
+def test_streams_the_server_must_reset_count_as_rapid_reset(tmp_path, up, gwd):
+    g = gwd(config(tmp_path, [provider("up", up)]))
+    r = Raw(g.port)
+    frames = []
+    for i in range(400):
+        sid = 2 * i + 1
+        # an upper-case header name is a stream error: the server resets the stream
+        frames.append(HeadersFrame(sid, r.block(extra=[("X-Upper", "v")]),
+                                   flags=["END_HEADERS", "END_STREAM"]))
+    r.send(frames)
+    got = r.frames()
+    assert [f.error_code for f in goaways(got)] == [ENHANCE_YOUR_CALM], goaways(got)
+    assert sum(isinstance(f, RstStreamFrame) for f in got) <= 101
+    r.close()
+
+
 def test_a_few_resets_are_allowed(tmp_path, up, gwd):
     g = gwd(config(tmp_path, [provider("up", up)]))
     c = H2(g.port)
