@@ -288,6 +288,7 @@ stream_refuse(struct net_h2s *hs, enum gw_code code, const char *why)
     } else {
         net_respond_error(&hs->rc, NULL, code, why, NULL, 0);
     }
+    gw_buf_fini(&hs->rc.rq.body); /* what came of it is not kept */
     net_body_release(&hs->rc.body_held);
     gw_conf_release(hs->rc.conf);
     hs->rc.conf = NULL;
