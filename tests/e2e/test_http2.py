@@ -366,6 +366,17 @@ def test_body_over_max_body_is_refused_on_its_stream(tmp_path, up, gwd):
     c.close()
 
 
+def test_header_block_not_ended_in_time_closes_the_connection(tmp_path, up, gwd):
+    g = gwd(config(tmp_path, [provider("up", up)], server={"header_timeout_secs": 1}))
+    r = Raw(g.port)
+    t0 = time.monotonic()
+    r.send([HeadersFrame(1, r.block())])  # no END_HEADERS, and no CONTINUATION
+    r.frames(timeout=15)  # until the server closes
+    assert time.monotonic() - t0 >= 0.9
+    g.err.wait_for(r"h2_head_timeout")
+    r.close()
+
+
 def test_body_not_sent_in_time_is_answered_408(tmp_path, up, gwd):
     g = gwd(config(tmp_path, [provider("up", up)], server={"body_timeout_secs": 1}))
     r = Raw(g.port)
