@@ -100,6 +100,9 @@ struct net_h2 {
     unsigned tick_secs; /* the timer's period: the shortest of the client timeouts */
 };
 
+/* One per kind of warning line (gw_log_rate); any worker. */
+static struct gw_log_rate rate_calm, rate_proto, rate_head, rate_stream_stall, rate_conn_stall;
+
 /* ---- small parts ---- */
 
 int
@@ -157,11 +160,15 @@ timer_arm(struct net_h2 *h, unsigned secs)
 }
 
 static void
-log_conn(struct net_h2 *h, const char *code, const char *msg)
+log_conn(struct net_h2 *h, struct gw_log_rate *rate, const char *code, const char *msg)
 {
     struct gw_log_ctx ctx = {(int)h->c->w->id, h->c->id, NULL};
+    uint64_t suppressed;
 
-    GW_LOG(GW_LOG_WARN, &ctx, code, "%s", msg);
+    /* what a hostile client causes is logged at most once a second a kind */
+    if (gw_log_rate_pass(rate, &suppressed))
+        GW_LOG(GW_LOG_WARN, &ctx, code, "%s (%llu more such lines since the last one)", msg,
+               (unsigned long long)suppressed);
 }
 
 /* Stop reading; close once what is queued left (bounded by the idle timeout). */
@@ -186,7 +193,7 @@ calm_down(struct net_h2 *h, const char *what)
 {
     if (h->closing)
         return;
-    log_conn(h, "h2_enhance_your_calm", what);
+    log_conn(h, &rate_calm, "h2_enhance_your_calm", what);
     nghttp2_session_terminate_session(h->sess, NGHTTP2_ENHANCE_YOUR_CALM);
     h->closing = true; /* input stops between chunks (on_read) */
     want_send(h);
@@ -848,7 +855,7 @@ on_read(struct bufferevent *bev, void *arg)
         if (n < 0) {
             /* a connection error (a flood nghttp2 caught, a protocol error, a bad
              * preface): GOAWAY when nghttp2 did not queue one, then close */
-            log_conn(h, "h2_protocol_error", nghttp2_strerror((int)n));
+            log_conn(h, &rate_proto, "h2_protocol_error", nghttp2_strerror((int)n));
             nghttp2_session_terminate_session(
                 h->sess,
                 n == NGHTTP2_ERR_FLOODED || n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || h->abuse
@@ -901,7 +908,8 @@ deadlines(struct net_h2 *h, uint64_t now)
             continue;
         if (hs->rc.state == NET_CONN_HEAD &&
             since(now, hs->t0_us) >= c->header_timeout_secs * 1000000ull) {
-            log_conn(h, "h2_head_timeout", "a header block was not received in time: closed");
+            log_conn(h, &rate_head, "h2_head_timeout",
+                     "a header block was not received in time: closed");
             return false;
         }
         if (hs->rc.state == NET_CONN_BODY &&
@@ -924,7 +932,7 @@ stalls(struct net_h2 *h, uint64_t now)
         if (!hs->head_sent || hs->reset || hs->out.len == hs->out_off ||
             since(now, hs->moved_us) < idle)
             continue;
-        log_conn(h, "h2_stalled",
+        log_conn(h, &rate_stream_stall, "h2_stalled",
                  "an answer waited server.idle_timeout_secs with no byte taken: stream reset");
         hs->reset = true;
         nghttp2_submit_rst_stream(h->sess, NGHTTP2_FLAG_NONE, hs->id, NGHTTP2_CANCEL);
@@ -957,7 +965,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
     }
     if (evbuffer_get_length(bufferevent_get_output(h->c->bev)) > 0 &&
         since(now, h->wrote_us) >= idle) {
-        log_conn(h, "h2_stalled",
+        log_conn(h, &rate_conn_stall, "h2_stalled",
                  "the client took no byte for server.idle_timeout_secs: connection closed");
         net_conn_close(h->c); /* its streams are cancelled */
         return;
