@@ -328,7 +328,7 @@ stream_head(struct net_h2s *hs)
         stream_refuse(hs, hs->refuse,
                       hs->refuse == GW_E_HEADERS_TOO_LARGE
                           ? "request head too large or too many headers"
-                          : "malformed HTTP/2 request");
+                          : "out of memory");
         return;
     }
     code = net_pipeline_head(rc, &why);
