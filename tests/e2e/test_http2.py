@@ -486,6 +486,24 @@ def test_settings_and_ping_floods_get_goaway_enhance_your_calm(tmp_path, up, gwd
     r.close()
 
 
+def test_answer_waits_for_the_window_and_resumes(tmp_path, bench, gwd):
+    b = bench("--chunks", 40, "--text", "w" * 1000)
+    g = gwd(config(tmp_path, [provider("up", b)]))
+    c = H2(g.port, window=16384)  # DATA is not acknowledged until told
+    sid = c.request(chat_body(stream=True))
+    st = c.streams[sid]
+    c.pump(lambda: len(st["data"]) >= 16384, what="a full window")
+    assert len(st["data"]) == 16384 and not st["ended"]  # not a byte past the window
+    c.read_window = True
+    c.conn.acknowledge_received_data(16384, sid)
+    c.flush()
+    c.pump(lambda: st["ended"], what="the rest once the window opens")
+    evs = sse_events(st["data"])
+    assert "".join(content_of(e) or "" for e in evs) == "w" * 40000
+    assert evs[-1] == "[DONE]"
+    c.close()
+
+
 def test_zero_window_stream_is_reset_at_the_idle_timeout(tmp_path, bench, gwd):
     # 400 KB: more than the relay queues before it pauses the upstream read (256 KiB),
     # so the request is still running when the stall ends it
