@@ -979,16 +979,21 @@ on_timer(evutil_socket_t fd, short what, void *arg)
     timer_arm(h, h->tick_secs);
 }
 
-void
-net_h2_start(struct net_conn *c)
+/* The server session of <h>, its callbacks, bounds and first SETTINGS; NULL when out
+ * of memory. */
+static nghttp2_session *
+session_new(struct net_h2 *h, const struct net_conn *c)
 {
     nghttp2_session_callbacks *cbs = NULL;
     nghttp2_option *opt = NULL;
-    struct net_h2 *h = gw_calloc(1, sizeof(*h));
-    nghttp2_settings_entry set[3];
-    int rv = -1;
+    nghttp2_session *sess = NULL;
+    nghttp2_settings_entry set[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, NET_H2_MAX_STREAMS},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, NET_H2_WINDOW},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, c->rq.lim.max_header_bytes},
+    };
 
-    if (h && nghttp2_session_callbacks_new(&cbs) == 0 && nghttp2_option_new(&opt) == 0) {
+    if (nghttp2_session_callbacks_new(&cbs) == 0 && nghttp2_option_new(&opt) == 0) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
         nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
@@ -1000,30 +1005,49 @@ net_h2_start(struct net_conn *c)
         nghttp2_option_set_max_outbound_ack(opt, NET_H2_MAX_OUTBOUND_ACK);
         nghttp2_option_set_max_settings(opt, 32);
         nghttp2_option_set_no_closed_streams(opt, 1);
-        rv = nghttp2_session_server_new2(&h->sess, cbs, h, opt);
+        if (nghttp2_session_server_new2(&sess, cbs, h, opt) != 0)
+            sess = NULL;
     }
     if (cbs)
         nghttp2_session_callbacks_del(cbs);
     if (opt)
         nghttp2_option_del(opt);
-    if (rv == 0) {
+    if (sess && (nghttp2_submit_settings(sess, NGHTTP2_FLAG_NONE, set, 3) != 0 ||
+                 nghttp2_session_set_local_window_size(sess, NGHTTP2_FLAG_NONE, 0,
+                                                       NET_H2_CONN_WINDOW) != 0)) {
+        nghttp2_session_del(sess);
+        sess = NULL;
+    }
+    return sess;
+}
+
+/* The timer's period: the shortest of the client timeouts, so each is kept within it. */
+static unsigned
+tick_of(const struct net_conn *c)
+{
+    unsigned t = c->idle_timeout_secs;
+
+    if (c->header_timeout_secs && c->header_timeout_secs < t)
+        t = c->header_timeout_secs;
+    if (c->body_timeout_secs && c->body_timeout_secs < t)
+        t = c->body_timeout_secs;
+    return t ? t : 1;
+}
+
+void
+net_h2_start(struct net_conn *c)
+{
+    struct net_h2 *h = gw_calloc(1, sizeof(*h));
+
+    if (h) {
+        h->sess = session_new(h, c);
         h->send_ev = event_new(c->w->base, -1, 0, on_send_ev, h);
         h->timer = evtimer_new(c->w->base, on_timer, h);
     }
-    set[0] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, NET_H2_MAX_STREAMS};
-    set[1] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, NET_H2_WINDOW};
-    set[2] =
-        (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, c->rq.lim.max_header_bytes};
-    if (rv != 0 || !h->send_ev || !h->timer ||
-        nghttp2_submit_settings(h->sess, NGHTTP2_FLAG_NONE, set, 3) != 0 ||
-        nghttp2_session_set_local_window_size(h->sess, NGHTTP2_FLAG_NONE, 0, NET_H2_CONN_WINDOW) !=
-            0) {
-        if (h) {
-            c->h2 = h;
+    if (!h || !h->sess || !h->send_ev || !h->timer) {
+        if (h)
             net_h2_free(h);
-            c->h2 = NULL;
-        }
-        net_conn_close(c);
+        net_conn_close(c); /* out of memory: the client may retry */
         return;
     }
     h->c = c;
@@ -1033,13 +1057,7 @@ net_h2_start(struct net_conn *c)
     bucket_init(&h->resets, NET_H2_RESET_BURST);
     bucket_init(&h->ctrl, NET_H2_CTRL_BURST);
     h->quiet_us = h->wrote_us = net_mono_us();
-    h->tick_secs = c->idle_timeout_secs;
-    if (c->header_timeout_secs && c->header_timeout_secs < h->tick_secs)
-        h->tick_secs = c->header_timeout_secs;
-    if (c->body_timeout_secs && c->body_timeout_secs < h->tick_secs)
-        h->tick_secs = c->body_timeout_secs;
-    if (!h->tick_secs)
-        h->tick_secs = 1;
+    h->tick_secs = tick_of(c);
     bufferevent_setcb(c->bev, on_read, on_write, on_event, h);
     bufferevent_setwatermark(c->bev, EV_WRITE, NET_OUT_LOW, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
