@@ -82,7 +82,7 @@ enum net_conn_state {
 #define NET_CONN_F_CLOSE_AFTER 0x1u /* close once the current response is written */
 #define NET_CONN_F_CLOSING 0x2u     /* flushing, then linger, then free */
 #define NET_CONN_F_LINGER 0x4u      /* half-closed, discarding input until EOF or timeout */
-#define NET_CONN_F_FRESH 0x8u       /* no byte read yet: the HTTP/2 preface may come */
+#define NET_CONN_F_FRESH 0x10u      /* no byte read yet: the HTTP/2 preface may come */
 
 struct net_conn {
     uint32_t magic_;
