@@ -10,15 +10,18 @@
  * (relay.c, NET_OUT_HIGH); frames leave only while the socket's output is below
  * NET_OUT_HIGH, so a client that does not read pauses it too.
  * Protections (the HTTP/2 attacks of recent years): at most NET_H2_MAX_STREAMS streams at
- * once (SETTINGS_MAX_CONCURRENT_STREAMS, enforced by nghttp2); client resets and control
- * frames (PING, SETTINGS, PRIORITY, empty DATA) beyond a token bucket end the connection
- * with GOAWAY ENHANCE_YOUR_CALM (rapid reset, ping/settings floods); at most
- * NET_H2_MAX_CONTINUATIONS CONTINUATION frames per header block and a header list within
- * server.max_header_kb / max_headers (431 on that stream); acks queued for a client that
- * does not read are bounded (nghttp2's max_outbound_ack); a connection whose answers make
- * no progress for server.idle_timeout_secs (a zero window, a client that does not read)
- * is closed, and so is one with no stream for that long. A drain sends GOAWAY and closes
- * once the running streams ended.
+ * once (SETTINGS_MAX_CONCURRENT_STREAMS, enforced by nghttp2); client resets, and resets
+ * nghttp2 makes for the client's protocol errors, beyond a token bucket (rapid reset),
+ * and PING, SETTINGS, PRIORITY, empty DATA and tiny WINDOW_UPDATE frames beyond another
+ * (floods, data dribble) end the connection with GOAWAY ENHANCE_YOUR_CALM; at most
+ * NET_H2_MAX_CONTINUATIONS CONTINUATION frames a header block; a header list over
+ * server.max_header_kb / max_headers gets 431 on its stream, one far over it (an HPACK
+ * bomb) ENHANCE_YOUR_CALM; acks queued for a client that does not read are bounded
+ * (nghttp2's max_outbound_ack). Timeouts: an answer the client takes no byte of for
+ * server.idle_timeout_secs (a zero window) resets its stream, a socket that takes none
+ * for that long closes the connection, and so does no stream for that long; a header
+ * block past header_timeout_secs closes it, a body past body_timeout_secs gets 408. A
+ * drain sends GOAWAY and closes once the running streams ended.
  * Owns:    struct net_h2 (the session, its events) and each struct net_h2s (a stream,
  *          its request conn and the answer bytes not yet framed); the stream's request
  *          conn owns its net_stream while the pipeline answers (net_stream_client_gone
@@ -54,6 +57,7 @@
 /* PING, SETTINGS, PRIORITY and empty DATA frames: a burst, then so many a second */
 #define NET_H2_CTRL_BURST 100
 #define NET_H2_CTRL_RATE 20
+#define NET_H2_TINY_WINDOW 1024 /* a WINDOW_UPDATE below this counts as a control frame */
 #define NET_H2_BOMB 4           /* a header list this many times the limit ends the connection */
 #define NET_H2_RECV_CHUNK 16384 /* input fed at a time: a closing session stops between */
 
@@ -500,6 +504,13 @@ on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *ud)
         hs = stream_of(h, f->hd.stream_id);
         if (hs && (f->hd.flags & NGHTTP2_FLAG_END_STREAM))
             stream_complete(hs);
+        return 0;
+    case NGHTTP2_WINDOW_UPDATE:
+        /* tiny window increments make the answer leave in tiny frames (data dribble,
+         * CVE-2019-9511): counted like control frames; clients open windows by KiBs */
+        if (f->window_update.window_size_increment < NET_H2_TINY_WINDOW &&
+            !bucket_take(&h->ctrl, NET_H2_CTRL_BURST, NET_H2_CTRL_RATE))
+            calm_down(h, "too many tiny WINDOW_UPDATE frames");
         return 0;
     case NGHTTP2_RST_STREAM:
         if (!bucket_take(&h->resets, NET_H2_RESET_BURST, NET_H2_RESET_RATE))

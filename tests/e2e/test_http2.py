@@ -471,15 +471,17 @@ def test_a_few_resets_are_allowed(tmp_path, up, gwd):
     c.close()
 
 
-@pytest.mark.parametrize("kind", ["settings", "ping"])
+@pytest.mark.parametrize("kind", ["settings", "ping", "tiny_window_update"])
 def test_settings_and_ping_floods_get_goaway_enhance_your_calm(tmp_path, up, gwd, kind):
     g = gwd(config(tmp_path, [provider("up", up)]))
     r = Raw(g.port)
     if kind == "settings":
         frames = [SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 65535})
                   for _ in range(1000)]
-    else:
+    elif kind == "ping":
         frames = [PingFrame(0, opaque_data=i.to_bytes(8, "big")) for i in range(1000)]
+    else:  # the data dribble: a window opened a byte at a time
+        frames = [WindowUpdateFrame(0, window_increment=1) for _ in range(1000)]
     r.send(frames)
     got = goaways(r.frames())
     assert [f.error_code for f in got] == [ENHANCE_YOUR_CALM], got
