@@ -31,6 +31,7 @@ from gwtest import (ALICE_KEY, WAIT_TIMEOUT, bearer, chat_body, config, content_
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 ENHANCE_YOUR_CALM = 11
 REFUSED_STREAM = 7
+PROTOCOL_ERROR = 1
 CANCEL = 8
 
 
@@ -332,6 +333,24 @@ def test_streams_over_max_concurrent_streams_are_refused(tmp_path, up, gwd):
             rst[f.stream_id] = f.error_code
     assert rst == {201: REFUSED_STREAM}, rst  # only the 101st
     assert not goaways(seen)
+    r.close()
+
+
+def test_a_stream_past_the_acknowledged_cap_is_a_connection_error(tmp_path, up, gwd):
+    g = gwd(config(tmp_path, [provider("up", up)]))
+    r = Raw(g.port)
+    while True:  # the server's SETTINGS, acknowledged: the cap is in force
+        f = r.next_frame()
+        assert f is not None, "closed"
+        if isinstance(f, SettingsFrame) and "ACK" not in f.flags:
+            assert f.settings[SettingsFrame.MAX_CONCURRENT_STREAMS] == 100
+            break
+    r.send([SettingsFrame(0, flags=["ACK"])])
+    r.send([HeadersFrame(2 * i + 1, r.block("/v1/chat/completions", "POST",
+                                            [("authorization", f"Bearer {ALICE_KEY}")]),
+                         flags=["END_HEADERS"]) for i in range(101)])
+    got = goaways(r.frames())
+    assert [(f.error_code, f.last_stream_id) for f in got] == [(PROTOCOL_ERROR, 199)], got
     r.close()
 
 
