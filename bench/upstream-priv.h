@@ -86,6 +86,7 @@ struct bench_up_settings {
     struct gw_buf error_body; /* --error-body, raw */
     bool error_body_set;      /* --error-body given: every route sends it as is */
     bool no_usage;
+    bool quiet; /* --quiet: no diagnostics on stderr */
     /* --aws-*: the credentials the Bedrock route checks SigV4 signatures against; no
      * check while aws_key_id is NULL. aws_token NULL: no x-amz-security-token expected. */
     const char *aws_key_id, *aws_secret, *aws_region, *aws_token;

@@ -1746,6 +1746,7 @@ parse_flags(int argc, char **argv)
         }
         if (strcmp(argv[i], "--quiet") == 0) {
             srv.quiet = true;
+            bench_up_g.quiet = true;
             continue;
         }
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {

@@ -188,30 +188,33 @@ send_event(struct bench_up_conn *c, const char *type, struct gw_buf *payload, bo
 
 /* ---- the request ---- */
 
-/* The model id percent-decoded from the path (JSON-escaped into c->model), whether to
- * stream from the path, then the SigV4 check when keys are set. */
+/* Refuses the request as AWS does: 403, x-amzn-ErrorType and {"message":...}; counted,
+ * and said on stderr with the canonical request computed (<creq>, maybe empty). */
+static void
+send_refusal(struct bench_up_conn *c, const struct bench_sigv4_refusal *why,
+             const struct gw_buf *creq)
+{
+    struct gw_buf *b = &c->t->body;
+    char extra[160];
+
+    bench_up_count_auth_refused();
+    if (!bench_up_g.quiet)
+        fprintf(stderr, "gwbench upstream: request %llu refused: %s (%s)%s%s\n",
+                (unsigned long long)c->id, why->type, why->why,
+                creq->len ? "; the canonical request here:\n" : "", creq->len ? creq->data : "");
+    snprintf(extra, sizeof(extra), "x-amzn-ErrorType: %s" BR_NS_AUTH "\r\n", why->type);
+    render_message(b, why->message);
+    bench_up_send_simple(c, 403, "application/json", extra, b->data, b->len);
+}
+
+/* The SigV4 check of the request against the --aws-* key; true when it refused. */
 static bool
-prepare(struct bench_up_conn *c)
+refused(struct bench_up_conn *c)
 {
     struct bench_sigv4_creds k = {bench_up_g.aws_key_id, bench_up_g.aws_secret,
                                   bench_up_g.aws_region, "bedrock", bench_up_g.aws_token};
     const char *u = c->url.data, *q = strchr(u, '?');
-    struct bench_sigv4_req r;
-    struct bench_sigv4_refusal why;
-    struct gw_buf creq = {0};
-    char id[512];
-    int n =
-        gw_pct_decode((struct gw_str){u + c->path_model_off, c->path_model_len}, id, sizeof(id));
-
-    c->stream = c->bedrock_stream;
-    gw_buf_reset(&c->model);
-    if (n >= 0)
-        (void)bench_up_append_json_inner(&c->model, id, (size_t)n);
-    else
-        (void)bench_up_append_json_inner(&c->model, u + c->path_model_off, c->path_model_len);
-    if (k.key_id == NULL)
-        return false;
-    r = (struct bench_sigv4_req){
+    struct bench_sigv4_req r = {
         .method = gw_str_c(http_method_str((enum http_method)c->parser.method)),
         .path = {u, q ? (size_t)(q - u) : c->url.len},
         .query = q ? gw_str_c(q + 1) : GW_STR_LIT(""),
@@ -221,24 +224,32 @@ prepare(struct bench_up_conn *c)
         .body_len = c->body.len,
         .now = (int64_t)time(NULL),
     };
-    if (bench_sigv4_verify(&k, &r, &why, &creq)) {
-        gw_buf_fini(&creq);
-        return false;
-    }
-    bench_up_count_auth_refused();
-    fprintf(stderr, "gwbench upstream: request %llu refused: %s (%s)%s%s\n",
-            (unsigned long long)c->id, why.type, why.why,
-            creq.len ? "; the canonical request here:\n" : "", creq.len ? creq.data : "");
-    gw_buf_fini(&creq);
-    {
-        struct gw_buf *b = &c->t->body;
-        char extra[160];
+    struct bench_sigv4_refusal why;
+    struct gw_buf creq = {0};
+    bool ok = bench_sigv4_verify(&k, &r, &why, &creq);
 
-        snprintf(extra, sizeof(extra), "x-amzn-ErrorType: %s" BR_NS_AUTH "\r\n", why.type);
-        render_message(b, why.message);
-        bench_up_send_simple(c, 403, "application/json", extra, b->data, b->len);
-    }
-    return true;
+    if (!ok)
+        send_refusal(c, &why, &creq);
+    gw_buf_fini(&creq);
+    return !ok;
+}
+
+/* The model id percent-decoded from the path (JSON-escaped into c->model), whether to
+ * stream from the path, then the SigV4 check when keys are set. */
+static bool
+prepare(struct bench_up_conn *c)
+{
+    const char *m = c->url.data + c->path_model_off;
+    char id[512];
+    int n = gw_pct_decode((struct gw_str){m, c->path_model_len}, id, sizeof(id));
+
+    c->stream = c->bedrock_stream;
+    gw_buf_reset(&c->model);
+    if (n >= 0)
+        (void)bench_up_append_json_inner(&c->model, id, (size_t)n);
+    else
+        (void)bench_up_append_json_inner(&c->model, m, c->path_model_len);
+    return bench_up_g.aws_key_id != NULL && refused(c);
 }
 
 /* The toolResult blocks of a last user message: content (a lone {"json":...} block is

@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import http.client
 import json
+import re
 import struct
 import time
 import urllib.parse
@@ -420,6 +421,19 @@ def test_a_bad_signature_is_refused_with_aws_403_and_counted(bench, case, kw, et
     s = up.stats()
     assert s["aws_auth_refused"] == 1 and s["streams_started"] == 0
     assert up.last()["headers"]["authorization"]  # refused requests are recorded too
+
+
+def test_a_refusal_is_said_on_stderr_with_the_canonical_request(bench):
+    # What a gateway's signer got wrong is read off gwbench's stderr: the reason and the
+    # canonical request it computed, the model id's %3A encoded once more (%253A).
+    up = bedrock(bench)
+
+    send(up, path_of(), converse_body(), secret="not-the-secret")
+
+    up.err.wait_for(r"refused: InvalidSignatureException \(signature differs\)")
+    uri = "/model/" + urllib.parse.quote(urllib.parse.quote(MODEL, safe=""), safe="") + "/converse"
+    up.err.wait_for("^" + re.escape(uri) + "$")
+    assert "%253A0" in uri
 
 
 def test_a_body_changed_after_signing_is_refused(bench):
