@@ -7,8 +7,9 @@
 # bench/ and dialects/. Covered: the answer and its usage, every frame's CRCs and
 # headers, the event order for text, tool calls and reasoning, the tool-result echo,
 # percent-encoded model ids, the refusals of bad signatures (wrong secret, unknown key,
-# stale date, body hash, scope, session token) with AWS's bodies and their count, and
-# the status, error-mid and garbage faults in Bedrock's shape.
+# stale date, body hash, scope, session token) with AWS's bodies, their count and their
+# stderr line, the status, error-mid, garbage-sse, drop-mid and hang-content faults in
+# Bedrock's shape, and --fault-key matching the access key id.
 
 import binascii
 import hashlib
@@ -23,6 +24,7 @@ import urllib.parse
 import pytest
 
 from gwtest import WAIT_TIMEOUT, ceil_div
+from test_bench_responses_gemini import quiet_for, raw_send, read_until
 
 KEY_ID = "AKIDBENCHEXAMPLE"
 SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYbenchKEY"
@@ -531,6 +533,28 @@ def test_drop_mid_cuts_the_stream_inside_the_eventstream(bench):
 
     assert status == 200 and not complete
     assert [t for t, _ in es_events(data)] == ["messageStart"] + ["contentBlockDelta"] * 2
+
+
+def test_hang_content_sends_the_headers_and_message_start_then_nothing(bench):
+    up = bench()  # no --aws-* keys: unsigned requests are answered
+    s = raw_send(up.port, "POST", path_of(stream=True), converse_body(),
+                 {"x-bench-fault": "hang-content"})
+    try:
+        got = read_until(s, b"\r\n\r\n")
+        while True:  # the headers and one HTTP chunk: size line, messageStart, CRLF
+            head, _, rest = got.partition(b"\r\n\r\n")
+            size_line, sep, after = rest.partition(b"\r\n")
+            if sep and len(after) >= int(size_line, 16) + 2:
+                break
+            d = s.recv(65536)
+            assert d, got
+            got += d
+        assert b"content-type: application/vnd.amazon.eventstream" in head.lower()
+        frame = after[:int(size_line, 16)]
+        assert [t for t, _ in es_events(frame)] == ["messageStart"]
+        assert quiet_for(s)
+    finally:
+        s.close()
 
 
 def test_fault_key_picks_the_access_key_id(bench):
