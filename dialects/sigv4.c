@@ -42,8 +42,8 @@ cut(struct gw_buf *out, size_t len)
 static bool
 is_unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 static enum gw_code
@@ -362,8 +362,7 @@ append_lower(struct gw_buf *out, struct gw_str s)
 
 /* "name:value[,value...]\n" per distinct name, in <order>. */
 static enum gw_code
-append_canonical_headers(struct gw_buf *out, const struct dl_sigv4_input *in,
-                         const size_t *order)
+append_canonical_headers(struct gw_buf *out, const struct dl_sigv4_input *in, const size_t *order)
 {
     enum gw_code rc = GW_OK;
     size_t i;

@@ -45,48 +45,84 @@ static const struct t_vector t_suite[] = {
         .method = "GET",
         .path = "/",
         .query = "",
-        .hdrs = {{"Host", "example.amazonaws.com"}, {"My-Header1", "value2"}, {"My-Header1", "value2"}, {"My-Header1", "value1"}, {"X-Amz-Date", "20150830T123600Z"}},
+        .hdrs = {{"Host", "example.amazonaws.com"},
+                 {"My-Header1", "value2"},
+                 {"My-Header1", "value2"},
+                 {"My-Header1", "value1"},
+                 {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 5,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nmy-header1:value2,value2,value1\nx-amz-date:20150830T123600Z\n\nhost;my-header1;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\ndc7f04a3abfde8d472b0ab1a418b741b7c67174dad1551b4117b15527fbe966c",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;my-header1;x-amz-date, Signature=c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea",
+        .creq = "GET\n/"
+                "\n\nhost:example.amazonaws.com\nmy-header1:value2,value2,value1\nx-amz-date:"
+                "20150830T123600Z\n\nhost;my-header1;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\ndc7f04a3abfde8d472b0ab1a418b741b7c67174dad1551b4117b15527fbe966c",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;my-header1;x-amz-date, "
+                 "Signature=c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea",
     },
     {
         .name = "get-header-value-multiline",
         .method = "GET",
         .path = "/",
         .query = "",
-        .hdrs = {{"Host", "example.amazonaws.com"}, {"My-Header1", "value1\n  value2\n     value3"}, {"X-Amz-Date", "20150830T123600Z"}},
+        .hdrs = {{"Host", "example.amazonaws.com"},
+                 {"My-Header1", "value1\n  value2\n     value3"},
+                 {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 3,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nmy-header1:value1 value2 value3\nx-amz-date:20150830T123600Z\n\nhost;my-header1;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\ne99419459a677bc11de234014be3c4e72c1ea5b454ceb58b613061f5d7a162e8",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;my-header1;x-amz-date, Signature=cfd34249e4b1c8d6b91ef74165d41a32e5fab3306300901bb65a51a73575eefd",
+        .creq = "GET\n/\n\nhost:example.amazonaws.com\nmy-header1:value1 value2 "
+                "value3\nx-amz-date:20150830T123600Z\n\nhost;my-header1;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\ne99419459a677bc11de234014be3c4e72c1ea5b454ceb58b613061f5d7a162e8",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;my-header1;x-amz-date, "
+                 "Signature=cfd34249e4b1c8d6b91ef74165d41a32e5fab3306300901bb65a51a73575eefd",
     },
     {
         .name = "get-header-value-order",
         .method = "GET",
         .path = "/",
         .query = "",
-        .hdrs = {{"Host", "example.amazonaws.com"}, {"My-Header1", "value4"}, {"My-Header1", "value1"}, {"My-Header1", "value3"}, {"My-Header1", "value2"}, {"X-Amz-Date", "20150830T123600Z"}},
+        .hdrs = {{"Host", "example.amazonaws.com"},
+                 {"My-Header1", "value4"},
+                 {"My-Header1", "value1"},
+                 {"My-Header1", "value3"},
+                 {"My-Header1", "value2"},
+                 {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 6,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nmy-header1:value4,value1,value3,value2\nx-amz-date:20150830T123600Z\n\nhost;my-header1;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n31ce73cd3f3d9f66977ad3dd957dc47af14df92fcd8509f59b349e9137c58b86",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;my-header1;x-amz-date, Signature=08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01",
+        .creq = "GET\n/"
+                "\n\nhost:example.amazonaws.com\nmy-header1:value4,value1,value3,value2\nx-amz-"
+                "date:20150830T123600Z\n\nhost;my-header1;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n31ce73cd3f3d9f66977ad3dd957dc47af14df92fcd8509f59b349e9137c58b86",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;my-header1;x-amz-date, "
+                 "Signature=08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01",
     },
     {
         .name = "get-header-value-trim",
         .method = "GET",
         .path = "/",
         .query = "",
-        .hdrs = {{"Host", "example.amazonaws.com"}, {"My-Header1", " value1"}, {"My-Header2", " \"a   b   c\""}, {"X-Amz-Date", "20150830T123600Z"}},
+        .hdrs = {{"Host", "example.amazonaws.com"},
+                 {"My-Header1", " value1"},
+                 {"My-Header2", " \"a   b   c\""},
+                 {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 4,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nmy-header1:value1\nmy-header2:\"a b c\"\nx-amz-date:20150830T123600Z\n\nhost;my-header1;my-header2;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\na726db9b0df21c14f559d0a978e563112acb1b9e05476f0a6a1c7d68f28605c7",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;my-header1;my-header2;x-amz-date, Signature=acc3ed3afb60bb290fc8d2dd0098b9911fcaa05412b367055dee359757a9c736",
+        .creq = "GET\n/\n\nhost:example.amazonaws.com\nmy-header1:value1\nmy-header2:\"a b "
+                "c\"\nx-amz-date:20150830T123600Z\n\nhost;my-header1;my-header2;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\na726db9b0df21c14f559d0a978e563112acb1b9e05476f0a6a1c7d68f28605c7",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;my-header1;my-header2;x-amz-date, "
+                 "Signature=acc3ed3afb60bb290fc8d2dd0098b9911fcaa05412b367055dee359757a9c736",
     },
     {
         .name = "get-relative-normalized",
@@ -96,9 +132,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
+        .creq = "GET\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
     },
     {
         .name = "get-relative-relative-normalized",
@@ -108,9 +149,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
+        .creq = "GET\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
     },
     {
         .name = "get-slash-dot-slash-normalized",
@@ -120,9 +166,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
+        .creq = "GET\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
     },
     {
         .name = "get-slash-normalized",
@@ -132,9 +183,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
+        .creq = "GET\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
     },
     {
         .name = "get-slash-pointless-dot-normalized",
@@ -144,9 +200,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/example\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n214d50c111a8edc4819da6a636336472c916b5240f51e9a51b5c3305180cf702",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=ef75d96142cf21edca26f06005da7988e4f8dc83a165a80865db7089db637ec5",
+        .creq = "GET\n/"
+                "example\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n214d50c111a8edc4819da6a636336472c916b5240f51e9a51b5c3305180cf702",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=ef75d96142cf21edca26f06005da7988e4f8dc83a165a80865db7089db637ec5",
     },
     {
         .name = "get-slashes-normalized",
@@ -156,9 +217,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/example/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\ncb96b4ac96d501f7c5c15bc6d67b3035061cfced4af6585ad927f7e6c985c015",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=9a624bd73a37c9a373b5312afbebe7a714a789de108f0bdfe846570885f57e84",
+        .creq = "GET\n/example/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\ncb96b4ac96d501f7c5c15bc6d67b3035061cfced4af6585ad927f7e6c985c015",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=9a624bd73a37c9a373b5312afbebe7a714a789de108f0bdfe846570885f57e84",
     },
     {
         .name = "get-space-normalized",
@@ -168,9 +234,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/example%20space/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n63ee75631ed7234ae61b5f736dfc7754cdccfedbff4b5128a915706ee9390d86",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741",
+        .creq = "GET\n/example%20space/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n63ee75631ed7234ae61b5f736dfc7754cdccfedbff4b5128a915706ee9390d86",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741",
     },
     {
         .name = "get-unreserved",
@@ -180,21 +251,35 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n6a968768eefaa713e2a6b16b589a8ea192661f098f37349f4e2c0082757446f9",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f",
+        .creq = "GET\n/"
+                "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\n\nhost:"
+                "example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n6a968768eefaa713e2a6b16b589a8ea192661f098f37349f4e2c0082757446f9",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f",
     },
     {
         .name = "get-utf8",
         .method = "GET",
-        .path = "/\xe1""\x88""\xb4""",
+        .path = "/\xe1"
+                "\x88"
+                "\xb4"
+                "",
         .query = "",
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/%E1%88%B4\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n2a0a97d02205e45ce2e994789806b19270cfbbb0921b278ccf58f5249ac42102",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85",
+        .creq = "GET\n/"
+                "%E1%88%B4\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-"
+                "amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n2a0a97d02205e45ce2e994789806b19270cfbbb0921b278ccf58f5249ac42102",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85",
     },
     {
         .name = "get-vanilla-empty-query-key",
@@ -204,9 +289,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\nParam1=value1\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n1e24db194ed7d0eec2de28d7369675a243488e08526e8c1c73571282f7c517ab",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb",
+        .creq = "GET\n/"
+                "\nParam1=value1\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;"
+                "x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n1e24db194ed7d0eec2de28d7369675a243488e08526e8c1c73571282f7c517ab",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb",
     },
     {
         .name = "get-vanilla-query-order-encoded",
@@ -216,9 +306,15 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n%E1%88%B4=Value1&Param=Value2&Param-3=Value3\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n868294f5c38bd141c4972a373a76654f1418a8e4fc18b2e7903ae45e8ae0ec71",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=371d3713e185cc334048618a97f809c9ffe339c62934c032af5a0e595648fcac",
+        .creq = "GET\n/"
+                "\n%E1%88%B4=Value1&Param=Value2&Param-3=Value3\nhost:example.amazonaws.com\nx-amz-"
+                "date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n868294f5c38bd141c4972a373a76654f1418a8e4fc18b2e7903ae45e8ae0ec71",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=371d3713e185cc334048618a97f809c9ffe339c62934c032af5a0e595648fcac",
     },
     {
         .name = "get-vanilla-query-order-key-case",
@@ -228,21 +324,35 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\nParam1=value1&Param2=value2\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n816cd5b414d056048ba4f7c5386d6e0533120fb1fcfa93762cf0fc39e2cf19e0",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500",
+        .creq = "GET\n/"
+                "\nParam1=value1&Param2=value2\nhost:example.amazonaws.com\nx-amz-date:"
+                "20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n816cd5b414d056048ba4f7c5386d6e0533120fb1fcfa93762cf0fc39e2cf19e0",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500",
     },
     {
         .name = "get-vanilla-query-unreserved",
         .method = "GET",
         .path = "/",
-        .query = "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz=-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+        .query = "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz=-._~"
+                 "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz=-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nc30d4703d9f799439be92736156d47ccfb2d879ddf56f5befa6d1d6aab979177",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197",
+        .creq = "GET\n/"
+                "\n-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz=-._~"
+                "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\nhost:example."
+                "amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nc30d4703d9f799439be92736156d47ccfb2d879ddf56f5befa6d1d6aab979177",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197",
     },
     {
         .name = "get-vanilla-query",
@@ -252,33 +362,56 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
+        .creq = "GET\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
     },
     {
         .name = "get-vanilla-utf8-query",
         .method = "GET",
         .path = "/",
-        .query = "\xe1""\x88""\xb4""=bar",
+        .query = "\xe1"
+                 "\x88"
+                 "\xb4"
+                 "=bar",
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n%E1%88%B4=bar\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\neb30c5bed55734080471a834cc727ae56beb50e5f39d1bff6d0d38cb192a7073",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04",
+        .creq = "GET\n/"
+                "\n%E1%88%B4=bar\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;"
+                "x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\neb30c5bed55734080471a834cc727ae56beb50e5f39d1bff6d0d38cb192a7073",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04",
     },
     {
         .name = "get-vanilla-with-session-token",
         .method = "GET",
         .path = "/",
         .query = "",
-        .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Security-Token", "6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267"}, {"X-Amz-Date", "20150830T123600Z"}},
+        .hdrs = {{"Host", "example.amazonaws.com"},
+                 {"X-Amz-Security-Token",
+                  "6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267"},
+                 {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 3,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\nx-amz-security-token:6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267\n\nhost;x-amz-date;x-amz-security-token\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n067b36aa60031588cea4a4cde1f21215227a047690c72247f1d70b32fbbfad2b",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date;x-amz-security-token, Signature=07ec1639c89043aa0e3e2de82b96708f198cceab042d4a97044c66dd9f74e7f8",
+        .creq =
+            "GET\n/"
+            "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\nx-amz-security-token:"
+            "6e86291e8372ff2a2260956d9b8aae1d763fbf315fa00fa31553b73ebf194267\n\nhost;x-amz-date;x-"
+            "amz-security-token\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n067b36aa60031588cea4a4cde1f21215227a047690c72247f1d70b32fbbfad2b",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date;x-amz-security-token, "
+                 "Signature=07ec1639c89043aa0e3e2de82b96708f198cceab042d4a97044c66dd9f74e7f8",
     },
     {
         .name = "get-vanilla",
@@ -288,9 +421,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "GET\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
+        .creq = "GET\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nbb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
     },
     {
         .name = "post-header-key-case",
@@ -300,33 +438,54 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "POST\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b",
+        .creq = "POST\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b",
     },
     {
         .name = "post-header-key-sort",
         .method = "POST",
         .path = "/",
         .query = "",
-        .hdrs = {{"Host", "example.amazonaws.com"}, {"My-Header1", "value1"}, {"X-Amz-Date", "20150830T123600Z"}},
+        .hdrs = {{"Host", "example.amazonaws.com"},
+                 {"My-Header1", "value1"},
+                 {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 3,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "POST\n/\n\nhost:example.amazonaws.com\nmy-header1:value1\nx-amz-date:20150830T123600Z\n\nhost;my-header1;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n9368318c2967cf6de74404b30c65a91e8f6253e0a8659d6d5319f1a812f87d65",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;my-header1;x-amz-date, Signature=c5410059b04c1ee005303aed430f6e6645f61f4dc9e1461ec8f8916fdf18852c",
+        .creq = "POST\n/"
+                "\n\nhost:example.amazonaws.com\nmy-header1:value1\nx-amz-date:"
+                "20150830T123600Z\n\nhost;my-header1;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n9368318c2967cf6de74404b30c65a91e8f6253e0a8659d6d5319f1a812f87d65",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;my-header1;x-amz-date, "
+                 "Signature=c5410059b04c1ee005303aed430f6e6645f61f4dc9e1461ec8f8916fdf18852c",
     },
     {
         .name = "post-header-value-case",
         .method = "POST",
         .path = "/",
         .query = "",
-        .hdrs = {{"Host", "example.amazonaws.com"}, {"My-Header1", "VALUE1"}, {"X-Amz-Date", "20150830T123600Z"}},
+        .hdrs = {{"Host", "example.amazonaws.com"},
+                 {"My-Header1", "VALUE1"},
+                 {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 3,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "POST\n/\n\nhost:example.amazonaws.com\nmy-header1:VALUE1\nx-amz-date:20150830T123600Z\n\nhost;my-header1;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nd51ced243e649e3de6ef63afbbdcbca03131a21a7103a1583706a64618606a93",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;my-header1;x-amz-date, Signature=cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d",
+        .creq = "POST\n/"
+                "\n\nhost:example.amazonaws.com\nmy-header1:VALUE1\nx-amz-date:"
+                "20150830T123600Z\n\nhost;my-header1;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nd51ced243e649e3de6ef63afbbdcbca03131a21a7103a1583706a64618606a93",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;my-header1;x-amz-date, "
+                 "Signature=cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d",
     },
     {
         .name = "post-sts-header-after",
@@ -336,21 +495,46 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "POST\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b",
+        .creq = "POST\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b",
     },
     {
         .name = "post-sts-header-before",
         .method = "POST",
         .path = "/",
         .query = "",
-        .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Security-Token", "AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75YU9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA=="}, {"X-Amz-Date", "20150830T123600Z"}},
+        .hdrs = {{"Host", "example.amazonaws.com"},
+                 {"X-Amz-Security-Token",
+                  "AQoDYXdzEPT//////////"
+                  "wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRqT"
+                  "flfKD8YUuwthAx7mSEI/qkPpKPi/"
+                  "kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75YU9HFvlRd8"
+                  "Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+"
+                  "scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA=="},
+                 {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 3,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "POST\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\nx-amz-security-token:AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75YU9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA==\n\nhost;x-amz-date;x-amz-security-token\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nc237e1b440d4c63c32ca95b5b99481081cb7b13c7e40434868e71567c1a882f6",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date;x-amz-security-token, Signature=85d96828115b5dc0cfc3bd16ad9e210dd772bbebba041836c64533a82be05ead",
+        .creq = "POST\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\nx-amz-security-token:"
+                "AQoDYXdzEPT//////////"
+                "wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRqTfl"
+                "fKD8YUuwthAx7mSEI/qkPpKPi/"
+                "kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5VSXDvp75YU9HFvlRd8Tx"
+                "6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkUL64lIZbqBAz+"
+                "scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/"
+                "oLxBA==\n\nhost;x-amz-date;x-amz-security-"
+                "token\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nc237e1b440d4c63c32ca95b5b99481081cb7b13c7e40434868e71567c1a882f6",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date;x-amz-security-token, "
+                 "Signature=85d96828115b5dc0cfc3bd16ad9e210dd772bbebba041836c64533a82be05ead",
     },
     {
         .name = "post-vanilla-empty-query-value",
@@ -360,9 +544,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "POST\n/\nParam1=value1\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n9d659678c1756bb3113e2ce898845a0a79dbbc57b740555917687f1b3340fbbd",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11",
+        .creq = "POST\n/"
+                "\nParam1=value1\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;"
+                "x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n9d659678c1756bb3113e2ce898845a0a79dbbc57b740555917687f1b3340fbbd",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11",
     },
     {
         .name = "post-vanilla-query",
@@ -372,9 +561,14 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "POST\n/\nParam1=value1\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n9d659678c1756bb3113e2ce898845a0a79dbbc57b740555917687f1b3340fbbd",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11",
+        .creq = "POST\n/"
+                "\nParam1=value1\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;"
+                "x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n9d659678c1756bb3113e2ce898845a0a79dbbc57b740555917687f1b3340fbbd",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11",
     },
     {
         .name = "post-vanilla",
@@ -384,33 +578,62 @@ static const struct t_vector t_suite[] = {
         .hdrs = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", "20150830T123600Z"}},
         .n_hdrs = 2,
         .payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .creq = "POST\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b",
+        .creq = "POST\n/"
+                "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-"
+                "date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\n553f88c9e4d10fc9e109e2aeb65f030801b70c2f6468faca261d401ae622fc87",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=host;x-amz-date, "
+                 "Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b",
     },
     {
         .name = "post-x-www-form-urlencoded-parameters",
         .method = "POST",
         .path = "/",
         .query = "",
-        .hdrs = {{"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"}, {"Host", "example.amazonaws.com"}, {"Content-Length", "13"}, {"X-Amz-Date", "20150830T123600Z"}, {"x-amz-content-sha256", "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e"}},
+        .hdrs = {{"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"},
+                 {"Host", "example.amazonaws.com"},
+                 {"Content-Length", "13"},
+                 {"X-Amz-Date", "20150830T123600Z"},
+                 {"x-amz-content-sha256",
+                  "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e"}},
         .n_hdrs = 5,
         .payload_hash = "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
-        .creq = "POST\n/\n\ncontent-length:13\ncontent-type:application/x-www-form-urlencoded; charset=utf-8\nhost:example.amazonaws.com\nx-amz-content-sha256:9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e\nx-amz-date:20150830T123600Z\n\ncontent-length;content-type;host;x-amz-content-sha256;x-amz-date\n9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\na89f1a5b53e37702ee6363ce1da3ce8f54386f3c8f352ae652153c2982a0bc4d",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=content-length;content-type;host;x-amz-content-sha256;x-amz-date, Signature=328d1b9eaadca9f5818ef05e8392801e091653bafec24fcab71e7344e7f51422",
+        .creq = "POST\n/\n\ncontent-length:13\ncontent-type:application/x-www-form-urlencoded; "
+                "charset=utf-8\nhost:example.amazonaws.com\nx-amz-content-sha256:"
+                "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e\nx-amz-date:"
+                "20150830T123600Z\n\ncontent-length;content-type;host;x-amz-content-sha256;x-amz-"
+                "date\n9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\na89f1a5b53e37702ee6363ce1da3ce8f54386f3c8f352ae652153c2982a0bc4d",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=content-length;content-type;host;x-amz-content-sha256;x-amz-date, "
+                 "Signature=328d1b9eaadca9f5818ef05e8392801e091653bafec24fcab71e7344e7f51422",
     },
     {
         .name = "post-x-www-form-urlencoded",
         .method = "POST",
         .path = "/",
         .query = "",
-        .hdrs = {{"Content-Type", "application/x-www-form-urlencoded"}, {"Host", "example.amazonaws.com"}, {"Content-Length", "13"}, {"X-Amz-Date", "20150830T123600Z"}, {"x-amz-content-sha256", "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e"}},
+        .hdrs = {{"Content-Type", "application/x-www-form-urlencoded"},
+                 {"Host", "example.amazonaws.com"},
+                 {"Content-Length", "13"},
+                 {"X-Amz-Date", "20150830T123600Z"},
+                 {"x-amz-content-sha256",
+                  "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e"}},
         .n_hdrs = 5,
         .payload_hash = "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
-        .creq = "POST\n/\n\ncontent-length:13\ncontent-type:application/x-www-form-urlencoded\nhost:example.amazonaws.com\nx-amz-content-sha256:9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e\nx-amz-date:20150830T123600Z\n\ncontent-length;content-type;host;x-amz-content-sha256;x-amz-date\n9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
-        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\nb1edd1d03544c25390e32085d55b57acc9a3961bb59415ff86c45c3d89d16cfb",
-        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=content-length;content-type;host;x-amz-content-sha256;x-amz-date, Signature=d3875051da38690788ef43de4db0d8f280229d82040bfac253562e56c3f20e0b",
+        .creq = "POST\n/\n\ncontent-length:13\ncontent-type:application/"
+                "x-www-form-urlencoded\nhost:example.amazonaws.com\nx-amz-content-sha256:"
+                "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e\nx-amz-date:"
+                "20150830T123600Z\n\ncontent-length;content-type;host;x-amz-content-sha256;x-amz-"
+                "date\n9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
+        .sts = "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/"
+               "aws4_request\nb1edd1d03544c25390e32085d55b57acc9a3961bb59415ff86c45c3d89d16cfb",
+        .authz = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+                 "SignedHeaders=content-length;content-type;host;x-amz-content-sha256;x-amz-date, "
+                 "Signature=d3875051da38690788ef43de4db0d8f280229d82040bfac253562e56c3f20e0b",
     },
 };
 
@@ -495,12 +718,15 @@ test_sigv4_aws_test_suite(void **state)
 }
 
 #define T_EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define T_JS_HDRS                                                                                \
-    {{"host", "foo.us-bar-1.amazonaws.com"},                                                     \
-     {"x-amz-content-sha256", T_EMPTY_SHA},                                                      \
-     {"x-amz-date", "20000101T000000Z"}}
-#define T_JS_AUTHZ(sig)                                                                          \
-    "AWS4-HMAC-SHA256 Credential=foo/20000101/us-bar-1/foo/aws4_request, "                       \
+#define T_JS_HDRS                                                                                  \
+    {                                                                                              \
+        {"host", "foo.us-bar-1.amazonaws.com"}, {"x-amz-content-sha256", T_EMPTY_SHA},             \
+        {                                                                                          \
+            "x-amz-date", "20000101T000000Z"                                                       \
+        }                                                                                          \
+    }
+#define T_JS_AUTHZ(sig)                                                                            \
+    "AWS4-HMAC-SHA256 Credential=foo/20000101/us-bar-1/foo/aws4_request, "                         \
     "SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=" sig
 
 /* aws-sdk-js-v3 packages/signature-v4/src/SignatureV4.spec.ts, "URI encoding paths":
