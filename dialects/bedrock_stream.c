@@ -262,8 +262,7 @@ dl_bedrock_es_feed(struct dl_bedrock_es *p, const char *data, size_t len, dl_bed
 /* ---- reading a message, encoding one ---- */
 
 void
-dl_bedrock_es_event(const struct dl_bedrock_es_msg *m, struct gw_str *event,
-                    struct gw_str *data)
+dl_bedrock_es_event(const struct dl_bedrock_es_msg *m, struct gw_str *event, struct gw_str *data)
 {
     *event = (struct gw_str){"", 0};
     *data = m->payload;

@@ -75,7 +75,7 @@ hex_value(char c)
 }
 
 /* Appends <s> percent-decoded then encoded as SigV4 wants: a query as sent is already
- * encoded by its writer's rules ("%E1%88%B4", or a bare "ሴ"), and AWS signs the
+ * encoded by its writer's rules ("%E1%88%B4", or the bare UTF-8), and AWS signs the
  * parameter itself, so both spellings sign the same (the suite's
  * get-vanilla-query-order-encoded and get-vanilla-utf8-query). A '%' not followed by two
  * hex digits is a literal '%'; '+' stays '+' (encoded %2B), as the JS SDK's parser

@@ -46,13 +46,13 @@ static const unsigned char t_empty_message[] = {
     0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x05, 0xc2, 0x48, 0xeb, 0x7d, 0x98, 0xc8, 0xff,
 };
 static const unsigned char t_int32_header[] = {
-    0x00, 0x00, 0x00, 0x2d, 0x00, 0x00, 0x00, 0x10, 0x41, 0xc4, 0x24, 0xb8, 0x0a, 0x65, 0x76, 0x65,
-    0x6e, 0x74, 0x2d, 0x74, 0x79, 0x70, 0x65, 0x04, 0x00, 0x00, 0xa0, 0x0c, 0x7b, 0x27, 0x66, 0x6f,
-    0x6f, 0x27, 0x3a, 0x27, 0x62, 0x61, 0x72, 0x27, 0x7d, 0x36, 0xf4, 0x80, 0xa0,
+    0x00, 0x00, 0x00, 0x2d, 0x00, 0x00, 0x00, 0x10, 0x41, 0xc4, 0x24, 0xb8, 0x0a, 0x65, 0x76,
+    0x65, 0x6e, 0x74, 0x2d, 0x74, 0x79, 0x70, 0x65, 0x04, 0x00, 0x00, 0xa0, 0x0c, 0x7b, 0x27,
+    0x66, 0x6f, 0x6f, 0x27, 0x3a, 0x27, 0x62, 0x61, 0x72, 0x27, 0x7d, 0x36, 0xf4, 0x80, 0xa0,
 };
 static const unsigned char t_payload_no_headers[] = {
-    0x00, 0x00, 0x00, 0x1d, 0x00, 0x00, 0x00, 0x00, 0xfd, 0x52, 0x8c, 0x5a, 0x7b, 0x27, 0x66, 0x6f,
-    0x6f, 0x27, 0x3a, 0x27, 0x62, 0x61, 0x72, 0x27, 0x7d, 0xc3, 0x65, 0x39, 0x36,
+    0x00, 0x00, 0x00, 0x1d, 0x00, 0x00, 0x00, 0x00, 0xfd, 0x52, 0x8c, 0x5a, 0x7b, 0x27, 0x66,
+    0x6f, 0x6f, 0x27, 0x3a, 0x27, 0x62, 0x61, 0x72, 0x27, 0x7d, 0xc3, 0x65, 0x39, 0x36,
 };
 static const unsigned char t_payload_one_str_header[] = {
     0x00, 0x00, 0x00, 0x3d, 0x00, 0x00, 0x00, 0x20, 0x07, 0xfd, 0x83, 0x96, 0x0c, 0x63, 0x6f, 0x6e,
@@ -79,11 +79,14 @@ static const unsigned char t_corrupted_length[] = {
     0x6f, 0x27, 0x3a, 0x27, 0x62, 0x61, 0x72, 0x27, 0x7d, 0x8d, 0x9c, 0x08, 0xb1,
 };
 static const unsigned char t_corrupted_payload[] = {
-    0x00, 0x00, 0x00, 0x1d, 0x00, 0x00, 0x00, 0x00, 0xfd, 0x52, 0x8c, 0x5a, 0x5b, 0x27, 0x66, 0x6f,
-    0x6f, 0x27, 0x3a, 0x27, 0x62, 0x61, 0x72, 0x27, 0x7d, 0xc3, 0x65, 0x39, 0x36,
+    0x00, 0x00, 0x00, 0x1d, 0x00, 0x00, 0x00, 0x00, 0xfd, 0x52, 0x8c, 0x5a, 0x5b, 0x27, 0x66,
+    0x6f, 0x6f, 0x27, 0x3a, 0x27, 0x62, 0x61, 0x72, 0x27, 0x7d, 0xc3, 0x65, 0x39, 0x36,
 };
 
-#define T_VEC(v) {#v, (const char *)t_##v, sizeof t_##v}
+#define T_VEC(v)                                                                                   \
+    {                                                                                              \
+#v, (const char *)t_##v, sizeof t_##v                                                      \
+    }
 struct t_vec {
     const char *name, *bytes;
     size_t len;
@@ -242,11 +245,17 @@ t_known(void *arg, const struct dl_bedrock_es_msg *m)
 static void
 test_es_known_headers(void **state)
 {
-#define T_S(n, v) {GW_STR_LIT(n), DL_BEDROCK_ES_STRING, GW_STR_LIT(v)}
+#define T_S(n, v)                                                                                  \
+    {                                                                                              \
+        GW_STR_LIT(n), DL_BEDROCK_ES_STRING, GW_STR_LIT(v)                                         \
+    }
     const struct dl_bedrock_es_header h[] = {
-        T_S(":message-type", "exception"), T_S(":event-type", "e"),
-        T_S(":exception-type", "x"),       T_S(":error-code", "c"),
-        T_S(":error-message", "m"),        T_S(":content-type", "application/json"),
+        T_S(":message-type", "exception"),
+        T_S(":event-type", "e"),
+        T_S(":exception-type", "x"),
+        T_S(":error-code", "c"),
+        T_S(":error-message", "m"),
+        T_S(":content-type", "application/json"),
         {GW_STR_LIT(":event-type2"), DL_BEDROCK_ES_STRING, GW_STR_LIT("no")},
     };
 #undef T_S
@@ -266,9 +275,9 @@ test_es_known_headers(void **state)
     assert_true(gw_str_eq(m.error_message, GW_STR_LIT("m")));
     assert_true(gw_str_eq(m.content_type, GW_STR_LIT("application/json")));
     assert_true(gw_str_eq(m.payload, GW_STR_LIT("p")));
-    assert_int_equal(dl_bedrock_es_feed(&es, (const char *)t_all_headers, sizeof t_all_headers,
-                                        t_known, &m),
-                     GW_OK);
+    assert_int_equal(
+        dl_bedrock_es_feed(&es, (const char *)t_all_headers, sizeof t_all_headers, t_known, &m),
+        GW_OK);
     assert_int_equal(m.n_hdrs, 10);
     assert_int_equal(m.content_type.len, 0);
     assert_int_equal(m.event_type.len, 0); /* "event-type" there is an INT, and no ':' */
@@ -321,7 +330,8 @@ static const struct dl_bedrock_es_header t_all_hdrs[] = {
     {GW_STR_LIT("timestamp"), DL_BEDROCK_ES_TIMESTAMP, {"\x00\x00\x00\x00\x00\x84\x5f\xed", 8}},
     {GW_STR_LIT("int16"), DL_BEDROCK_ES_SHORT, {"\x00\x2a", 2}},
     {GW_STR_LIT("int64"), DL_BEDROCK_ES_LONG, {"\x00\x00\x00\x00\x02\x87\x57\xb2", 8}},
-    {GW_STR_LIT("uuid"), DL_BEDROCK_ES_UUID,
+    {GW_STR_LIT("uuid"),
+     DL_BEDROCK_ES_UUID,
      {"\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16}},
 };
 
@@ -400,9 +410,8 @@ t_refused(const unsigned char *m, size_t len, size_t max)
     dl_bedrock_es_init(&es, max);
     assert_int_equal(dl_bedrock_es_feed(&es, (const char *)m, len, t_on_msg, &r),
                      GW_E_UPSTREAM_PROTOCOL);
-    assert_int_equal(
-        dl_bedrock_es_feed(&es, (const char *)t_empty_message, 16, t_on_msg, &r),
-        GW_E_UPSTREAM_PROTOCOL);
+    assert_int_equal(dl_bedrock_es_feed(&es, (const char *)t_empty_message, 16, t_on_msg, &r),
+                     GW_E_UPSTREAM_PROTOCOL);
     assert_int_equal(r.n, 0);
     dl_bedrock_es_fini(&es);
     gw_buf_fini(&r.text);
@@ -482,8 +491,7 @@ test_es_bad_headers(void **state)
     gw_buf_reset(&b);
     for (i = 0; i <= DL_BEDROCK_ES_MAX_HEADERS; i++)
         h[i] = (struct dl_bedrock_es_header){GW_STR_LIT("b"), DL_BEDROCK_ES_BOOL_TRUE, {"", 0}};
-    assert_int_equal(dl_bedrock_es_encode(&b, h, DL_BEDROCK_ES_MAX_HEADERS, GW_STR_LIT("")),
-                     GW_OK);
+    assert_int_equal(dl_bedrock_es_encode(&b, h, DL_BEDROCK_ES_MAX_HEADERS, GW_STR_LIT("")), GW_OK);
     assert_int_equal(t_feed(b.data, b.len, NULL, 0, T_MAX, &r, &p), GW_OK);
     assert_int_equal(r.n, 1); /* 16 is the most */
     gw_buf_reset(&b);
@@ -562,7 +570,10 @@ t_on_event(void *arg, const struct dl_bedrock_es_msg *m)
 static void
 test_es_event_names(void **state)
 {
-#define T_S(n, v) {GW_STR_LIT(n), DL_BEDROCK_ES_STRING, GW_STR_LIT(v)}
+#define T_S(n, v)                                                                                  \
+    {                                                                                              \
+        GW_STR_LIT(n), DL_BEDROCK_ES_STRING, GW_STR_LIT(v)                                         \
+    }
     const struct dl_bedrock_es_header event[] = {T_S(":message-type", "event"),
                                                  T_S(":event-type", "contentBlockDelta"),
                                                  T_S(":content-type", "application/json")};
@@ -572,7 +583,11 @@ test_es_event_names(void **state)
                                                T_S(":error-code", "InternalFailure"),
                                                T_S(":error-message", "it broke")};
 #undef T_S
-    struct { const struct dl_bedrock_es_header *h; size_t n; const char *event, *data; } cases[] = {
+    struct {
+        const struct dl_bedrock_es_header *h;
+        size_t n;
+        const char *event, *data;
+    } cases[] = {
         {event, 3, "contentBlockDelta", "{\"delta\":{\"text\":\"hi\"}}"},
         {exc, 2, "throttlingException", "{\"message\":\"slow down\"}"},
         {err, 3, "error", "it broke"},

@@ -845,6 +845,30 @@ test_sigv4_bedrock_path_is_encoded_twice(void **state)
     gw_buf_fini(&b);
 }
 
+/* Query parts are decoded before they are encoded: a '%' without two hex digits is a
+ * literal '%' (%25), '+' is a '+' (%2B), a parameter without '=' has an empty value,
+ * empty parameters go; the sort is by encoded name, then value. */
+static void
+test_sigv4_query_edge_cases(void **state)
+{
+    struct dl_sigv4_hdr hdrs[] = {{GW_STR_LIT("host"), GW_STR_LIT("h")}};
+    struct dl_sigv4_input in = {
+        .method = GW_STR_LIT("GET"),
+        .path = GW_STR_LIT(""),
+        .query = GW_STR_LIT("b=%2&&a=x+y&a=%41&c&%7e=1"),
+        .hdrs = hdrs,
+        .n_hdrs = 1,
+        .payload_hash = GW_STR_LIT(T_EMPTY_SHA),
+        .amz_date = GW_STR_LIT("20150830T123600Z"),
+    };
+    struct gw_buf b = {0};
+
+    (void)state;
+    assert_int_equal(dl_sigv4_canonical_request(&in, &b), GW_OK);
+    assert_string_equal(b.data, "GET\n/\na=A&a=x%2By&b=%252&c=&~=1\nhost:h\n\nhost\n" T_EMPTY_SHA);
+    gw_buf_fini(&b);
+}
+
 static void
 test_sigv4_date_and_payload_hash(void **state)
 {
@@ -922,6 +946,7 @@ main(void)
         cmocka_unit_test(test_sigv4_js_sdk_encodes_the_path_twice),
         cmocka_unit_test(test_sigv4_js_sdk_requests),
         cmocka_unit_test(test_sigv4_bedrock_path_is_encoded_twice),
+        cmocka_unit_test(test_sigv4_query_edge_cases),
         cmocka_unit_test(test_sigv4_date_and_payload_hash),
         cmocka_unit_test(test_sigv4_unusable_input_is_refused),
         cmocka_unit_test(test_sigv4_out_of_memory),
