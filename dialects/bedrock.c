@@ -42,8 +42,8 @@
 static bool
 is_unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 enum gw_code
@@ -104,20 +104,13 @@ static const struct {
     const char *name; /* as the stream names it; x-amzn-ErrorType capitalises it */
     int status;
 } exceptions[] = {
-    {"throttlingException", 429},
-    {"serviceUnavailableException", 503},
-    {"validationException", 400},
-    {"internalServerException", 500},
-    {"modelStreamErrorException", 500},
-    {"modelTimeoutException", 408},
-    {"modelNotReadyException", 429},
-    {"modelErrorException", 424},
-    {"accessDeniedException", 403},
-    {"resourceNotFoundException", 404},
-    {"serviceQuotaExceededException", 400},
-    {"conflictException", 400},
-    {"unrecognizedClientException", 403},
-    {"invalidSignatureException", 403},
+    {"throttlingException", 429},           {"serviceUnavailableException", 503},
+    {"validationException", 400},           {"internalServerException", 500},
+    {"modelStreamErrorException", 500},     {"modelTimeoutException", 408},
+    {"modelNotReadyException", 429},        {"modelErrorException", 424},
+    {"accessDeniedException", 403},         {"resourceNotFoundException", 404},
+    {"serviceQuotaExceededException", 400}, {"conflictException", 400},
+    {"unrecognizedClientException", 403},   {"invalidSignatureException", 403},
     {"expiredTokenException", 403},
 };
 
@@ -145,10 +138,10 @@ dl_bedrock_exception_name(int status)
         int status;
         const char *name;
     } by_status[] = {
-        {400, "ValidationException"},       {401, "AccessDeniedException"},
-        {403, "AccessDeniedException"},     {404, "ResourceNotFoundException"},
-        {408, "ModelTimeoutException"},     {424, "ModelErrorException"},
-        {429, "ThrottlingException"},       {500, "InternalServerException"},
+        {400, "ValidationException"},         {401, "AccessDeniedException"},
+        {403, "AccessDeniedException"},       {404, "ResourceNotFoundException"},
+        {408, "ModelTimeoutException"},       {424, "ModelErrorException"},
+        {429, "ThrottlingException"},         {500, "InternalServerException"},
         {503, "ServiceUnavailableException"},
     };
     size_t i;

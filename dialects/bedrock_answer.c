@@ -384,8 +384,7 @@ on_block_delta(struct ep *s, struct dl_json *j, struct emitter *e)
     up = index_of(j, &top[0]);
     if (s->open_up < 0 || (up >= 0 && up != s->open_up) || s->open_kind != kind) {
         /* a block Bedrock started without saying so (text, reasoning) */
-        if (!open_block(s, e, up, kind, (struct gw_str){"", 0}, (struct gw_str){"", 0},
-                        redacted))
+        if (!open_block(s, e, up, kind, (struct gw_str){"", 0}, (struct gw_str){"", 0}, redacted))
             return GW_OK;
     }
     return emit_delta(e, s->open_canon, kind, j, text, sig);

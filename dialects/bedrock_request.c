@@ -211,8 +211,9 @@ media_bytes(struct rr *w, const struct dl_part *p, const char *what, struct gw_s
         *rc = rr_refuse(w, "%s url: only base64 data URLs can be sent to a Bedrock model", what);
         return false;
     }
-    *rc = rr_refuse(w, "%s url: a Bedrock model takes the %s's bytes, not a URL (send it as "
-                       "base64 data)",
+    *rc = rr_refuse(w,
+                    "%s url: a Bedrock model takes the %s's bytes, not a URL (send it as "
+                    "base64 data)",
                     what, what);
     return false;
 }
@@ -234,8 +235,8 @@ static enum gw_code
 rr_image(struct rr *w, const struct dl_part *p)
 {
     static const char *const formats[][2] = {
-        {"image/png", "png"},   {"image/jpeg", "jpeg"}, {"image/jpg", "jpeg"},
-        {"image/gif", "gif"},   {"image/webp", "webp"},
+        {"image/png", "png"}, {"image/jpeg", "jpeg"}, {"image/jpg", "jpeg"},
+        {"image/gif", "gif"}, {"image/webp", "webp"},
     };
     struct gw_str type, bytes;
     enum gw_code rc = GW_OK;
@@ -245,8 +246,9 @@ rr_image(struct rr *w, const struct dl_part *p)
         return rc;
     format = format_of(type, formats, sizeof(formats) / sizeof(formats[0]));
     if (!format)
-        return rr_refuse(w, "image: a Bedrock model takes png, jpeg, gif or webp images, not "
-                            "%.*s",
+        return rr_refuse(w,
+                         "image: a Bedrock model takes png, jpeg, gif or webp images, not "
+                         "%.*s",
                          (int)(type.len > 64 ? 64 : type.len), type.ptr);
     if (p->detail.len)
         rr_drop(w, "detail");
@@ -300,8 +302,9 @@ rr_document(struct rr *w, const struct dl_part *p)
         return rc;
     format = format_of(type, formats, sizeof(formats) / sizeof(formats[0]));
     if (!format)
-        return rr_refuse(w, "document: a Bedrock model takes pdf, csv, doc, docx, xls, xlsx, "
-                            "html, txt or md documents, not %.*s",
+        return rr_refuse(w,
+                         "document: a Bedrock model takes pdf, csv, doc, docx, xls, xlsx, "
+                         "html, txt or md documents, not %.*s",
                          (int)(type.len > 64 ? 64 : type.len), type.ptr);
     w->n_documents++;
     TRY(rr_lit(w, "{\"document\":{\"format\":\""));
@@ -605,8 +608,7 @@ rr_stub_tools(struct rr *w, bool *any)
         for (k = 0; k < r->messages[i].n_parts; k++) {
             const struct dl_part *p = &r->messages[i].parts[k];
 
-            if (p->kind != DL_PART_TOOL_CALL || p->name.len == 0 ||
-                named_before(r, i, k, p->name))
+            if (p->kind != DL_PART_TOOL_CALL || p->name.len == 0 || named_before(r, i, k, p->name))
                 continue;
             TRY(rr_lit(w, *any ? "," : ",\"toolConfig\":{\"tools\":["));
             *any = true;

@@ -5,10 +5,10 @@
  * - event_parse: the whole input as the payload of each event name the parser knows
  *   (and of an exception), after a first good text delta; and each line "<name>
  *   <payload>" as one event on one state. Codes are GW_OK or GW_E_UPSTREAM_PROTOCOL
- *   (which emits nothing); START comes first (but for an ERROR) and once; BLOCK_START indexes only grow, a
- *   DELTA or BLOCK_STOP is of the open block; nothing after ERROR, only USAGE after
- *   FINISH. The events are folded into an answer and rendered for a Messages client,
- *   and rendered as a Chat stream (converted answers must not break the other side).
+ *   (which emits nothing); START comes first (but for an ERROR) and once; BLOCK_START indexes only
+ * grow, a DELTA or BLOCK_STOP is of the open block; nothing after ERROR, only USAGE after FINISH.
+ * The events are folded into an answer and rendered for a Messages client, and rendered as a Chat
+ * stream (converted answers must not break the other side).
  * - answer_parse: GW_OK (a JSON object; the events end with FINISH; a USAGE agrees with
  *   answer_usage) or GW_E_UPSTREAM_PROTOCOL with no event.
  * - upstream_error_read: a type and a message, always.
@@ -105,10 +105,8 @@ t_on_event(void *arg, const struct dl_event *ev)
 static void
 t_seq_init(struct t_seq *q, struct gw_arena *a)
 {
-    struct dl_render_ctx ctx = {.model = GW_STR_LIT("m"),
-                                .id = GW_STR_LIT("r1"),
-                                .upstream = DL_SHAPE_BEDROCK,
-                                .arena = a};
+    struct dl_render_ctx ctx = {
+        .model = GW_STR_LIT("m"), .id = GW_STR_LIT("r1"), .upstream = DL_SHAPE_BEDROCK, .arena = a};
 
     memset(q, 0, sizeof(*q));
     q->last_start = -1;
@@ -120,10 +118,8 @@ t_seq_init(struct t_seq *q, struct gw_arena *a)
 static void
 t_seq_fini(struct t_seq *q, struct gw_arena *a)
 {
-    struct dl_render_ctx ctx = {.model = GW_STR_LIT("m"),
-                                .id = GW_STR_LIT("r1"),
-                                .upstream = DL_SHAPE_BEDROCK,
-                                .arena = a};
+    struct dl_render_ctx ctx = {
+        .model = GW_STR_LIT("m"), .id = GW_STR_LIT("r1"), .upstream = DL_SHAPE_BEDROCK, .arena = a};
     struct gw_buf out = {0};
     json_t *j;
 
@@ -159,7 +155,7 @@ static void
 t_events(const char *body, size_t size)
 {
     static const char *const names[] = {
-        "messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop",
+        "messageStart", "contentBlockStart", "contentBlockDelta",   "contentBlockStop",
         "messageStop",  "metadata",          "throttlingException", "error",
     };
     struct gw_arena a;

@@ -215,7 +215,8 @@ test_bedrock_stream_exceptions(void **state)
          "ERROR type=modelStreamErrorException status=500 message=\"stream broke\"\n"},
         {"internalServerException", "{\"Message\":\"oops\"}",
          "ERROR type=internalServerException status=500 message=\"oops\"\n"},
-        {"modelTimeoutException", "{}", "ERROR type=modelTimeoutException status=408 message=\"\"\n"},
+        {"modelTimeoutException", "{}",
+         "ERROR type=modelTimeoutException status=408 message=\"\"\n"},
         {"someNewException", "{\"message\":\"new\"}",
          "ERROR type=someNewException status=500 message=\"new\"\n"},
         {"error", "An internal error occurred", /* :error-message, not JSON */
@@ -248,9 +249,13 @@ test_bedrock_stream_exceptions(void **state)
 static void
 test_bedrock_stream_exception_after_finish_changes_nothing(void **state)
 {
-    const char *lines[] = {"messageStop", "{\"stopReason\":\"end_turn\"}", "throttlingException",
-                           "{\"message\":\"late\"}", "metadata",
-                           "{\"usage\":{\"inputTokens\":1,\"outputTokens\":2}}", NULL};
+    const char *lines[] = {"messageStop",
+                           "{\"stopReason\":\"end_turn\"}",
+                           "throttlingException",
+                           "{\"message\":\"late\"}",
+                           "metadata",
+                           "{\"usage\":{\"inputTokens\":1,\"outputTokens\":2}}",
+                           NULL};
     struct gw_buf rec = {0};
 
     (void)state;
@@ -300,7 +305,9 @@ test_bedrock_stream_refuses_payloads_that_are_not_events(void **state)
 static void
 test_bedrock_stream_ignores_unknown_events_and_members(void **state)
 {
-    const char *lines[] = {"someFutureEvent", "not even json", "messageStart",
+    const char *lines[] = {"someFutureEvent",
+                           "not even json",
+                           "messageStart",
                            "{\"role\":\"assistant\",\"newMember\":{\"x\":[1,2]},\"p\":\"pad\"}",
                            "contentBlockStart",
                            "{\"contentBlockIndex\":0,\"start\":{\"image\":{\"format\":\"png\"}}}",
@@ -437,7 +444,8 @@ test_bedrock_answer_refuses_bodies_that_are_not_answers(void **state)
         "{\"output\":{\"message\":{\"content\":[\"x\"]}}}",
         "{\"output\":{\"message\":{\"content\":[{\"text\":1}]}}}",
         "{\"output\":{\"message\":{\"content\":[{\"toolUse\":{\"name\":\"f\",\"input\":{}}}]}}}",
-        "{\"output\":{\"message\":{\"content\":[{\"toolUse\":{\"toolUseId\":\"t\",\"name\":\"f\"}}]}"
+        "{\"output\":{\"message\":{\"content\":[{\"toolUse\":{\"toolUseId\":\"t\",\"name\":\"f\"}}]"
+        "}"
         "}}",
         "{\"output\":{\"message\":{\"content\":[{\"text\":\"a\"},{\"reasoningContent\":"
         "{\"reasoningText\":{\"text\":2}}}]}}}",
@@ -551,8 +559,9 @@ test_bedrock_path_encodes_the_model(void **state)
               "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse");
     t_path_is("", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", true,
               "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream");
-    t_path_is("/proxy", "arn:aws:bedrock:us-east-1:123456789012:inference-profile/"
-                        "us.meta.llama3-2-1b-instruct-v1:0",
+    t_path_is("/proxy",
+              "arn:aws:bedrock:us-east-1:123456789012:inference-profile/"
+              "us.meta.llama3-2-1b-instruct-v1:0",
               false,
               "/proxy/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile"
               "%2Fus.meta.llama3-2-1b-instruct-v1%3A0/converse");

@@ -152,7 +152,8 @@ static const char messages_body[] =
     "\"top_k\":40,\"metadata\":{\"user_id\":\"u-7\"},\"service_tier\":\"auto\"}";
 
 #define MESSAGES_TOOL_SPEC                                                                         \
-    "{\"toolSpec\":{\"name\":\"read\",\"description\":\"Reads a file.\",\"inputSchema\":{\"json\":" \
+    "{\"toolSpec\":{\"name\":\"read\",\"description\":\"Reads a "                                  \
+    "file.\",\"inputSchema\":{\"json\":"                                                           \
     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}}}}"
 #define MESSAGES_ASSISTANT                                                                         \
     "{\"role\":\"assistant\",\"content\":["                                                        \
@@ -264,8 +265,8 @@ static void
 test_bedrock_render_tool_choices(void **state)
 {
     (void)state;
-    t_render(DL_SHAPE_CHAT, "{\"model\":\"m\"," ONE_USER "," CHAT_TOOLS ",\"tool_choice\":\"auto\"}",
-             LLAMA, 0,
+    t_render(DL_SHAPE_CHAT,
+             "{\"model\":\"m\"," ONE_USER "," CHAT_TOOLS ",\"tool_choice\":\"auto\"}", LLAMA, 0,
              "{" ONE_USER_OUT ",\"toolConfig\":{\"tools\":[" TOOL_F_OUT "],"
              "\"toolChoice\":{\"auto\":{}}}}",
              "");
@@ -280,12 +281,13 @@ test_bedrock_render_tool_choices(void **state)
     t_render(DL_SHAPE_CHAT, "{\"model\":\"m\"," ONE_USER "," CHAT_TOOLS "}", LLAMA, 0,
              "{" ONE_USER_OUT ",\"toolConfig\":{\"tools\":[" TOOL_F_OUT "]}}", "");
     /* none without tool blocks: the tools are not sent, the model cannot call */
-    t_render(DL_SHAPE_CHAT, "{\"model\":\"m\"," ONE_USER "," CHAT_TOOLS ",\"tool_choice\":\"none\"}",
-             LLAMA, 0, "{" ONE_USER_OUT "}", "");
+    t_render(DL_SHAPE_CHAT,
+             "{\"model\":\"m\"," ONE_USER "," CHAT_TOOLS ",\"tool_choice\":\"none\"}", LLAMA, 0,
+             "{" ONE_USER_OUT "}", "");
     /* none with tool blocks: Converse needs toolConfig and has no none */
     t_render(DL_SHAPE_CHAT,
-             "{\"model\":\"m\"," CHAT_HISTORY "," CHAT_TOOLS ",\"tool_choice\":\"none\"}", LLAMA,
-             0, "{" HISTORY_OUT ",\"toolConfig\":{\"tools\":[" TOOL_F_OUT "]}}", "tool_choice");
+             "{\"model\":\"m\"," CHAT_HISTORY "," CHAT_TOOLS ",\"tool_choice\":\"none\"}", LLAMA, 0,
+             "{" HISTORY_OUT ",\"toolConfig\":{\"tools\":[" TOOL_F_OUT "]}}", "tool_choice");
     /* tool blocks and no tools: a stub per function name the calls use, once each */
     t_render(DL_SHAPE_CHAT, "{\"model\":\"m\"," CHAT_HISTORY "}", LLAMA, 0,
              "{" HISTORY_OUT ",\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"f\","
@@ -409,7 +411,8 @@ test_bedrock_render_output_budget(void **state)
              "{" ONE_USER_OUT ",\"inferenceConfig\":{\"maxTokens\":4096}}", "");
     t_render(DL_SHAPE_CHAT, "{\"model\":\"m\"," ONE_USER "}", LLAMA, 0, "{" ONE_USER_OUT "}", "");
     t_render(DL_SHAPE_CHAT, "{\"model\":\"m\"," ONE_USER ",\"max_tokens\":7,\"stop\":\"X\"}", LLAMA,
-             4096, "{" ONE_USER_OUT ",\"inferenceConfig\":{\"maxTokens\":7,\"stopSequences\":[\"X\"]}}",
+             4096,
+             "{" ONE_USER_OUT ",\"inferenceConfig\":{\"maxTokens\":7,\"stopSequences\":[\"X\"]}}",
              "");
 }
 
