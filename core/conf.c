@@ -80,6 +80,13 @@ wipe_free(char *s)
     gw_free(s);
 }
 
+static void
+cred_free(struct gw_conf_cred *c)
+{
+    gw_free(c->env);
+    wipe_free(c->secret);
+}
+
 static bool
 is_lower_name_char(char ch)
 {
@@ -294,7 +301,8 @@ word_index(const char *s, const char *const *words)
     return -1;
 }
 
-static const char *const dialect_words[] = {"openai", "responses", "anthropic", "gemini", NULL};
+static const char *const dialect_words[] = {"openai", "responses", "anthropic",
+                                            "gemini", "bedrock",   NULL};
 static const char *const billing_words[] = {"metered", "free", NULL};
 static const char *const pool_words[] = {"model", "account", NULL};
 static const char *const group_type_words[] = {"fallback", "load-balance", "url-test", "cheapest",
@@ -1480,6 +1488,55 @@ build_failover(struct ctx *x, const struct gw_conf_file_failover *ff)
 
 /* ---- providers ---- */
 
+/* One secret written as {env: NAME} or {value: SECRET} at <path> into <out>; a
+ * problem when it is neither, both, empty or names an unset variable. */
+static void
+resolve_cred(struct ctx *x, const char *path, const struct gw_conf_file_key *fk,
+             struct gw_conf_cred *out)
+{
+    const char *v;
+
+    if ((fk->env != NULL) == (fk->value != NULL)) {
+        problem(x, GW_E_CFG_KEY_SOURCE, path, NULL, fk->env ? "(env and value)" : "(neither)",
+                "write exactly one of {env: NAME} or {value: SECRET}");
+        return;
+    }
+    if (fk->value) {
+        if (!fk->value[0])
+            problem(x, GW_E_CFG_KEY_SOURCE, path, "value", "(hidden)", "the secret is empty");
+        else
+            out->secret = dup_s(x, fk->value);
+        return;
+    }
+    if (!is_valid_env_name(fk->env)) {
+        /* Not echoed: a key pasted here instead of a variable's name. */
+        problem(x, GW_E_CFG_BAD_VALUE, path, "env", "(hidden)",
+                "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        return;
+    }
+    out->env = dup_s(x, fk->env);
+    v = env_get(x, fk->env);
+    if (!v || !v[0])
+        problem(x, GW_E_CFG_ENV_UNSET, path, "env", fk->env,
+                "environment variable %s is unset or empty", fk->env);
+    else
+        out->secret = dup_s(x, v);
+}
+
+/* An AWS region name: lower-case letters, digits and '-', 1..32 of them. */
+static bool
+is_valid_region(const char *s)
+{
+    size_t n = strlen(s), i;
+
+    if (n == 0 || n > 32)
+        return false;
+    for (i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
 static void
 build_keys(struct ctx *x, const char *base, const struct gw_conf_file_provider *fp,
            struct gw_conf_provider *p)
@@ -1507,36 +1564,61 @@ build_keys(struct ctx *x, const char *base, const struct gw_conf_file_provider *
     }
     p->n_keys = fp->keys_count;
     for (k = 0; k < fp->keys_count; k++) {
-        const struct gw_conf_file_key *fk = &fp->keys[k];
-        const char *v;
-
         fmt_into(kb, sizeof(kb), "%s.keys[%u]", base, k);
-        if ((fk->env != NULL) == (fk->value != NULL)) {
-            problem(x, GW_E_CFG_KEY_SOURCE, kb, NULL, fk->env ? "(env and value)" : "(neither)",
-                    "write exactly one of {env: NAME} or {value: SECRET}");
-            continue;
-        }
-        if (fk->value) {
-            if (!fk->value[0])
-                problem(x, GW_E_CFG_KEY_SOURCE, kb, "value", "(hidden)", "the secret is empty");
-            else
-                p->keys[k].secret = dup_s(x, fk->value);
-            continue;
-        }
-        if (!is_valid_env_name(fk->env)) {
-            /* Not echoed: a key pasted here instead of a variable's name. */
-            problem(x, GW_E_CFG_BAD_VALUE, kb, "env", "(hidden)",
-                    "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-            continue;
-        }
-        p->keys[k].env = dup_s(x, fk->env);
-        v = env_get(x, fk->env);
-        if (!v || !v[0])
-            problem(x, GW_E_CFG_ENV_UNSET, kb, "env", fk->env,
-                    "environment variable %s is unset or empty", fk->env);
-        else
-            p->keys[k].secret = dup_s(x, v);
+        resolve_cred(x, kb, &fp->keys[k], &p->keys[k]);
     }
+}
+
+/* dialect bedrock: aws.region and the credentials that sign (docs/config.md, "AWS
+ * Bedrock"); keys[0] becomes a copy of the secret access key so that quotas, rows and
+ * fingerprints see one credential. base_url defaults to the region's endpoint. */
+static void
+build_aws(struct ctx *x, const char *base, const struct gw_conf_file_provider *fp,
+          struct gw_conf_provider *p)
+{
+    const struct gw_conf_file_aws *a = fp->aws;
+    char ab[PATH_LEN], kb[PATH_LEN];
+
+    if (fp->keys_count) {
+        problem(x, GW_E_CFG_AWS, base, "keys", "(keys)",
+                "dialect bedrock signs with aws: {region, access_key_id, secret_access_key}, "
+                "not keys");
+        return;
+    }
+    if (!a) {
+        problem(x, GW_E_CFG_AWS, base, "aws", "(none)",
+                "dialect bedrock needs aws: {region, access_key_id, secret_access_key}");
+        return;
+    }
+    fmt_into(ab, sizeof(ab), "%s.aws", base);
+    if (!a->region || !is_valid_region(a->region))
+        problem(x, GW_E_CFG_AWS, ab, "region", a->region ? a->region : "(none)",
+                "an AWS region such as us-east-1 ([a-z0-9-]{1,32})");
+    else
+        p->aws_region = dup_s(x, a->region);
+    if (!a->access_key_id || !a->secret_access_key) {
+        problem(x, GW_E_CFG_AWS, ab, a->access_key_id ? "secret_access_key" : "access_key_id",
+                "(none)",
+                "both access_key_id and secret_access_key ({env: NAME} or "
+                "{value: SECRET}) are required");
+        return;
+    }
+    fmt_into(kb, sizeof(kb), "%s.access_key_id", ab);
+    resolve_cred(x, kb, a->access_key_id, &p->aws_key_id);
+    fmt_into(kb, sizeof(kb), "%s.secret_access_key", ab);
+    resolve_cred(x, kb, a->secret_access_key, &p->aws_secret);
+    if (a->session_token) {
+        fmt_into(kb, sizeof(kb), "%s.session_token", ab);
+        resolve_cred(x, kb, a->session_token, &p->aws_token);
+    }
+    p->keys = gw_calloc(1, sizeof(*p->keys));
+    if (!p->keys) {
+        x->nomem = true;
+        return;
+    }
+    p->n_keys = 1;
+    p->keys[0].env = p->aws_secret.env ? dup_s(x, p->aws_secret.env) : NULL;
+    p->keys[0].secret = p->aws_secret.secret ? dup_s(x, p->aws_secret.secret) : NULL;
 }
 
 static void
@@ -1897,21 +1979,37 @@ build_provider(struct ctx *x, unsigned i, const struct gw_conf_file_provider *fp
     else
         p->name = dup_s(x, fp->name);
     if (!fp->dialect)
-        missing(x, base, "dialect", "a dialect (openai, responses, anthropic, gemini)");
+        missing(x, base, "dialect", "a dialect (openai, responses, anthropic, gemini, bedrock)");
     else if ((w = word_index(fp->dialect, dialect_words)) < 0)
         problem(x, GW_E_CFG_BAD_DIALECT, base, "dialect", fp->dialect,
-                "must be one of openai, responses, anthropic, gemini");
+                "must be one of openai, responses, anthropic, gemini, bedrock");
     else
         p->dialect = (enum gw_dialect)w;
-    if (!fp->base_url) {
-        missing(x, base, "base_url", "a base URL (http(s)://host[:port][/prefix])");
+    if (!fp->base_url && p->dialect == GW_DIALECT_BEDROCK && fp->aws && fp->aws->region &&
+        is_valid_region(fp->aws->region)) {
+        char url[96];
+
+        /* AWS's endpoint of the region (docs/config.md, "AWS Bedrock"). */
+        fmt_into(url, sizeof(url), "https://bedrock-runtime.%s.amazonaws.com", fp->aws->region);
+        p->base_url = dup_s(x, url);
+        if (p->base_url && (why = parse_base_url(x, url, p)) != NULL)
+            problem(x, GW_E_CFG_BAD_URL, base, "base_url", url, "%s", why);
+    } else if (!fp->base_url) {
+        if (p->dialect != GW_DIALECT_BEDROCK)
+            missing(x, base, "base_url", "a base URL (http(s)://host[:port][/prefix])");
     } else {
         p->base_url = dup_s(x, fp->base_url);
         why = parse_base_url(x, fp->base_url, p);
         if (why) /* a URL that may hold a credential is not echoed */
             problem(x, GW_E_CFG_BAD_URL, base, "base_url", url_shown(fp->base_url), "%s", why);
     }
-    build_keys(x, base, fp, p);
+    if (p->dialect == GW_DIALECT_BEDROCK)
+        build_aws(x, base, fp, p);
+    else if (fp->aws)
+        problem(x, GW_E_CFG_AWS, base, "aws", "(aws)",
+                "aws: is read only with dialect bedrock (other dialects take keys)");
+    else
+        build_keys(x, base, fp, p);
     if (fp->models_count == 0) {
         problem(x, GW_E_CFG_NO_MODELS, base, "models", "(none)",
                 "list at least one model, or \"*\" for every model");
@@ -2635,6 +2733,10 @@ gw_conf_free(struct gw_conf *c)
             wipe_free(p->keys[j].secret);
         }
         gw_free(p->keys);
+        gw_free(p->aws_region);
+        cred_free(&p->aws_key_id);
+        cred_free(&p->aws_secret);
+        cred_free(&p->aws_token);
         free_strv(p->models, p->n_models);
         for (j = 0; p->model_specs && j < p->n_model_specs; j++)
             gw_free(p->model_specs[j].model);
@@ -2772,7 +2874,7 @@ word_or_unknown(const char *const *words, size_t count, unsigned i)
 const char *
 gw_dialect_str(enum gw_dialect d)
 {
-    return word_or_unknown(dialect_words, 4, (unsigned)d);
+    return word_or_unknown(dialect_words, 5, (unsigned)d);
 }
 
 const char *

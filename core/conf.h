@@ -31,6 +31,7 @@ enum gw_dialect {
     GW_DIALECT_RESPONSES,
     GW_DIALECT_ANTHROPIC,
     GW_DIALECT_GEMINI,
+    GW_DIALECT_BEDROCK, /* AWS Bedrock Converse (aws: instead of keys:) */
 };
 
 enum gw_billing {
@@ -111,7 +112,12 @@ struct gw_conf_provider {
     char *path_prefix; /* base_url's path without a trailing '/', "" when none */
     struct gw_conf_cred *keys;
     size_t n_keys;
-    char **models; /* as listed; "*" matches every model */
+    /* dialect bedrock (docs/config.md, "AWS Bedrock"): aws.region and the credentials
+     * that sign each request (SigV4). keys then holds one entry, a copy of the secret
+     * access key, so quotas, rows and fingerprints see one credential like any other. */
+    char *aws_region;
+    struct gw_conf_cred aws_key_id, aws_secret, aws_token; /* aws_token.secret NULL: none */
+    char **models;                                         /* as listed; "*" matches every model */
     size_t n_models;
     bool any_model;          /* models contains "*" */
     bool enabled;            /* default true */

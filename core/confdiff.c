@@ -19,7 +19,7 @@
  * only that field would answer "no change". When one fires, update the form and the
  * size. x86-64 sizes; other targets skip the check. */
 #if defined(__x86_64__) && defined(__LP64__)
-_Static_assert(sizeof(struct gw_conf_provider) == 352,
+_Static_assert(sizeof(struct gw_conf_provider) == 456,
                "struct gw_conf_provider changed: update provider_canon in core/confdiff.c");
 _Static_assert(sizeof(struct gw_conf_model_spec) == 56,
                "struct gw_conf_model_spec changed: update provider_canon in core/confdiff.c");
@@ -123,6 +123,13 @@ provider_canon(struct canon *c, const struct gw_conf_provider *p)
         c_str(c, p->keys[i].env);
         c_str(c, p->keys[i].secret); /* a rotated credential is a change (never shown) */
     }
+    c_str(c, p->aws_region);
+    c_str(c, p->aws_key_id.env);
+    c_str(c, p->aws_key_id.secret);
+    c_str(c, p->aws_secret.env);
+    c_str(c, p->aws_secret.secret);
+    c_str(c, p->aws_token.env);
+    c_str(c, p->aws_token.secret);
     c_strv(c, p->models, p->n_models);
     c_u64(c, p->any_model);
     c_u64(c, p->enabled);

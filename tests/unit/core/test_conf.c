@@ -326,6 +326,90 @@ test_conf_log_format_and_level(void **state)
 }
 
 /* store.responses: kept unless switched off, with the strict boolean words. */
+/* ---- dialect bedrock: aws instead of keys ---- */
+
+static void
+test_conf_bedrock_takes_aws_credentials_and_a_default_endpoint(void **state)
+{
+    static const struct fake_var v[] = {
+        {"AK", "AKIDEXAMPLE"}, {"SK", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}, {NULL, NULL}};
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+
+    (void)state;
+    vars = v;
+    assert_int_equal(parse(LISTEN "providers:\n"
+                                  "  - {name: br, dialect: bedrock, aws: {region: eu-west-3, "
+                                  "access_key_id: {env: AK}, secret_access_key: {env: SK}}, "
+                                  "models: [\"anthropic.claude-3-haiku-20240307-v1:0\"]}\n"
+                                  "  - {name: local, dialect: bedrock, base_url: "
+                                  "\"http://127.0.0.1:9100\", aws: {region: us-east-1, "
+                                  "access_key_id: {value: AK2}, secret_access_key: {value: S2}, "
+                                  "session_token: {value: T2}}, models: [\"*\"]}\n",
+                           &c, &p),
+                     GW_OK);
+    assert_int_equal(c->providers[0].dialect, GW_DIALECT_BEDROCK);
+    assert_string_equal(gw_dialect_str(c->providers[0].dialect), "bedrock");
+    assert_string_equal(c->providers[0].aws_region, "eu-west-3");
+    assert_string_equal(c->providers[0].host, "bedrock-runtime.eu-west-3.amazonaws.com");
+    assert_true(c->providers[0].tls);
+    assert_int_equal(c->providers[0].port, 443);
+    assert_string_equal(c->providers[0].aws_key_id.secret, "AKIDEXAMPLE");
+    assert_string_equal(c->providers[0].aws_key_id.env, "AK");
+    assert_string_equal(c->providers[0].aws_secret.secret, v[1].value);
+    assert_null(c->providers[0].aws_token.secret);
+    /* one credential for quotas and rows: the secret access key */
+    assert_int_equal(c->providers[0].n_keys, 1);
+    assert_string_equal(c->providers[0].keys[0].secret, v[1].value);
+    /* base_url kept when written; the request is still signed for the region */
+    assert_string_equal(c->providers[1].host, "127.0.0.1");
+    assert_int_equal(c->providers[1].port, 9100);
+    assert_string_equal(c->providers[1].aws_region, "us-east-1");
+    assert_string_equal(c->providers[1].aws_token.secret, "T2");
+    gw_conf_free(c);
+}
+
+static void
+test_conf_bedrock_problems_are_named(void **state)
+{
+    struct gw_conf_problems p;
+    struct gw_conf *c;
+    char line[512];
+    size_t i;
+
+    (void)state;
+    vars = NULL;
+    assert_int_not_equal(
+        parse(LISTEN "providers:\n"
+                     "  - {name: a, dialect: bedrock, models: [m]}\n"
+                     "  - {name: b, dialect: bedrock, keys: [{value: k}], models: [m]}\n"
+                     "  - {name: c, dialect: bedrock, aws: {region: \"US East\", access_key_id: "
+                     "{value: AK}, secret_access_key: {value: hunter2}}, models: [m]}\n"
+                     "  - {name: d, dialect: bedrock, aws: {region: us-east-1, access_key_id: "
+                     "{value: AK}}, models: [m]}\n"
+                     "  - {name: e, dialect: openai, base_url: \"http://e\", keys: [{value: k}], "
+                     "aws: {region: us-east-1}, models: [m]}\n"
+                     "  - {name: f, dialect: bedrock, aws: {region: us-east-1, access_key_id: "
+                     "{env: UNSET_AK}, secret_access_key: {value: \"\"}}, models: [m]}\n",
+              &c, &p),
+        GW_OK);
+    print_problems(&p);
+    assert_true(has_problem(&p, GW_E_CFG_AWS, "providers[0] (a).aws", "(none)"));
+    assert_true(has_problem(&p, GW_E_CFG_AWS, "providers[1] (b).keys", NULL));
+    assert_true(has_problem(&p, GW_E_CFG_AWS, "providers[2] (c).aws.region", "US East"));
+    assert_true(has_problem(&p, GW_E_CFG_AWS, "providers[3] (d).aws.secret_access_key", "(none)"));
+    assert_true(has_problem(&p, GW_E_CFG_AWS, "providers[4] (e).aws", NULL));
+    assert_true(
+        has_problem(&p, GW_E_CFG_ENV_UNSET, "providers[5] (f).aws.access_key_id.env", "UNSET_AK"));
+    assert_true(
+        has_problem(&p, GW_E_CFG_KEY_SOURCE, "providers[5] (f).aws.secret_access_key.value", NULL));
+    for (i = 0; i < p.n; i++) { /* the secret is never echoed */
+        gw_conf_problem_format(&p.v[i], line, sizeof(line));
+        assert_null(strstr(line, "hunter2"));
+    }
+    gw_conf_problems_fini(&p);
+}
+
 /* ---- egress: providers[].proxy, proxy_auth, ca_file, the environment's proxy ---- */
 
 #define EGRESS_PROVS(extra_a)                                                                      \
@@ -874,7 +958,7 @@ test_issue_12_every_problem_of_a_file_in_one_run_with_names(void **state)
         "an integer (line 15)",
         "clients[0] (ci).limit: limit (config.unknown_field) unknown key 'limit' (line 20)",
         "providers[1] (g-beta).dialect: klingon (config.bad_dialect) must be one of openai, "
-        "responses, anthropic, gemini",
+        "responses, anthropic, gemini, bedrock",
         "groups[0] (grp-bad).providers[0] (g-alpha).weight: 5 "
         "(engine.group_weight_not_load_balance) weights apply to load-balance groups only; "
         "remove it or set type: load-balance",
@@ -1955,6 +2039,8 @@ main(void)
         cmocka_unit_test(test_conf_loads_example_config),
         cmocka_unit_test(test_conf_every_allocation_failure_ends_cleanly),
         cmocka_unit_test(test_conf_enum_names),
+        cmocka_unit_test(test_conf_bedrock_takes_aws_credentials_and_a_default_endpoint),
+        cmocka_unit_test(test_conf_bedrock_problems_are_named),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
