@@ -56,8 +56,9 @@
  * - Dropped by name: seed, presence_penalty, frequency_penalty, user, metadata,
  *   prompt_cache_key, a message's name, tool_choice without tools, the offered tools
  *   and every extra. Refused (GW_E_UNCONVERTIBLE, naming the field): n > 1, logprobs,
- *   audio or image output, hosted tools, JSON output modes (response_format: Converse
- *   cannot enforce them), previous_response_id, OTHER parts.
+ *   audio or image output, hosted tools, JSON output modes (response_format: this
+ *   render does not write Converse's newer outputConfig, which only some models take,
+ *   so nothing would enforce them), previous_response_id, OTHER parts.
  * Owns:    nothing beyond one call.
  * Threads: any; one request on one thread.
  * See:     dialects/bedrock-priv.h, dialects/canon.h, docs/fields-bedrock.md,
