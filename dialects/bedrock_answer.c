@@ -6,8 +6,12 @@
  *
  * Decisions:
  * - One allocation-free pass of dialects/json_scan.h per event (the field collector of
- *   dialects/anthropic-priv.h); a string with escapes is decoded on the stack, on the
- *   heap past 512 bytes, for the length of the emit call. Unknown members are skipped
+ *   dialects/anthropic-priv.h). A text with escapes (a tool call's input fragment always
+ *   has some) is decoded on the stack in pieces of at most DELTA_PIECE bytes, each its
+ *   own DELTA, split between characters; ids, names and messages are decoded on the
+ *   stack, on the heap past 512 bytes, and so is a signature (one DELTA: a Messages
+ *   client takes a signature_delta whole; Bedrock's are base64, without escapes, so a
+ *   slice of the payload). Unknown members are skipped
  *   (Bedrock pads every payload with a "p" member of random length), unknown events
  *   ignored (AWS adds some). A payload that is not the JSON its event needs is
  *   GW_E_UPSTREAM_PROTOCOL and emits nothing.
@@ -55,6 +59,9 @@
 #include "dialects/json_scan.h"
 
 /* ---- decoded strings for the length of one emit ---- */
+
+/* The most bytes of decoded text one DELTA holds when the text had escapes. */
+#define DELTA_PIECE 512
 
 struct txt {
     struct gw_str s;
@@ -236,25 +243,35 @@ finish_of(const struct dl_json *j, const struct dl_anth_field *f)
 }
 
 /* A DELTA of canonical block <index> with <text> and <sig> (fields, either may be NULL);
- * nothing when both are empty. */
+ * nothing when both are empty. A text with escapes is decoded on the stack in pieces,
+ * each its own DELTA (split between characters; the signature rides on the last): no
+ * allocation, however long it is. */
 static enum gw_code
 emit_delta(struct emitter *e, uint32_t index, enum dl_block kind, const struct dl_json *j,
            const struct dl_anth_field *text, const struct dl_anth_field *sig)
 {
     struct dl_event ev = {.kind = DL_EV_DELTA, .index = index, .block = kind};
-    struct txt t, g;
+    char piece[DELTA_PIECE];
+    struct txt g;
+    size_t at;
 
-    if (!txt_field(&t, j, text))
+    if (!txt_field(&g, j, sig))
         return GW_E_NOMEM;
-    if (!txt_field(&g, j, sig)) {
-        txt_fini(&t);
-        return GW_E_NOMEM;
-    }
-    ev.text = t.s;
     ev.signature = g.s;
-    if (t.s.len || g.s.len)
-        emit(e, &ev);
-    txt_fini(&t);
+    if (text && text->kind == DA_STR && text->str.escaped) {
+        for (at = text->str.start; at < text->str.end;) {
+            ev.text.ptr = piece;
+            ev.text.len = dl_json_decode_part(j, &text->str, &at, piece, sizeof(piece));
+            ev.signature = at < text->str.end ? (struct gw_str){"", 0} : g.s;
+            if (!emit(e, &ev))
+                break;
+        }
+    } else {
+        if (text && text->kind == DA_STR)
+            ev.text = (struct gw_str){j->s + text->str.start, text->str.dlen};
+        if (ev.text.len || ev.signature.len)
+            emit(e, &ev);
+    }
     txt_fini(&g);
     return GW_OK;
 }

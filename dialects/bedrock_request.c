@@ -56,8 +56,9 @@
  * - Dropped by name: seed, presence_penalty, frequency_penalty, user, metadata,
  *   prompt_cache_key, a message's name, tool_choice without tools, the offered tools
  *   and every extra. Refused (GW_E_UNCONVERTIBLE, naming the field): n > 1, logprobs,
- *   audio or image output, hosted tools, JSON output modes (response_format: Converse
- *   cannot enforce them), previous_response_id, OTHER parts.
+ *   audio or image output, hosted tools, JSON output modes (response_format: this
+ *   render does not write Converse's newer outputConfig, which only some models take,
+ *   so nothing would enforce them), previous_response_id, OTHER parts.
  * Owns:    nothing beyond one call.
  * Threads: any; one request on one thread.
  * See:     dialects/bedrock-priv.h, dialects/canon.h, docs/fields-bedrock.md,
@@ -218,6 +219,17 @@ media_bytes(struct rr *w, const struct dl_part *p, const char *what, struct gw_s
     return false;
 }
 
+/* <type>, or words for a missing one, for a refusal. */
+static struct gw_str
+type_words(struct gw_str type)
+{
+    if (type.len == 0)
+        return GW_STR_LIT("an unknown type");
+    if (type.len > 64)
+        type.len = 64;
+    return type;
+}
+
 /* The Converse format of a media type, from <table> (pairs of media type, format), or
  * NULL. */
 static const char *
@@ -245,11 +257,11 @@ rr_image(struct rr *w, const struct dl_part *p)
     if (!media_bytes(w, p, "image", &type, &bytes, &rc))
         return rc;
     format = format_of(type, formats, sizeof(formats) / sizeof(formats[0]));
-    if (!format)
-        return rr_refuse(w,
-                         "image: a Bedrock model takes png, jpeg, gif or webp images, not "
-                         "%.*s",
-                         (int)(type.len > 64 ? 64 : type.len), type.ptr);
+    if (!format) {
+        type = type_words(type);
+        return rr_refuse(w, "image: a Bedrock model takes png, jpeg, gif or webp images, not %.*s",
+                         (int)type.len, type.ptr);
+    }
     if (p->detail.len)
         rr_drop(w, "detail");
     TRY(rr_lit(w, "{\"image\":{\"format\":\""));
@@ -301,11 +313,13 @@ rr_document(struct rr *w, const struct dl_part *p)
     if (!media_bytes(w, p, "document", &type, &bytes, &rc))
         return rc;
     format = format_of(type, formats, sizeof(formats) / sizeof(formats[0]));
-    if (!format)
+    if (!format) {
+        type = type_words(type);
         return rr_refuse(w,
                          "document: a Bedrock model takes pdf, csv, doc, docx, xls, xlsx, "
                          "html, txt or md documents, not %.*s",
-                         (int)(type.len > 64 ? 64 : type.len), type.ptr);
+                         (int)type.len, type.ptr);
+    }
     w->n_documents++;
     TRY(rr_lit(w, "{\"document\":{\"format\":\""));
     TRY(rr_lit(w, format));
@@ -371,6 +385,8 @@ rr_tool_result(struct rr *w, const struct dl_part *p)
     for (k = 0; k < p->n_content; k++) {
         const struct dl_part *c = &p->content[k];
 
+        if (c->cache)
+            rr_drop(w, "cache_control"); /* Converse has no cache point inside a result */
         if (c->kind == DL_PART_TEXT && c->text.len == 0)
             continue;
         if (c->kind != DL_PART_TEXT && c->kind != DL_PART_IMAGE && c->kind != DL_PART_DOCUMENT) {
@@ -449,9 +465,14 @@ rr_message_drops(struct rr *w, const struct dl_message *m)
 
     if (m->name.len)
         rr_drop(w, "name");
-    for (k = 0; k < m->n_parts; k++)
-        if (m->parts[k].kind == DL_PART_REASONING && !part_renders(&m->parts[k], m->role))
+    for (k = 0; k < m->n_parts; k++) {
+        if (part_renders(&m->parts[k], m->role))
+            continue;
+        if (m->parts[k].kind == DL_PART_REASONING)
             rr_drop(w, "reasoning");
+        if (m->parts[k].cache)
+            rr_drop(w, "cache_control");
+    }
 }
 
 static enum gw_code
@@ -541,8 +562,11 @@ rr_system(struct rr *w)
     size_t k;
 
     for (k = 0; k < r->n_system; k++) {
-        if (r->system[k].text.len == 0)
+        if (r->system[k].text.len == 0) {
+            if (r->system[k].cache)
+                rr_drop(w, "cache_control");
             continue;
+        }
         TRY(rr_lit(w, first ? ",\"system\":[" : ","));
         first = false;
         TRY(rr_text(w, r->system[k].text));

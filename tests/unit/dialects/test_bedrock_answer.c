@@ -320,6 +320,73 @@ test_bedrock_stream_ignores_unknown_events_and_members(void **state)
     gw_buf_fini(&rec);
 }
 
+/* Gathers the text of DELTAs, checking that each is valid UTF-8 of at most 512 bytes. */
+struct t_pieces {
+    struct gw_buf text, sig;
+    size_t n;
+};
+
+static int
+t_piece(void *arg, const struct dl_event *ev)
+{
+    struct t_pieces *p = arg;
+
+    if (ev->kind != DL_EV_DELTA)
+        return 0;
+    assert_true(ev->text.len <= 512);
+    assert_true(gw_utf8_valid(ev->text));
+    assert_int_equal(gw_buf_append_str(&p->text, ev->text), GW_OK);
+    assert_int_equal(gw_buf_append_str(&p->sig, ev->signature), GW_OK);
+    p->n++;
+    return 0;
+}
+
+static void
+test_bedrock_long_escaped_text_goes_in_pieces(void **state)
+{
+    static const char unit_json[] = "caf\\u00e9 \\\"q\\\" \\ud83d\\ude00\\n";
+    static const char unit_text[] = "caf\xc3\xa9 \"q\" \xf0\x9f\x98\x80\n";
+    struct gw_buf data = {0}, want = {0}, answer = {0};
+    struct t_pieces got = {{0}, {0}, 0};
+    struct dl_parse_state st;
+    size_t k;
+
+    (void)state;
+    gw_buf_append_cstr(&data, "{\"contentBlockIndex\":0,\"delta\":{\"reasoningContent\":"
+                              "{\"text\":\"");
+    for (k = 0; k < 100; k++) {
+        gw_buf_append_cstr(&data, unit_json);
+        gw_buf_append_cstr(&want, unit_text);
+    }
+    gw_buf_append_cstr(&data, "\"}}}");
+    dl_bedrock_shape.parse_init(&st);
+    assert_int_equal(dl_bedrock_shape.event_parse(&st, GW_STR_LIT("contentBlockDelta"),
+                                                  (struct gw_str){data.data, data.len}, t_piece,
+                                                  &got),
+                     GW_OK);
+    assert_true(got.n > 1);
+    assert_int_equal(got.text.len, want.len);
+    assert_memory_equal(got.text.data, want.data, want.len);
+    /* in a whole answer the signature rides on the last piece */
+    gw_buf_reset(&got.text);
+    got.n = 0;
+    gw_buf_append_cstr(&answer, "{\"output\":{\"message\":{\"content\":[{\"reasoningContent\":"
+                                "{\"reasoningText\":{\"signature\":\"SIG\",\"text\":\"");
+    for (k = 0; k < 100; k++)
+        gw_buf_append_cstr(&answer, unit_json);
+    gw_buf_append_cstr(&answer, "\"}}}]}},\"stopReason\":\"end_turn\"}");
+    assert_int_equal(dl_bedrock_shape.answer_parse(answer.data, answer.len, t_piece, &got), GW_OK);
+    assert_true(got.n > 1);
+    assert_int_equal(got.text.len, want.len);
+    assert_memory_equal(got.text.data, want.data, want.len);
+    assert_string_equal(got.sig.data, "SIG");
+    gw_buf_fini(&data);
+    gw_buf_fini(&want);
+    gw_buf_fini(&answer);
+    gw_buf_fini(&got.text);
+    gw_buf_fini(&got.sig);
+}
+
 static int
 t_stop_after_one(void *arg, const struct dl_event *ev)
 {
@@ -620,6 +687,7 @@ main(void)
         cmocka_unit_test(test_bedrock_stream_exception_after_finish_changes_nothing),
         cmocka_unit_test(test_bedrock_stream_refuses_payloads_that_are_not_events),
         cmocka_unit_test(test_bedrock_stream_ignores_unknown_events_and_members),
+        cmocka_unit_test(test_bedrock_long_escaped_text_goes_in_pieces),
         cmocka_unit_test(test_bedrock_receiver_can_stop),
         cmocka_unit_test(test_bedrock_answer_text_and_usage),
         cmocka_unit_test(test_bedrock_answer_reasoning_and_tool_use),

@@ -354,6 +354,44 @@ test_bedrock_render_images_and_documents(void **state)
               "not application/zip");
 }
 
+static void
+test_bedrock_render_tool_result_media_and_foreign_signatures(void **state)
+{
+    (void)state;
+    /* a tool result's image goes as image bytes, its text as text (no tools: a stub) */
+    t_render(DL_SHAPE_MESSAGES,
+             "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":"
+             "\"q\"},{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\","
+             "\"name\":\"shot\",\"input\":{}}]},{\"role\":\"user\",\"content\":[{\"type\":"
+             "\"tool_result\",\"tool_use_id\":\"t1\",\"content\":[{\"type\":\"text\",\"text\":"
+             "\"here\"},{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":"
+             "\"image/webp\",\"data\":\"UklG\"}}]}]}]}",
+             CLAUDE, 0,
+             "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"q\"}]},"
+             "{\"role\":\"assistant\",\"content\":[{\"toolUse\":{\"toolUseId\":\"t1\","
+             "\"name\":\"shot\",\"input\":{}}}]},{\"role\":\"user\",\"content\":[{\"toolResult\":"
+             "{\"toolUseId\":\"t1\",\"content\":[{\"text\":\"here\"},{\"image\":{\"format\":"
+             "\"webp\",\"source\":{\"bytes\":\"UklG\"}}}]}}]}],"
+             "\"inferenceConfig\":{\"maxTokens\":5},\"toolConfig\":{\"tools\":[{\"toolSpec\":"
+             "{\"name\":\"shot\",\"inputSchema\":{\"json\":{\"type\":\"object\"}}}}]}}",
+             "");
+    /* Gemini's thought and call signatures are Google's: dropped */
+    t_render(DL_SHAPE_GEMINI,
+             "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"w?\"}]},{\"role\":"
+             "\"model\",\"parts\":[{\"text\":\"think\",\"thought\":true,\"thoughtSignature\":"
+             "\"c2ln\"},{\"functionCall\":{\"name\":\"f\",\"args\":{\"a\":1},\"id\":\"c1\"},"
+             "\"thoughtSignature\":\"c2lnMg==\"}]},{\"role\":\"user\",\"parts\":[{"
+             "\"functionResponse\":{\"name\":\"f\",\"id\":\"c1\",\"response\":{\"r\":2}}}]}]}",
+             LLAMA, 0,
+             "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"w?\"}]},"
+             "{\"role\":\"assistant\",\"content\":[{\"toolUse\":{\"toolUseId\":\"c1\","
+             "\"name\":\"f\",\"input\":{\"a\":1}}}]},{\"role\":\"user\",\"content\":[{"
+             "\"toolResult\":{\"toolUseId\":\"c1\",\"content\":[{\"text\":\"{\\\"r\\\":2}\"}]}}]}],"
+             "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"f\",\"inputSchema\":{\"json\":"
+             "{\"type\":\"object\"}}}}]}}",
+             "reasoning, signature");
+}
+
 /* ---- refusals and drops ---- */
 
 static void
@@ -427,6 +465,7 @@ main(void)
         cmocka_unit_test(test_bedrock_render_tool_choices),
         cmocka_unit_test(test_bedrock_render_tool_refusals),
         cmocka_unit_test(test_bedrock_render_images_and_documents),
+        cmocka_unit_test(test_bedrock_render_tool_result_media_and_foreign_signatures),
         cmocka_unit_test(test_bedrock_render_refusals),
         cmocka_unit_test(test_bedrock_render_drops),
         cmocka_unit_test(test_bedrock_render_output_budget),
