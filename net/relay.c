@@ -93,11 +93,12 @@ write_stream_end(struct net_stream *s)
     net_sink_end(&s->sink);
 }
 
+/* 424: Bedrock's ModelErrorException, the model failed while processing the request. */
 static bool
 is_failover_status(int status)
 {
-    return status == 401 || status == 403 || status == 404 || status == 408 || status == 429 ||
-           status >= 500;
+    return status == 401 || status == 403 || status == 404 || status == 408 || status == 424 ||
+           status == 429 || status >= 500;
 }
 
 /* Keeps the hop's rate-limit headers for core/quota_learn.h (only when its provider

@@ -332,3 +332,16 @@ def test_check_validates_the_aws_block_without_showing_secrets(tmp_path):
     p = subprocess.run([binary("gwd"), "--check", str(write_config(tmp_path, good, "ok.yaml"))],
                        env=base_env(), stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     assert p.returncode == 0, (p.stdout + p.stderr).decode()
+
+
+def test_a_model_error_424_fails_over(tmp_path, bench, gwd):
+    b = br_bench(bench, "--fault", "status", "--status", 424)  # ModelErrorException
+    other = bench("--chunks", 2, "--text", "other ")
+    g = gwd(config(tmp_path, [br_provider("br", b), provider("chat", other, models=["m"])]))
+
+    r = send(g, "chat", "m", False, [("user", "hi")])
+
+    assert r.status == 200 and READ["chat"](r, False)[0] == "other other ", r
+    row = g.wait_row(r.headers["x-request-id"])
+    assert [(a["upstream"], a["status"]) for a in row["attempts"]] == [("br", 424),
+                                                                       ("chat", 200)], row
