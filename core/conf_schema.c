@@ -41,6 +41,7 @@ static const cyaml_schema_value_t string_entry = {
 static const cyaml_schema_field_t tls_fields[] = {
     FIELD_STR("cert", struct gw_conf_file_tls, cert),
     FIELD_STR("key", struct gw_conf_file_tls, key),
+    FIELD_STRS("listen", struct gw_conf_file_tls, listen),
     CYAML_FIELD_END,
 };
 

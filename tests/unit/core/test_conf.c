@@ -55,7 +55,7 @@ fake_sha256(const void *data, size_t len, unsigned char out[32])
         out[i % 32] ^= (unsigned char)(d[i] + i * 7 + len);
 }
 
-static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL, NULL};
+static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL, NULL, NULL};
 
 static enum gw_code
 parse(const char *yaml, struct gw_conf **c, struct gw_conf_problems *p)
@@ -478,7 +478,7 @@ fake_check_ca(void *arg, const char *path, char *why, size_t size)
 static void
 test_conf_ca_file_is_checked_by_the_callers_reader_with_other_problems(void **state)
 {
-    static const struct gw_conf_env fenv = {fake_getenv, fake_sha256, NULL, fake_check_ca};
+    static const struct gw_conf_env fenv = {fake_getenv, fake_sha256, NULL, fake_check_ca, NULL};
     const char *yaml = EGRESS_PROVS(", ca_file: bad.pem, max_concurrent: 0");
     struct gw_conf_problems p = {0};
     struct gw_conf *c;

@@ -43,7 +43,7 @@ fake_sha256(const void *data, size_t len, unsigned char out[32])
         out[i % 32] ^= (unsigned char)(d[i] + i * 7 + len);
 }
 
-static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL, NULL};
+static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL, NULL, NULL};
 
 static struct gw_conf *
 load(const char *yaml)
