@@ -1301,11 +1301,6 @@ build_tls_listen(struct ctx *x, const struct gw_conf_file_tls *ft)
         c->server.tls_on_listen = true;
         return;
     }
-    if (ft->listen_count == 0) {
-        problem(x, GW_E_CFG_BAD_LISTEN, "server.tls", "listen", "[]",
-                "at least one address; leave tls.listen out to serve TLS on server.listen");
-        return;
-    }
     c->server.tls_listen = gw_calloc(ft->listen_count, sizeof(*c->server.tls_listen));
     if (!c->server.tls_listen) {
         x->nomem = true;
