@@ -193,13 +193,15 @@ use_key(SSL_CTX *ctx, const char *pem, size_t len, char *why, size_t why_size)
     BIO_free(bio);
     if (!k) {
         ERR_clear_error();
-        snprintf(why, why_size, "holds no PEM private key without a passphrase "
-                                "(-----BEGIN PRIVATE KEY-----)");
+        snprintf(why, why_size,
+                 "holds no PEM private key without a passphrase "
+                 "(-----BEGIN PRIVATE KEY-----)");
         return GW_E_CFG_TLS_KEY;
     }
     if (SSL_CTX_use_PrivateKey(ctx, k) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
         ERR_clear_error();
-        snprintf(why, why_size, "the private key does not match the certificate of server.tls.cert");
+        snprintf(why, why_size,
+                 "the private key does not match the certificate of server.tls.cert");
         rc = GW_E_CFG_TLS_KEY;
     }
     EVP_PKEY_free(k);
@@ -208,8 +210,8 @@ use_key(SSL_CTX *ctx, const char *pem, size_t len, char *why, size_t why_size)
 
 /* A server context from the two files' contents; NULL with <*code> and <why> set. */
 static SSL_CTX *
-ctx_from_pem(const char *cert, size_t cert_len, const char *key, size_t key_len,
-             enum gw_code *code, char *why, size_t why_size)
+ctx_from_pem(const char *cert, size_t cert_len, const char *key, size_t key_len, enum gw_code *code,
+             char *why, size_t why_size)
 {
     SSL_CTX *ctx = server_ctx_new();
 
@@ -231,8 +233,8 @@ ctx_from_pem(const char *cert, size_t cert_len, const char *key, size_t key_len,
 
 /* Reads both files (NULL with <*code> and <why> set when one cannot be read). */
 static bool
-read_pair(const char *cert, const char *key, char **cdata, size_t *clen, char **kdata,
-          size_t *klen, enum gw_code *code, char *why, size_t why_size)
+read_pair(const char *cert, const char *key, char **cdata, size_t *clen, char **kdata, size_t *klen,
+          enum gw_code *code, char *why, size_t why_size)
 {
     *kdata = NULL;
     *cdata = read_pem(cert, clen, why, why_size);
@@ -321,8 +323,8 @@ net_tls_attach(struct gw_conf *conf, struct gw_conf_problems *probs)
     conf->server.tls_ctx = NULL;
     if (!conf->server.tls_cert || !conf->server.tls_key)
         return true;
-    conf->server.tls_ctx = ctx_for(conf->server.tls_cert, conf->server.tls_key, &code, why,
-                                   sizeof(why));
+    conf->server.tls_ctx =
+        ctx_for(conf->server.tls_cert, conf->server.tls_key, &code, why, sizeof(why));
     if (conf->server.tls_ctx)
         return true;
     is_key = code == GW_E_CFG_TLS_KEY;

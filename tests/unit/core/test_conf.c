@@ -1898,7 +1898,7 @@ test_conf_loads_example_config(void **state)
     assert_string_equal(c->providers[1].path_prefix, "/gw");
     assert_false(c->providers[2].enabled);
     assert_string_equal(c->prices_path, "/etc/gw/prices.yaml");
-    assert_string_equal(c->server.tls_cert, "/etc/gw/tls/cert.pem");
+    assert_null(c->server.tls_cert); /* shown commented out: gwd --check reads the files */
     assert_true(c->store.responses);
     gw_conf_free(c);
     free(yaml);
