@@ -285,6 +285,24 @@ def test_a_reload_with_a_broken_key_keeps_the_old_certificate_and_says_why(tmp_p
     c.close()
 
 
+def test_a_control_save_reads_the_pair_too(tmp_path, pki, bench, gwd):
+    g = gwd(tls_config(tmp_path, bench()))
+    before = g.config_path.read_bytes()
+    (pki / "server.key").write_text("not a key\n")
+    r = http_request(g.control_port, "PUT", "/control/v1/groups/grp-new",
+                     b'{"providers": ["up"]}', bearer(CONTROL_TOKEN))
+    assert r.status == 409, r
+    err = r.json()["error"]
+    assert ("server.tls.key", "config.tls_key") in {(p["path"], p["code"])
+                                                     for p in err["problems"]}, err
+    assert g.config_path.read_bytes() == before
+    # With the key back, the same save goes through (and reloads).
+    use_pair(pki, "srv-a")
+    r = http_request(g.control_port, "PUT", "/control/v1/groups/grp-new",
+                     b'{"providers": ["up"]}', bearer(CONTROL_TOKEN))
+    assert r.status == 200 and r.json()["reloaded"] is True, r
+
+
 def check(path, argv=("gwd", "--check")):
     p = subprocess.run([binary(argv[0]), *argv[1:], str(path)], env=base_env(),
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
