@@ -333,11 +333,11 @@ workers_free(struct net_workers *ws)
     gw_free(ws);
 }
 
-/* Appends "host:port" to <buf> (space-separated). */
+/* Appends "host:port" to <buf> (space-separated; NULL: nothing). */
 static void
 bound_add(char *buf, size_t len, const char *host, uint16_t port)
 {
-    size_t off = strlen(buf);
+    size_t off = buf && len ? strlen(buf) : len;
 
     if (off < len)
         snprintf(buf + off, len - off, "%s%s:%u", off ? " " : "", host, port);
@@ -360,9 +360,9 @@ net_workers_start(const struct gw_conf *conf, unsigned n_workers, const struct n
                  NET_MAX_LISTEN);
         return GW_E_INTERNAL;
     }
-    if (bound_len)
+    if (bound && bound_len)
         bound[0] = '\0';
-    if (tls_bound_len)
+    if (tls_bound && tls_bound_len)
         tls_bound[0] = '\0';
     ws = gw_calloc(1, sizeof(*ws));
     if (!ws || !(ws->v = gw_calloc(n_workers, sizeof(*ws->v)))) {
