@@ -251,6 +251,8 @@ on_event(struct bufferevent *bev, short what, void *arg)
 
     (void)bev;
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    if ((what & BEV_EVENT_ERROR) && (c->flags & NET_CONN_F_TLS))
+        net_tls_on_error(c);
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
         conn_free(c); /* the client is gone: its stream is cancelled in there */
     else if (what & BEV_EVENT_CONNECTED)

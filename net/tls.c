@@ -22,6 +22,7 @@
 #include <openssl/x509.h>
 
 #include "core/alloc.h"
+#include "core/log.h"
 #include "net/net-priv.h"
 
 #define TLS_FILE_MAX (1u << 20) /* bytes of a certificate chain or key file */
@@ -389,6 +390,20 @@ net_tls_on_handshake(struct net_conn *c)
         return false;
     net_tls_h2_take(c);
     return true;
+}
+
+void
+net_tls_on_error(struct net_conn *c)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+    unsigned long e = bufferevent_get_openssl_error(c->bev);
+    const char *why = e ? ERR_reason_error_string(e) : NULL;
+    struct gw_log_ctx ctx = {(int)c->w->id, c->id, NULL};
+
+    if (!ssl || SSL_is_init_finished(ssl) || !gw_log_enabled(GW_LOG_DEBUG))
+        return;
+    GW_LOG(GW_LOG_DEBUG, &ctx, "tls_handshake_failed", "TLS handshake with a client failed: %s",
+           why ? why : "the connection closed");
 }
 
 void

@@ -48,6 +48,11 @@ struct bufferevent *net_tls_bev_new(struct event_base *base, int fd, void *ctx);
  * HTTP/1.1. */
 bool net_tls_on_handshake(struct net_conn *c);
 
+/* The connection <c> failed (BEV_EVENT_ERROR): a handshake that did not complete is
+ * logged at debug level with OpenSSL's reason (a client offering only TLS 1.1, garbage
+ * instead of a ClientHello), so an operator can see why clients cannot connect. */
+void net_tls_on_error(struct net_conn *c);
+
 /* Sends close_notify on a TLS connection whose answer is fully written (before the TCP
  * half-close of a lingering close, or before an idle close). */
 void net_tls_close_notify(struct bufferevent *bev);

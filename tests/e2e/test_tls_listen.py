@@ -188,7 +188,7 @@ def test_tls_without_listen_serves_tls_on_server_listen(tmp_path, pki, bench, gw
 
 
 def test_tls_1_1_and_lower_are_refused_1_2_and_1_3_served(tmp_path, pki, bench, gwd):
-    g = gwd(tls_config(tmp_path, bench()))
+    g = gwd({**tls_config(tmp_path, bench()), "log": {"level": "debug"}})
     port = tls_port(g)
     for v in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
         c = https(pki, port, minimum_version=v, maximum_version=v)
@@ -208,6 +208,8 @@ def test_tls_1_1_and_lower_are_refused_1_2_and_1_3_served(tmp_path, pki, bench, 
             with pytest.raises(ssl.SSLError) as e:
                 ctx.wrap_socket(s, server_hostname="localhost")
         assert "PROTOCOL_VERSION" in str(e.value).upper(), e.value
+    # Logged (debug) with OpenSSL's reason, so an operator sees why such clients fail.
+    g.err.wait_for(r"code=tls_handshake_failed .*unsupported protocol")
     p = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_1",
                         "-cipher", "DEFAULT@SECLEVEL=0"], stdin=subprocess.DEVNULL,
                        capture_output=True, timeout=30)
