@@ -25,6 +25,8 @@
 struct gw_conf_file_tls {
     char *cert;
     char *key;
+    char **listen;
+    unsigned listen_count;
 };
 
 struct gw_conf_file_server {

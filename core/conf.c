@@ -1294,6 +1294,45 @@ gw_conf_defaults(struct gw_conf *c)
 
 /* ---- step 3: build and check, section by section ---- */
 
+/* server.tls.listen: TLS addresses beside the plain ones of server.listen; left out, the
+ * server.listen addresses are served in TLS instead. An address in both lists would be
+ * bound twice (SO_REUSEPORT accepts that and splits the connections), so it is refused. */
+static void
+build_tls_listen(struct ctx *x, const struct gw_conf_file_tls *ft)
+{
+    struct gw_conf *c = x->c;
+    char base[PATH_LEN];
+    unsigned i;
+    size_t j;
+
+    if (!ft->listen) {
+        c->server.tls_on_listen = true;
+        return;
+    }
+    c->server.tls_listen = gw_calloc(ft->listen_count, sizeof(*c->server.tls_listen));
+    if (!c->server.tls_listen) {
+        x->nomem = true;
+        return;
+    }
+    c->server.n_tls_listen = ft->listen_count;
+    for (i = 0; i < ft->listen_count; i++) {
+        struct gw_conf_addr *a = &c->server.tls_listen[i];
+
+        fmt_into(base, sizeof(base), "server.tls.listen[%u]", i);
+        if (!parse_listen(x, ft->listen[i], a)) {
+            problem(x, GW_E_CFG_BAD_LISTEN, base, NULL, ft->listen[i],
+                    "expected \"host:port\" or \"[v6]:port\" with port 0..65535 (0: any free "
+                    "port)");
+            continue;
+        }
+        for (j = 0; a->port && a->host && j < c->server.n_listen; j++)
+            if (c->server.listen[j].host && c->server.listen[j].port == a->port &&
+                strcmp(c->server.listen[j].host, a->host) == 0)
+                problem(x, GW_E_CFG_BAD_LISTEN, base, NULL, ft->listen[i],
+                        "also in server.listen: an address serves either plain HTTP or TLS");
+    }
+}
+
 static void
 build_server(struct ctx *x, const struct gw_conf_file_server *fs)
 {
@@ -1362,6 +1401,17 @@ build_server(struct ctx *x, const struct gw_conf_file_server *fs)
             problem(x, GW_E_CFG_BAD_VALUE, "server.tls", "key", "", "must be a file path");
         else
             c->server.tls_key = resolve_path(x, fs->tls->key);
+        build_tls_listen(x, fs->tls);
+        if (c->server.tls_cert && c->server.tls_key && x->env && x->env->check_tls) {
+            char why[256] = "";
+            enum gw_code code = x->env->check_tls(x->env->arg, c->server.tls_cert,
+                                                  c->server.tls_key, why, sizeof(why));
+
+            if (code == GW_E_CFG_TLS_KEY)
+                problem(x, code, "server.tls", "key", c->server.tls_key, "%s", why);
+            else if (code != GW_OK)
+                problem(x, GW_E_CFG_TLS_CERT, "server.tls", "cert", c->server.tls_cert, "%s", why);
+        }
     }
 }
 
@@ -2717,6 +2767,9 @@ gw_conf_free(struct gw_conf *c)
     gw_free(c->server.listen);
     gw_free(c->server.tls_cert);
     gw_free(c->server.tls_key);
+    for (i = 0; c->server.tls_listen && i < c->server.n_tls_listen; i++)
+        gw_free(c->server.tls_listen[i].host);
+    gw_free(c->server.tls_listen);
     gw_free(c->control.listen.host);
     gw_free(c->control.token_env);
     wipe_free(c->control.token);

@@ -255,6 +255,12 @@ struct gw_conf {
         unsigned drain_secs;           /* default 30 */
         char *tls_cert;                /* resolved path or NULL */
         char *tls_key;
+        /* server.tls.listen: the addresses served in TLS beside the plain ones of
+         * listen. Left out of a tls block: tls_on_listen, every listen address is TLS. */
+        struct gw_conf_addr *tls_listen;
+        size_t n_tls_listen;
+        bool tls_on_listen;
+        void *tls_ctx; /* SSL_CTX of tls_cert and tls_key, set by net (net/tls.h) */
     } server;
     struct {
         struct gw_conf_addr listen; /* default 127.0.0.1:8081 */
@@ -326,6 +332,11 @@ struct gw_conf_env {
      * (in <why> or a constant), so that its problem comes with every other one of the
      * file. The caller does the I/O; core stays pure. */
     const char *(*check_ca_file)(void *arg, const char *path, char *why, size_t why_size);
+    /* Optional (NULL: not checked here): reads server.tls.cert and .key (resolved) and
+     * returns GW_OK when they load and match, else GW_E_CFG_TLS_CERT or
+     * GW_E_CFG_TLS_KEY with why in <why>. The caller does the I/O. */
+    enum gw_code (*check_tls)(void *arg, const char *cert, const char *key, char *why,
+                              size_t why_size);
 };
 
 /* Parses and validates <len> bytes of YAML. <dir> is the file's folder (relative

@@ -41,6 +41,10 @@ static const cyaml_schema_value_t string_entry = {
 static const cyaml_schema_field_t tls_fields[] = {
     FIELD_STR("cert", struct gw_conf_file_tls, cert),
     FIELD_STR("key", struct gw_conf_file_tls, key),
+    /* At least one: cyaml reads [] as left out, which here would mean TLS on every
+     * server.listen address, the opposite of what an empty list says. */
+    CYAML_FIELD_SEQUENCE("listen", OPT | CYAML_FLAG_POINTER, struct gw_conf_file_tls, listen,
+                         &string_entry, 1, UNL),
     CYAML_FIELD_END,
 };
 

@@ -31,7 +31,7 @@ _Static_assert(sizeof(struct gw_conf_client) == 112,
                "struct gw_conf_client changed: update client_canon in core/confdiff.c");
 _Static_assert(sizeof(struct gw_conf_limit) == 40,
                "struct gw_conf_limit changed: update client_canon in core/confdiff.c");
-_Static_assert(sizeof(struct gw_conf) == 280,
+_Static_assert(sizeof(struct gw_conf) == 312,
                "struct gw_conf changed: update the section forms in core/confdiff.c");
 #endif
 
@@ -234,6 +234,13 @@ server_canon(struct canon *c, const struct gw_conf *f)
     c_u64(c, f->server.drain_secs);
     c_str(c, f->server.tls_cert);
     c_str(c, f->server.tls_key);
+    c_u64(c, f->server.n_tls_listen);
+    for (i = 0; i < f->server.n_tls_listen; i++)
+        c_addr(c, &f->server.tls_listen[i]);
+    c_u64(c, f->server.tls_on_listen);
+    /* Contexts are made once per content of the files (net/tls.c): a renewed
+     * certificate at the same path is a new context, so a change. */
+    c_u64(c, (uint64_t)(uintptr_t)f->server.tls_ctx);
 }
 
 static void
