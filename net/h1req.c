@@ -330,6 +330,34 @@ net_h1req_fini(struct net_h1req *r)
     r->n_hdrs = r->cap_hdrs = 0;
 }
 
+enum gw_code
+net_h1req_add_header(struct net_h1req *r, struct gw_str name, struct gw_str value)
+{
+    struct net_req_hdr *h;
+
+    r->head_bytes += name.len + value.len + 4;
+    if (r->head_bytes > r->lim.max_header_bytes || r->n_hdrs >= r->lim.max_headers)
+        return GW_E_HEADERS_TOO_LARGE;
+    if (r->n_hdrs == r->cap_hdrs) {
+        unsigned cap = r->cap_hdrs ? r->cap_hdrs * 2 : 16;
+        struct net_req_hdr *v = gw_realloc(r->hdrs, cap * sizeof(*v));
+
+        if (!v)
+            return GW_E_NOMEM;
+        r->hdrs = v;
+        r->cap_hdrs = cap;
+    }
+    h = &r->hdrs[r->n_hdrs];
+    h->name_off = (uint32_t)r->hbuf.len;
+    h->name_len = (uint32_t)name.len;
+    h->val_off = (uint32_t)(r->hbuf.len + name.len);
+    h->val_len = (uint32_t)value.len;
+    if (gw_buf_append_str(&r->hbuf, name) != GW_OK || gw_buf_append_str(&r->hbuf, value) != GW_OK)
+        return GW_E_NOMEM;
+    r->n_hdrs++;
+    return GW_OK;
+}
+
 enum net_h1_ev
 net_h1req_feed(struct net_h1req *r, const char *data, size_t len, size_t *used)
 {

@@ -89,6 +89,10 @@ bool net_h1req_header(const struct net_h1req *r, struct gw_str name, struct gw_s
 /* The i-th header (i < n_hdrs). */
 void net_h1req_header_at(const struct net_h1req *r, unsigned i, struct gw_str *name,
                          struct gw_str *value);
+/* For front ends that decode a request themselves (HTTP/2): adds one header to <r>,
+ * counted against lim (max_headers, and max_header_bytes with the bytes of the url and
+ * the headers before it). GW_OK, GW_E_HEADERS_TOO_LARGE or GW_E_NOMEM. */
+enum gw_code net_h1req_add_header(struct net_h1req *r, struct gw_str name, struct gw_str value);
 /* True for an RFC 9110 token (a valid header name); false for an empty one. */
 bool net_h1_is_token(struct gw_str s);
 

@@ -124,6 +124,9 @@ static void
 conn_free(struct net_conn *c)
 {
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    if (c->h2)
+        net_h2_free(c->h2); /* cancels its streams */
+    c->h2 = NULL;
     if (c->stream) {
         struct net_stream *s = c->stream;
 
@@ -319,6 +322,7 @@ conn_accept(struct net_worker *w, int fd, bool tls)
     c->magic_ = NET_CONN_MAGIC;
     c->w = w;
     c->id = ++w->next_conn_id;
+    c->flags = NET_CONN_F_FRESH;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (tls) {
         /* The handshake is bounded like a request head: by the header_timeout_secs
@@ -441,11 +445,32 @@ head_read(struct net_conn *c)
     return true;
 }
 
+/* The first bytes of a connection: the HTTP/2 preface (h2c with prior knowledge) hands
+ * it to net/http2.c. True when the connection is no longer HTTP/1.1's to parse (or not
+ * yet: a prefix of the preface waits for more). */
+static bool
+h2c_taken(struct net_conn *c, struct evbuffer *in)
+{
+    char p[24];
+    ev_ssize_t n = evbuffer_copyout(in, p, sizeof(p));
+    int r = net_h2_preface(p, n > 0 ? (size_t)n : 0);
+
+    if (r == 0)
+        return true;
+    c->flags &= ~NET_CONN_F_FRESH;
+    if (r < 0)
+        return false;
+    net_h2_start(c);
+    return true;
+}
+
 static void
 conn_parse(struct net_conn *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
 
+    if ((c->flags & NET_CONN_F_FRESH) && h2c_taken(c, in))
+        return;
     while (c->state != NET_CONN_BUSY && evbuffer_get_length(in) > 0) {
         struct evbuffer_iovec v;
         size_t used = 0;
@@ -643,6 +668,10 @@ static const struct net_sink_ops h1_sink_ops = {
 void
 net_conn_sink(struct net_conn *c, struct net_sink *out)
 {
+    if (c->h2s) {
+        net_h2_sink(c, out);
+        return;
+    }
     out->ops = &h1_sink_ops;
     out->ctx = c;
 }
@@ -700,6 +729,10 @@ net_conn_response_done(struct net_conn *c)
 {
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
     c->stream = NULL;
+    if (c->h2s) {
+        net_h2_response_done(c);
+        return;
+    }
     if ((c->flags & NET_CONN_F_CLOSE_AFTER) || c->w->draining) {
         conn_close_after_flush(c);
         return;
@@ -736,11 +769,19 @@ net_conns_drain(struct net_worker *w)
         next = c->next;
         if (c->flags & NET_CONN_F_CLOSING)
             continue;
-        if (c->state == NET_CONN_IDLE)
+        if (c->h2)
+            net_h2_drain(c);
+        else if (c->state == NET_CONN_IDLE)
             conn_free(c);
         else
             c->flags |= NET_CONN_F_CLOSE_AFTER;
     }
+}
+
+void
+net_conn_close(struct net_conn *c)
+{
+    conn_free(c);
 }
 
 void

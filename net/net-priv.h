@@ -3,6 +3,10 @@
  *
  *   net_worker -> net_conn (client connection, HTTP/1.1)
  *                  -> net_stream (one exchange: the request pipeline's state)
+ *                  or, speaking HTTP/2 (net/http2.c): -> net_h2 (its nghttp2 session)
+ *                       -> net_h2s (one stream, with a request net_conn of its own
+ *                          that is in no list: the pipeline reads its request there)
+ *                            -> net_stream
  *                       -> net_upx (one try at an upstream, net/upstream.h)
  *              -> net_uppool (upstream connections of this worker)
  *
@@ -81,6 +85,7 @@ enum net_conn_state {
 #define NET_CONN_F_CLOSING 0x2u     /* flushing, then linger, then free */
 #define NET_CONN_F_LINGER 0x4u      /* half-closed, discarding input until EOF or timeout */
 #define NET_CONN_F_TLS 0x8u         /* bev is TLS (net/tls.c): no direct socket writes */
+#define NET_CONN_F_FRESH 0x10u      /* no byte read yet: the HTTP/2 preface may come */
 
 struct net_conn {
     uint32_t magic_;
@@ -108,6 +113,8 @@ struct net_conn {
     unsigned char key_seen[NET_KEY_CACHE_MAX];
     uint16_t key_seen_len; /* 0: nothing cached */
     unsigned char key_seen_digest[32];
+    struct net_h2 *h2;   /* this connection speaks HTTP/2 (net/http2.c) */
+    struct net_h2s *h2s; /* this is the request of an HTTP/2 stream (not a connection) */
 };
 
 /* ---- http1.c: the server side of HTTP/1.1 ---- */
@@ -148,6 +155,25 @@ unsigned net_conns_open(void);
 void net_conns_drain(struct net_worker *w);
 /* Frees every connection now (end of the worker). */
 void net_conns_free_all(struct net_worker *w);
+/* Closes <c> now: its streams are cancelled, its socket closed, <c> freed. */
+void net_conn_close(struct net_conn *c);
+
+/* ---- http2.c: the server side of HTTP/2 ---- */
+
+/* The entry point of HTTP/2 on an accepted connection <c> (its bufferevent, whose input
+ * buffer holds what was read so far: the client preface first, or nothing yet; h2c with
+ * prior knowledge from http1.c, TLS with ALPN h2 from the TLS listener): from here on
+ * the connection is an nghttp2 server session. <c> stays in w->conns, counted as one
+ * connection; net_conn_close frees the session with it. */
+void net_h2_start(struct net_conn *c);
+/* 1: <p> (<n> bytes) is the HTTP/2 client preface, 0: a prefix of it (wait for more),
+ * -1: not it. */
+int net_h2_preface(const char *p, size_t n);
+/* Called by http1.c for an HTTP/2 connection or stream request: */
+void net_h2_free(struct net_h2 *h);    /* from net_conn_close */
+void net_h2_drain(struct net_conn *c); /* GOAWAY, close once the streams ended */
+void net_h2_sink(struct net_conn *rc, struct net_sink *out); /* the stream's sink */
+void net_h2_response_done(struct net_conn *rc);              /* the pipeline is done with it */
 
 /* Output above this pauses the upstream read; the write callback resumes it. */
 #define NET_OUT_HIGH (256 * 1024)

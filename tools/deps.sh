@@ -7,12 +7,15 @@
 # decode compressed request bodies (core/decode.c; libbrotli-dev's encoder makes the
 # unit tests' br bodies); python3-brotli and python3-zstandard make the end-to-end
 # tests' br and zstd bodies (tests/e2e/test_compressed_body.py); python3-prometheus-client
-# parses /metrics as Prometheus would (tests/e2e/test_metrics.py).
+# parses /metrics as Prometheus would (tests/e2e/test_metrics.py); python3-h2 (with
+# hyperframe and hpack) and nghttp2-client's h2load are the HTTP/2 clients of
+# tests/e2e/test_http2.py.
 set -e
 PKGS="build-essential pkg-config libevent-dev libnghttp2-dev libssl-dev libjansson-dev
 libcyaml-dev libyaml-dev liblmdb-dev libck-dev libcmocka-dev libhttp-parser-dev libwslay-dev
 zlib1g-dev libbrotli-dev libzstd-dev
-python3 python3-pytest python3-brotli python3-zstandard python3-prometheus-client nginx-light nodejs npm clang
+python3 python3-pytest python3-brotli python3-zstandard python3-prometheus-client python3-h2
+nghttp2-client nginx-light nodejs npm clang
 libclang-rt-dev clang-format curl"
 missing=""
 for p in $PKGS; do

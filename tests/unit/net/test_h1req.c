@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -251,6 +252,45 @@ test_h1req_token(void **state)
     assert_false(net_h1_is_token((struct gw_str){"", 0}));
 }
 
+/* HTTP/2 builds its requests header by header (net/http2.c): the same limits hold. */
+static void
+test_h1req_add_header_keeps_the_limits(void **state)
+{
+    struct net_h1req r;
+    struct gw_str v;
+    char name[16];
+    unsigned i;
+
+    (void)state;
+    net_h1req_init(&r, &t_lim);
+    assert_int_equal(net_h1req_add_header(&r, GW_STR_LIT("authorization"), GW_STR_LIT("Bearer k")),
+                     GW_OK);
+    assert_true(net_h1req_header(&r, GW_STR_LIT("Authorization"), &v));
+    assert_true(gw_str_eq(v, GW_STR_LIT("Bearer k")));
+    for (i = 1; i < t_lim.max_headers; i++) {
+        snprintf(name, sizeof(name), "x-h%u", i);
+        assert_int_equal(net_h1req_add_header(&r, gw_str_c(name), GW_STR_LIT("v")), GW_OK);
+    }
+    assert_int_equal(r.n_hdrs, t_lim.max_headers);
+    assert_int_equal(net_h1req_add_header(&r, GW_STR_LIT("x-one-more"), GW_STR_LIT("v")),
+                     GW_E_HEADERS_TOO_LARGE);
+    net_h1req_fini(&r);
+
+    /* bytes: max_header_bytes counts names, values and 4 bytes a header */
+    net_h1req_init(&r, &t_lim);
+    {
+        static char big[4000];
+
+        memset(big, 'a', sizeof(big));
+        assert_int_equal(
+            net_h1req_add_header(&r, GW_STR_LIT("x-big"), (struct gw_str){big, sizeof(big)}),
+            GW_OK);
+        assert_int_equal(net_h1req_add_header(&r, GW_STR_LIT("x-more"), (struct gw_str){big, 100}),
+                         GW_E_HEADERS_TOO_LARGE);
+    }
+    net_h1req_fini(&r);
+}
+
 int
 main(void)
 {
@@ -268,6 +308,7 @@ main(void)
         cmocka_unit_test(test_h1req_values_lose_trailing_blanks),
         cmocka_unit_test(test_h1req_reads_pipelined_requests_in_turn),
         cmocka_unit_test(test_h1req_token),
+        cmocka_unit_test(test_h1req_add_header_keeps_the_limits),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
