@@ -27,8 +27,6 @@
 
 #define TLS_FILE_MAX (1u << 20) /* bytes of a certificate chain or key file */
 
-net_tls_h2_take_fn net_tls_h2_take; /* NULL until an HTTP/2 front end exists */
-
 struct tls_ctx {
     struct tls_ctx *next;
     char *cert, *key;
@@ -99,22 +97,20 @@ ssl_reason(const char *fallback)
 
 /* ---- the server context ---- */
 
-/* ALPN: http/1.1, and h2 before it once an HTTP/2 front end takes such connections.
- * A client offering neither gets no ALPN answer (not a fatal alert): it speaks
- * HTTP/1.1 or fails on its own terms. */
+/* ALPN: h2 (net/http2.c) before http/1.1, whatever order the client offers them in. A
+ * client offering neither gets no ALPN answer (not a fatal alert): it speaks HTTP/1.1 or
+ * fails on its own terms. */
 static int
 on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
         unsigned inlen, void *arg)
 {
-    static const unsigned char h2_h1[] = "\x02h2\x08http/1.1";
-    static const unsigned char h1[] = "\x08http/1.1";
-    const unsigned char *ours = net_tls_h2_take ? h2_h1 : h1;
-    unsigned ours_len = net_tls_h2_take ? sizeof(h2_h1) - 1 : sizeof(h1) - 1;
+    static const unsigned char ours[] = "\x02h2\x08http/1.1";
     unsigned char *sel = NULL;
 
     (void)ssl;
     (void)arg;
-    if (SSL_select_next_proto(&sel, outlen, ours, ours_len, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+    if (SSL_select_next_proto(&sel, outlen, ours, sizeof(ours) - 1, in, inlen) !=
+        OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_NOACK;
     *out = sel;
     return SSL_TLSEXT_ERR_OK;
@@ -381,14 +377,12 @@ net_tls_on_handshake(struct net_conn *c)
     unsigned len = 0;
     SSL *ssl;
 
-    if (!net_tls_h2_take)
-        return false;
     ssl = bufferevent_openssl_get_ssl(c->bev);
     if (ssl)
         SSL_get0_alpn_selected(ssl, &proto, &len);
     if (len != 2 || memcmp(proto, "h2", 2) != 0)
         return false;
-    net_tls_h2_take(c);
+    net_h2_start(c);
     return true;
 }
 

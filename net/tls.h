@@ -44,8 +44,9 @@ void net_tls_shutdown(void);
 struct bufferevent *net_tls_bev_new(struct event_base *base, int fd, void *ctx);
 
 /* The handshake of <c> completed (BEV_EVENT_CONNECTED): true when the connection was
- * handed to HTTP/2 (ALPN chose h2; <c> is then net_tls_h2_take's), false when it stays
- * HTTP/1.1. */
+ * handed to HTTP/2 (ALPN chose h2: net_h2_start, which owns <c> from then on: its
+ * bufferevent callbacks, timer and freeing; <c> arrives accepted and counted, nothing
+ * read, its header_timeout_secs timer armed), false when it stays HTTP/1.1. */
 bool net_tls_on_handshake(struct net_conn *c);
 
 /* The connection <c> failed (BEV_EVENT_ERROR): a handshake that did not complete is
@@ -56,14 +57,5 @@ void net_tls_on_error(struct net_conn *c);
 /* Sends close_notify on a TLS connection whose answer is fully written (before the TCP
  * half-close of a lingering close, or before an idle close). */
 void net_tls_close_notify(struct bufferevent *bev);
-
-/* The HTTP/2 hook. NULL (today): ALPN offers only http/1.1. Once an HTTP/2 front end sets
- * it (before the workers start; read-only afterwards), ALPN offers h2 before http/1.1,
- * and a TLS connection whose handshake chose h2 is handed over here: <c> is accepted
- * and counted in server.max_connections, its handshake done, nothing read from it, its
- * header_timeout_secs timer armed (state NET_CONN_IDLE); from the call on, the hook owns
- * it (its bufferevent callbacks, its timer and its freeing). */
-typedef void (*net_tls_h2_take_fn)(struct net_conn *c);
-extern net_tls_h2_take_fn net_tls_h2_take;
 
 #endif

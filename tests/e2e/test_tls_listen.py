@@ -8,6 +8,7 @@
 # Made here, in the test's folder, with the openssl CLI: a CA and two server
 # certificates for localhost/127.0.0.1 it signed, with distinct serial numbers.
 
+import json
 import http.client
 import re
 import shutil
@@ -147,33 +148,42 @@ def test_chat_and_a_stream_through_https_beside_plain_http(tmp_path, pki, bench,
     with pytest.raises(ssl.SSLError):
         chat(https(pki, g.port))
 
-    # curl verifies the chain against the test CA and speaks HTTP/1.1 after ALPN.
-    p = subprocess.run(["curl", "-sS", "-v", "--cacert", str(pki / "ca.pem"),
-                        "-H", f"Authorization: Bearer {ALICE_KEY}",
-                        "-H", "Content-Type: application/json", "--data-binary",
-                        chat_body().decode(), f"https://localhost:{port}/v1/chat/completions"],
-                       capture_output=True, timeout=30)
-    err = p.stderr.decode()
-    assert p.returncode == 0, err
-    assert "ALPN: server accepted http/1.1" in err or "ALPN, server accepted to use http/1.1" in err
+    # curl verifies the chain against the test CA and speaks what ALPN chose: HTTP/1.1
+    # when asked for it, else HTTP/2 (net/http2.c over TLS), the same answer either way.
+    for flag, proto in (("--http1.1", "http/1.1"), ("--http2", "h2")):
+        p = subprocess.run(["curl", "-sS", "-v", flag, "--cacert", str(pki / "ca.pem"),
+                            "-H", f"Authorization: Bearer {ALICE_KEY}",
+                            "-H", "Content-Type: application/json", "--data-binary",
+                            chat_body().decode(),
+                            f"https://localhost:{port}/v1/chat/completions"],
+                           capture_output=True, timeout=30)
+        err = p.stderr.decode()
+        assert p.returncode == 0, err
+        assert (f"ALPN: server accepted {proto}" in err
+                or f"ALPN, server accepted to use {proto}" in err), err
+        assert json.loads(p.stdout)["choices"][0]["message"]["content"], p.stdout
+        # and a stream on the same protocol, whole to its [DONE]
+        p = subprocess.run(["curl", "-sS", "-N", flag, "--cacert", str(pki / "ca.pem"),
+                            "-H", f"Authorization: Bearer {ALICE_KEY}",
+                            "-H", "Content-Type: application/json", "--data-binary",
+                            chat_body(stream=True).decode(),
+                            f"https://localhost:{port}/v1/chat/completions"],
+                           capture_output=True, timeout=30)
+        assert p.returncode == 0, p.stderr.decode()
+        assert p.stdout.rstrip().endswith(b"data: [DONE]"), (proto, p.stdout[-200:])
     assert b'"choices"' in p.stdout
 
 
-def test_alpn_answers_http_1_1_and_never_h2_yet(tmp_path, pki, bench, gwd):
+def test_alpn_chooses_h2_when_offered_else_http_1_1(tmp_path, pki, bench, gwd):
     g = gwd(tls_config(tmp_path, bench()))
     port = tls_port(g)
-    for offer in (["h2", "http/1.1"], ["http/1.1"]):
+    for offer, chosen in ((["h2", "http/1.1"], "h2"), (["http/1.1", "h2"], "h2"),
+                          (["http/1.1"], "http/1.1"), (["h2"], "h2"), (["spdy/3"], None)):
         ctx = client_ctx(pki)
         ctx.set_alpn_protocols(offer)
         with socket.create_connection(("127.0.0.1", port), timeout=WAIT_TIMEOUT) as s:
             with ctx.wrap_socket(s, server_hostname="localhost") as t:
-                assert t.selected_alpn_protocol() == "http/1.1", offer
-    # A client offering only h2 gets no ALPN answer (no HTTP/2 front end yet).
-    ctx = client_ctx(pki)
-    ctx.set_alpn_protocols(["h2"])
-    with socket.create_connection(("127.0.0.1", port), timeout=WAIT_TIMEOUT) as s:
-        with ctx.wrap_socket(s, server_hostname="localhost") as t:
-            assert t.selected_alpn_protocol() is None
+                assert t.selected_alpn_protocol() == chosen, offer
 
 
 def test_tls_without_listen_serves_tls_on_server_listen(tmp_path, pki, bench, gwd):
