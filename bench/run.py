@@ -4,7 +4,8 @@
 # the hub (a Chat client and an Anthropic Messages client, each to a Chat and to a
 # Messages upstream: "gwd", "gwd-conv", "gwd-msg", "gwd-msg-conv"; a Responses client
 # spliced and converted to Chat: "gwd-resp", "gwd-resp-conv"; a Gemini client spliced
-# and converted to Messages: "gwd-gem", "gwd-gem-conv") and
+# and converted to Messages: "gwd-gem", "gwd-gem-conv"; a Chat client converted to AWS
+# Bedrock's Converse, signed and read from eventstream: "gwd-br-conv") and
 # the admission scenario (gwd against "gwd+adm", the same gwd with key and upstream
 # slots, key limits, and three upstream credentials with all four quota windows). Starts `gwbench upstream`, the gwds (temporary
 # configs) and Debian's nginx (temporary prefix), checks with one request each that
@@ -143,9 +144,15 @@ def wait_port(port, proc, secs=10):
     return False
 
 
+# The AWS credentials gwd-br-conv signs with and the upstream checks (SigV4).
+AWS_REGION, AWS_KEY_ID, AWS_SECRET = "us-east-1", "AKIDBENCH", "bench-aws-secret"
+
+
 def start_upstream(bindir, procs):
     p = Proc("upstream", [os.path.join(bindir, "gwbench"), "upstream", "--listen",
-                          "127.0.0.1:0", "--threads", "1", "--quiet"],
+                          "127.0.0.1:0", "--threads", "1", "--quiet",
+                          "--aws-access-key-id", AWS_KEY_ID, "--aws-secret-access-key",
+                          AWS_SECRET, "--aws-region", AWS_REGION],
              stdout=subprocess.PIPE, text=True)
     procs.append(p)
     line = p.p.stdout.readline()
@@ -181,7 +188,8 @@ API_PATH = {"chat": "/v1/chat/completions", "messages": "/v1/messages",
             "responses": "/v1/responses",
             "gemini": "/v1beta/models/mock-model:generateContent"}
 UP_PATH = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
-           "responses": "/v1/responses", "gemini": "/v1beta/models/mock-model:generateContent"}
+           "responses": "/v1/responses", "gemini": "/v1beta/models/mock-model:generateContent",
+           "bedrock": "/model/mock-model/converse"}
 # The gwd columns of the main table: name -> (client API, provider dialect, what it is).
 # gwd+adm is the admission table's; gwd-base (--base-bin) another build's Chat relay.
 CELLS = {
@@ -193,6 +201,8 @@ CELLS = {
     "gwd-resp-conv": ("responses", "openai", "Responses client, Chat upstream: converted"),
     "gwd-gem": ("gemini", "gemini", "Gemini client, Gemini upstream: splice"),
     "gwd-gem-conv": ("gemini", "anthropic", "Gemini client, Messages upstream: converted"),
+    "gwd-br-conv": ("chat", "bedrock",
+                    "Chat client, Bedrock upstream: converted, SigV4-signed, eventstream"),
     "gwd-base": ("chat", "openai", "Chat client, Chat upstream, the --base-bin build"),
 }
 
@@ -211,10 +221,13 @@ def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=F
     ctl_port = free_port()
     token = secrets.token_hex(16)
     prov_extra = client_extra = ""
-    keys = "[{ value: bench-upstream-key }]"
+    keys = "keys: [{ value: bench-upstream-key }]"
+    if dialect == "bedrock":
+        keys = (f"aws: {{ region: {AWS_REGION}, access_key_id: {{ value: {AWS_KEY_ID} }}, "
+                f"secret_access_key: {{ value: {AWS_SECRET} }} }}")
     if admission:
-        keys = "[" + ", ".join(f"{{ value: bench-upstream-key-{i} }}"
-                               for i in range(ADM_CREDS)) + "]"
+        keys = "keys: [" + ", ".join(f"{{ value: bench-upstream-key-{i} }}"
+                                     for i in range(ADM_CREDS)) + "]"
         prov_extra += ("    quota:\n      default: { "
                        + ", ".join(f"{w}: {v}" for w, v in ADM_QUOTA) + " }\n")
         with open(os.path.join(home, "prices.yaml"), "w") as f:
@@ -240,7 +253,7 @@ providers:
   - name: mock
     dialect: {dialect}
     base_url: http://127.0.0.1:{up_port}
-    keys: {keys}
+    {keys}
     models: ["*"]
 {prov_extra}clients:
   - name: bench
@@ -580,7 +593,8 @@ def main():
         # the other cells of the hub (CELLS), each its own gwd: the converted paths of
         # DESIGN.md 17 and the Messages splice; and another build's Chat relay, if asked
         for cell in ["gwd-conv", "gwd-msg", "gwd-msg-conv", "gwd-resp", "gwd-resp-conv",
-                     "gwd-gem", "gwd-gem-conv"] + (["gwd-base"] if a.base_bin else []):
+                     "gwd-gem", "gwd-gem-conv", "gwd-br-conv"]
+                     + (["gwd-base"] if a.base_bin else []):
             cport, cproc, _, note = start_gwd(
                 os.path.abspath(a.base_bin) if cell == "gwd-base" else bindir, tmp, up_port,
                 key, a.gwd_workers, procs, name=cell, dialect=CELLS[cell][1])

@@ -2,7 +2,8 @@
  * bench/upstream-priv.h - what the files of `gwbench upstream` share: one connection and
  * the knobs of its answer, the process settings, the writers of HTTP chunks and events,
  * and the table of templates each API shape fills in (one file per shape:
- * upstream_chat.c, upstream_messages.c, upstream_responses.c, upstream_gemini.c).
+ * upstream_chat.c, upstream_messages.c, upstream_responses.c, upstream_gemini.c,
+ * upstream_bedrock.c).
  * Only bench/upstream*.c include it (STYLE.md 4).
  * Owns:    nothing.
  * Threads: a connection's worker; the settings are read-only once the workers run.
@@ -85,6 +86,10 @@ struct bench_up_settings {
     struct gw_buf error_body; /* --error-body, raw */
     bool error_body_set;      /* --error-body given: every route sends it as is */
     bool no_usage;
+    bool quiet; /* --quiet: no diagnostics on stderr */
+    /* --aws-*: the credentials the Bedrock route checks SigV4 signatures against; no
+     * check while aws_key_id is NULL. aws_token NULL: no x-amz-security-token expected. */
+    const char *aws_key_id, *aws_secret, *aws_region, *aws_token;
 };
 
 extern struct bench_up_settings bench_up_g;
@@ -112,6 +117,7 @@ struct bench_up_thread {
     struct gw_buf body;  /* scratch: an answer body or one event's data */
     struct gw_buf frame; /* scratch: headers or a chunk frame */
     struct gw_buf last;  /* scratch: the next /_bench/last record */
+    struct gw_buf es;    /* scratch: one eventstream message (the Bedrock route) */
 };
 
 struct bench_up_shape;
@@ -128,6 +134,7 @@ struct bench_up_conn {
     struct gw_buf in; /* unparsed input */
     struct gw_buf url, hname, hval;
     struct gw_buf hjson; /* the request's headers as JSON members */
+    struct gw_buf hraw;  /* the same as "name\0value\0" pairs, names lower-cased */
     struct gw_buf body;
     struct gw_buf model;  /* request model, JSON-escaped, without quotes */
     struct gw_buf answer; /* BENCH_UP_ANS_TOOL_RESULT: the text, JSON-escaped, no quotes */
@@ -145,12 +152,13 @@ struct bench_up_conn {
     bool counting;       /* a token-counting route (no answer, just the count) */
     bool gemini_stream;  /* the Gemini route's method is streamGenerateContent */
     bool gemini_sse;     /* ... with ?alt=sse (else the stream is one JSON array) */
+    bool bedrock_stream; /* the Bedrock route is .../converse-stream */
     bool stream_active;  /* stream headers sent, its end not yet */
     bool close_after_write;
     bool closing;
     bool by_peer;
     bool wev_added;
-    size_t path_model_off; /* the Gemini route: the model's place in <url> */
+    size_t path_model_off; /* the Gemini and Bedrock routes: the model's place in <url> */
     size_t path_model_len;
     uint64_t id;
     uint64_t created;
@@ -190,6 +198,9 @@ struct bench_up_shape {
     /* The error body of an HTTP <status> answer when --error-body was not given, into
      * <b> (replaced). NULL: the default --error-body (OpenAI's shape). */
     void (*error_body)(struct gw_buf *b, unsigned status);
+    /* Header lines (each ending in \r\n) every error answer of <status> carries, with or
+     * without --error-body. NULL: none. */
+    const char *(*error_headers)(unsigned status);
     /* The token-counting route's answer into <b> (replaced). NULL: no such route. */
     void (*count_answer)(struct bench_up_conn *c, struct gw_buf *b);
     /* The model listing into <b> (replaced). NULL: no such route. */
@@ -200,6 +211,15 @@ extern const struct bench_up_shape bench_up_chat;
 extern const struct bench_up_shape bench_up_messages;
 extern const struct bench_up_shape bench_up_responses;
 extern const struct bench_up_shape bench_up_gemini;
+extern const struct bench_up_shape bench_up_bedrock;
+
+/* Whether <path>/<n> (no query) is a Bedrock route, <prefix>/model/{modelId}/converse or
+ * .../converse-stream with a non-empty modelId holding no '/': then sets c's model place
+ * in the URL and c->bedrock_stream (bench/upstream_bedrock.c). */
+bool bench_up_bedrock_route(struct bench_up_conn *c, const char *path, size_t n);
+
+/* Counts a request refused for its SigV4 signature (/_bench/stats "aws_auth_refused"). */
+void bench_up_count_auth_refused(void);
 
 /* The arguments of tool call <i> of an answer, as JSON, in BENCH_UP_TOOL_PIECES - 1
  * pieces: {"city":"Paris"} for the first call, then Tokyo, Lima and Oslo, so that the

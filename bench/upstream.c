@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * bench/upstream.c - `gwbench upstream`: a fake LLM API server speaking OpenAI Chat
- * Completions, OpenAI Responses, Anthropic Messages and Google Gemini.
+ * Completions, OpenAI Responses, Anthropic Messages, Google Gemini and AWS Bedrock
+ * Converse.
  * Each worker thread runs its own event_base and its own SO_REUSEPORT listener
  * on the same port. A connection reads into its input buffer, http_parser
  * frames one request at a time (the parser is paused at the end of each
@@ -73,8 +74,15 @@ static struct {
     atomic_uint_fast64_t streams_started;
     atomic_uint_fast64_t streams_completed;
     atomic_uint_fast64_t streams_aborted;
-    atomic_uint_fast64_t models; /* model listings (GET .../models) */
+    atomic_uint_fast64_t models;       /* model listings (GET .../models) */
+    atomic_uint_fast64_t auth_refused; /* Bedrock requests refused for their signature */
 } st;
+
+void
+bench_up_count_auth_refused(void)
+{
+    atomic_fetch_add_explicit(&st.auth_refused, 1, memory_order_relaxed);
+}
 
 /* Requests per credential (/_bench/stats "keys"), the first BENCH_UP_KEYS seen. */
 #define BENCH_UP_KEYS 16
@@ -539,6 +547,8 @@ plan_answer(struct bench_up_conn *c)
     if (root == NULL)
         return;
     tools = json_object_get(root, "tools");
+    if (tools == NULL) /* Bedrock Converse: toolConfig.tools */
+        tools = json_object_get(json_object_get(root, "toolConfig"), "tools");
     if (c->shape->tool_results(c, root)) {
         c->ans = BENCH_UP_ANS_TOOL_RESULT;
         c->p.chunks = 1;
@@ -885,11 +895,14 @@ static void
 send_status_fault(struct bench_up_conn *c)
 {
     struct bench_up_thread *t = c->t;
-    char extra[64] = "";
+    char extra[256] = "";
 
     if (c->p.has_retry_after)
         snprintf(extra, sizeof(extra), "Retry-After: %llu\r\n",
                  (unsigned long long)c->p.retry_after);
+    if (c->shape->error_headers != NULL)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), "%s",
+                 c->shape->error_headers((unsigned)c->p.status));
     if (c->shape->error_body != NULL && !bench_up_g.error_body_set) {
         c->shape->error_body(&t->body, (unsigned)c->p.status);
         bench_up_send_simple(c, (unsigned)c->p.status, "application/json", extra, t->body.data,
@@ -1028,7 +1041,7 @@ answer_stats(struct bench_up_conn *c)
                      "{\"requests\":%llu,\"active_connections\":%llu,\"connections_total\":%llu,"
                      "\"connections_closed_by_peer\":%llu,\"streams_started\":%llu,"
                      "\"streams_completed\":%llu,\"streams_aborted\":%llu,\"models\":%llu,"
-                     "\"keys\":{",
+                     "\"aws_auth_refused\":%llu,\"keys\":{",
                      (unsigned long long)load_count(&st.requests),
                      (unsigned long long)load_count(&st.active),
                      (unsigned long long)load_count(&st.conns_total),
@@ -1036,7 +1049,8 @@ answer_stats(struct bench_up_conn *c)
                      (unsigned long long)load_count(&st.streams_started),
                      (unsigned long long)load_count(&st.streams_completed),
                      (unsigned long long)load_count(&st.streams_aborted),
-                     (unsigned long long)load_count(&st.models));
+                     (unsigned long long)load_count(&st.models),
+                     (unsigned long long)load_count(&st.auth_refused));
 
     gw_buf_reset(out);
     (void)gw_buf_append(out, b, (size_t)n);
@@ -1145,6 +1159,9 @@ dispatch(struct bench_up_conn *c)
             r = UP_ROUTE_ANSWER;
         else if (mlen == 11 && memcmp(gm, "countTokens", 11) == 0)
             r = UP_ROUTE_COUNT;
+    } else if (m == HTTP_POST && bench_up_bedrock_route(c, u, n)) {
+        c->shape = &bench_up_bedrock;
+        r = UP_ROUTE_ANSWER;
     } else if (m == HTTP_GET && (path_ends_with(u, n, "/v1/models") || PATH_IS("/models"))) {
         c->shape = &bench_up_chat; /* its listing reads as OpenAI's and as Anthropic's */
         r = UP_ROUTE_MODELS;
@@ -1183,6 +1200,7 @@ on_message_begin(http_parser *p)
     gw_buf_reset(&c->hname);
     gw_buf_reset(&c->hval);
     gw_buf_reset(&c->hjson);
+    gw_buf_reset(&c->hraw);
     gw_buf_reset(&c->body);
     c->in_value = false;
     c->has_version = false;
@@ -1247,6 +1265,26 @@ apply_override(struct bench_up_conn *c, const char *name, const char *v, size_t 
         q->reasoning = x;
 }
 
+/* When <v>/<n> is a SigV4 Authorization ("AWS4-HMAC-SHA256 Credential=ID/..."), copies
+ * ID into <cred> (sizeof bench_up_conn.cred) and returns true. */
+static bool
+aws_key_id(const char *v, size_t n, char *cred)
+{
+    static const char alg[] = "AWS4-HMAC-SHA256 ";
+    const char *id, *end;
+
+    if (v == NULL || n < sizeof(alg) - 1 || memcmp(v, alg, sizeof(alg) - 1) != 0 ||
+        (id = memmem(v, n, "Credential=", 11)) == NULL)
+        return false;
+    id += 11;
+    end = memchr(id, '/', n - (size_t)(id - v));
+    if (end == NULL || (size_t)(end - id) >= sizeof(((struct bench_up_conn *)0)->cred))
+        return false;
+    memcpy(cred, id, (size_t)(end - id));
+    cred[end - id] = '\0';
+    return true;
+}
+
 static void
 finish_header(struct bench_up_conn *c)
 {
@@ -1264,10 +1302,20 @@ finish_header(struct bench_up_conn *c)
     (void)gw_buf_append_json_str(&c->hjson, (struct gw_str){nm, c->hname.len});
     (void)gw_buf_append(&c->hjson, ":", 1);
     (void)gw_buf_append_json_str(&c->hjson, (struct gw_str){c->hval.data, c->hval.len});
+    (void)gw_buf_append(&c->hraw, nm, c->hname.len + 1);
+    (void)gw_buf_append(&c->hraw, c->hval.data ? c->hval.data : "", c->hval.len);
+    (void)gw_buf_append(&c->hraw, "", 1);
     if (c->hname.len == 17 && memcmp(nm, "anthropic-version", 17) == 0)
         c->has_version = true;
     if (c->hname.len > 8 && memcmp(nm, "x-bench-", 8) == 0)
         apply_override(c, nm + 8, c->hval.data ? c->hval.data : "", c->hval.len);
+    /* SigV4 (the Bedrock route): the credential is the access key id */
+    if (strcmp(nm, "authorization") == 0 && aws_key_id(c->hval.data, c->hval.len, c->cred)) {
+        gw_buf_reset(&c->hname);
+        gw_buf_reset(&c->hval);
+        c->in_value = false;
+        return;
+    }
     if ((strcmp(nm, "authorization") == 0 || strcmp(nm, "x-api-key") == 0 ||
          strcmp(nm, "x-goog-api-key") == 0) &&
         c->hval.len < sizeof(c->cred)) {
@@ -1364,6 +1412,7 @@ conn_free(struct bench_up_conn *c)
     gw_buf_fini(&c->hname);
     gw_buf_fini(&c->hval);
     gw_buf_fini(&c->hjson);
+    gw_buf_fini(&c->hraw);
     gw_buf_fini(&c->body);
     gw_buf_fini(&c->model);
     gw_buf_fini(&c->answer);
@@ -1583,6 +1632,8 @@ usage(void)
             "         [--status N] [--retry-after SECS] [--fault-key KEY,..] [--error-body JSON] "
             "[--drop-after N]\n"
             "         [--pace COUNTxMS[,COUNTxMS...]] [--tool-call NAME[,NAME...]]\n"
+            "         [--aws-access-key-id ID --aws-secret-access-key SECRET]\n"
+            "         [--aws-region REGION] [--aws-session-token TOKEN]\n"
             "         [--no-usage] [--quiet]\n"
             "see docs/gwbench.md\n");
 }
@@ -1621,6 +1672,10 @@ parse_flags(int argc, char **argv)
         continue;                                                                                  \
     }
         STR("--listen", listen_s)
+        STR("--aws-access-key-id", bench_up_g.aws_key_id)
+        STR("--aws-secret-access-key", bench_up_g.aws_secret)
+        STR("--aws-region", bench_up_g.aws_region)
+        STR("--aws-session-token", bench_up_g.aws_token)
         NUM("--threads", srv.threads, UP_MAX_THREADS)
         NUM("--ttft-ms", bench_up_g.def.ttft_ms, 3600000)
         NUM("--chunks", bench_up_g.def.chunks, UP_MAX_CHUNKS)
@@ -1691,6 +1746,7 @@ parse_flags(int argc, char **argv)
         }
         if (strcmp(argv[i], "--quiet") == 0) {
             srv.quiet = true;
+            bench_up_g.quiet = true;
             continue;
         }
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -1703,6 +1759,13 @@ parse_flags(int argc, char **argv)
     }
     if (srv.threads == 0)
         srv.threads = 1;
+    if ((bench_up_g.aws_key_id == NULL) != (bench_up_g.aws_secret == NULL)) {
+        fprintf(stderr, "gwbench upstream: --aws-access-key-id and --aws-secret-access-key "
+                        "go together\n");
+        return 2;
+    }
+    if (bench_up_g.aws_region == NULL)
+        bench_up_g.aws_region = "us-east-1";
     if (bench_up_g.def.status < 100)
         bench_up_g.def.status = 500;
     if (!bench_parse_addr(listen_s, &srv.addr)) {

@@ -155,10 +155,66 @@ check_ca_file(void *arg, const char *path, char *why, size_t why_size)
     return NULL;
 }
 
+static int
+no_passphrase(char *buf, int size, int rwflag, void *arg)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)arg;
+    return -1; /* an encrypted key is refused, never prompted for */
+}
+
+/* server.tls.cert and .key as gwd reads them (net/tls.c, same sentences): a PEM
+ * certificate, a PEM private key without passphrase, and the key the certificate's. */
+static enum gw_code
+check_tls(void *arg, const char *cert, const char *key, char *why, size_t why_size)
+{
+    FILE *f = fopen(cert, "rb");
+    enum gw_code rc = GW_OK;
+    EVP_PKEY *k = NULL;
+    X509 *crt = NULL;
+
+    (void)arg;
+    if (!f) {
+        snprintf(why, why_size, "cannot read the file: %s", strerror(errno));
+        return GW_E_CFG_TLS_CERT;
+    }
+    crt = PEM_read_X509_AUX(f, NULL, no_passphrase, NULL);
+    fclose(f);
+    if (!crt) {
+        snprintf(why, why_size, "holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+        ERR_clear_error();
+        return GW_E_CFG_TLS_CERT;
+    }
+    f = fopen(key, "rb");
+    if (!f) {
+        snprintf(why, why_size, "cannot read the file: %s", strerror(errno));
+        rc = GW_E_CFG_TLS_KEY;
+    } else {
+        k = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);
+        fclose(f);
+        if (!k) {
+            snprintf(why, why_size,
+                     "holds no PEM private key without a passphrase "
+                     "(-----BEGIN PRIVATE KEY-----)");
+            rc = GW_E_CFG_TLS_KEY;
+        } else if (X509_check_private_key(crt, k) != 1) {
+            snprintf(why, why_size,
+                     "the private key does not match the certificate of server.tls.cert");
+            rc = GW_E_CFG_TLS_KEY;
+        }
+    }
+    ERR_clear_error();
+    EVP_PKEY_free(k);
+    X509_free(crt);
+    return rc;
+}
+
 int
 cli_cmd_check(const struct cli_opts *o, int argc, char **argv)
 {
-    struct gw_conf_env env = {env_get, env_sha256, NULL, check_ca_file};
+    struct gw_conf_env env = {env_get, env_sha256, NULL, check_ca_file, check_tls};
     struct gw_conf_problems probs = {0};
     struct gw_conf *conf = NULL;
     struct gw_buf yaml = {0};

@@ -25,6 +25,8 @@
 struct gw_conf_file_tls {
     char *cert;
     char *key;
+    char **listen;
+    unsigned listen_count;
 };
 
 struct gw_conf_file_server {
@@ -80,6 +82,14 @@ struct gw_conf_file_key {
     char *value;
 };
 
+/* providers[].aws (dialect bedrock): the region and the credentials that sign. */
+struct gw_conf_file_aws {
+    char *region;
+    struct gw_conf_file_key *access_key_id;
+    struct gw_conf_file_key *secret_access_key;
+    struct gw_conf_file_key *session_token;
+};
+
 /* providers[].proxy_auth: the variable holding "user:password" (never the file). */
 struct gw_conf_file_proxy_auth {
     char *env;
@@ -123,6 +133,7 @@ struct gw_conf_file_provider {
     char *proxy; /* a URL, or "none" / "" for no proxy at all */
     struct gw_conf_file_proxy_auth *proxy_auth;
     char *ca_file;
+    struct gw_conf_file_aws *aws;
 };
 
 /* providers (members) are a plain name or a mapping, which libcyaml cannot express:

@@ -80,6 +80,13 @@ wipe_free(char *s)
     gw_free(s);
 }
 
+static void
+cred_free(struct gw_conf_cred *c)
+{
+    gw_free(c->env);
+    wipe_free(c->secret);
+}
+
 static bool
 is_lower_name_char(char ch)
 {
@@ -294,7 +301,8 @@ word_index(const char *s, const char *const *words)
     return -1;
 }
 
-static const char *const dialect_words[] = {"openai", "responses", "anthropic", "gemini", NULL};
+static const char *const dialect_words[] = {"openai", "responses", "anthropic",
+                                            "gemini", "bedrock",   NULL};
 static const char *const billing_words[] = {"metered", "free", NULL};
 static const char *const pool_words[] = {"model", "account", NULL};
 static const char *const group_type_words[] = {"fallback", "load-balance", "url-test", "cheapest",
@@ -1286,6 +1294,45 @@ gw_conf_defaults(struct gw_conf *c)
 
 /* ---- step 3: build and check, section by section ---- */
 
+/* server.tls.listen: TLS addresses beside the plain ones of server.listen; left out, the
+ * server.listen addresses are served in TLS instead. An address in both lists would be
+ * bound twice (SO_REUSEPORT accepts that and splits the connections), so it is refused. */
+static void
+build_tls_listen(struct ctx *x, const struct gw_conf_file_tls *ft)
+{
+    struct gw_conf *c = x->c;
+    char base[PATH_LEN];
+    unsigned i;
+    size_t j;
+
+    if (!ft->listen) {
+        c->server.tls_on_listen = true;
+        return;
+    }
+    c->server.tls_listen = gw_calloc(ft->listen_count, sizeof(*c->server.tls_listen));
+    if (!c->server.tls_listen) {
+        x->nomem = true;
+        return;
+    }
+    c->server.n_tls_listen = ft->listen_count;
+    for (i = 0; i < ft->listen_count; i++) {
+        struct gw_conf_addr *a = &c->server.tls_listen[i];
+
+        fmt_into(base, sizeof(base), "server.tls.listen[%u]", i);
+        if (!parse_listen(x, ft->listen[i], a)) {
+            problem(x, GW_E_CFG_BAD_LISTEN, base, NULL, ft->listen[i],
+                    "expected \"host:port\" or \"[v6]:port\" with port 0..65535 (0: any free "
+                    "port)");
+            continue;
+        }
+        for (j = 0; a->port && a->host && j < c->server.n_listen; j++)
+            if (c->server.listen[j].host && c->server.listen[j].port == a->port &&
+                strcmp(c->server.listen[j].host, a->host) == 0)
+                problem(x, GW_E_CFG_BAD_LISTEN, base, NULL, ft->listen[i],
+                        "also in server.listen: an address serves either plain HTTP or TLS");
+    }
+}
+
 static void
 build_server(struct ctx *x, const struct gw_conf_file_server *fs)
 {
@@ -1354,6 +1401,17 @@ build_server(struct ctx *x, const struct gw_conf_file_server *fs)
             problem(x, GW_E_CFG_BAD_VALUE, "server.tls", "key", "", "must be a file path");
         else
             c->server.tls_key = resolve_path(x, fs->tls->key);
+        build_tls_listen(x, fs->tls);
+        if (c->server.tls_cert && c->server.tls_key && x->env && x->env->check_tls) {
+            char why[256] = "";
+            enum gw_code code = x->env->check_tls(x->env->arg, c->server.tls_cert,
+                                                  c->server.tls_key, why, sizeof(why));
+
+            if (code == GW_E_CFG_TLS_KEY)
+                problem(x, code, "server.tls", "key", c->server.tls_key, "%s", why);
+            else if (code != GW_OK)
+                problem(x, GW_E_CFG_TLS_CERT, "server.tls", "cert", c->server.tls_cert, "%s", why);
+        }
     }
 }
 
@@ -1480,6 +1538,55 @@ build_failover(struct ctx *x, const struct gw_conf_file_failover *ff)
 
 /* ---- providers ---- */
 
+/* One secret written as {env: NAME} or {value: SECRET} at <path> into <out>; a
+ * problem when it is neither, both, empty or names an unset variable. */
+static void
+resolve_cred(struct ctx *x, const char *path, const struct gw_conf_file_key *fk,
+             struct gw_conf_cred *out)
+{
+    const char *v;
+
+    if ((fk->env != NULL) == (fk->value != NULL)) {
+        problem(x, GW_E_CFG_KEY_SOURCE, path, NULL, fk->env ? "(env and value)" : "(neither)",
+                "write exactly one of {env: NAME} or {value: SECRET}");
+        return;
+    }
+    if (fk->value) {
+        if (!fk->value[0])
+            problem(x, GW_E_CFG_KEY_SOURCE, path, "value", "(hidden)", "the secret is empty");
+        else
+            out->secret = dup_s(x, fk->value);
+        return;
+    }
+    if (!is_valid_env_name(fk->env)) {
+        /* Not echoed: a key pasted here instead of a variable's name. */
+        problem(x, GW_E_CFG_BAD_VALUE, path, "env", "(hidden)",
+                "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        return;
+    }
+    out->env = dup_s(x, fk->env);
+    v = env_get(x, fk->env);
+    if (!v || !v[0])
+        problem(x, GW_E_CFG_ENV_UNSET, path, "env", fk->env,
+                "environment variable %s is unset or empty", fk->env);
+    else
+        out->secret = dup_s(x, v);
+}
+
+/* An AWS region name: lower-case letters, digits and '-', 1..32 of them. */
+static bool
+is_valid_region(const char *s)
+{
+    size_t n = strlen(s), i;
+
+    if (n == 0 || n > 32)
+        return false;
+    for (i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
 static void
 build_keys(struct ctx *x, const char *base, const struct gw_conf_file_provider *fp,
            struct gw_conf_provider *p)
@@ -1507,36 +1614,61 @@ build_keys(struct ctx *x, const char *base, const struct gw_conf_file_provider *
     }
     p->n_keys = fp->keys_count;
     for (k = 0; k < fp->keys_count; k++) {
-        const struct gw_conf_file_key *fk = &fp->keys[k];
-        const char *v;
-
         fmt_into(kb, sizeof(kb), "%s.keys[%u]", base, k);
-        if ((fk->env != NULL) == (fk->value != NULL)) {
-            problem(x, GW_E_CFG_KEY_SOURCE, kb, NULL, fk->env ? "(env and value)" : "(neither)",
-                    "write exactly one of {env: NAME} or {value: SECRET}");
-            continue;
-        }
-        if (fk->value) {
-            if (!fk->value[0])
-                problem(x, GW_E_CFG_KEY_SOURCE, kb, "value", "(hidden)", "the secret is empty");
-            else
-                p->keys[k].secret = dup_s(x, fk->value);
-            continue;
-        }
-        if (!is_valid_env_name(fk->env)) {
-            /* Not echoed: a key pasted here instead of a variable's name. */
-            problem(x, GW_E_CFG_BAD_VALUE, kb, "env", "(hidden)",
-                    "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-            continue;
-        }
-        p->keys[k].env = dup_s(x, fk->env);
-        v = env_get(x, fk->env);
-        if (!v || !v[0])
-            problem(x, GW_E_CFG_ENV_UNSET, kb, "env", fk->env,
-                    "environment variable %s is unset or empty", fk->env);
-        else
-            p->keys[k].secret = dup_s(x, v);
+        resolve_cred(x, kb, &fp->keys[k], &p->keys[k]);
     }
+}
+
+/* dialect bedrock: aws.region and the credentials that sign (docs/config.md, "AWS
+ * Bedrock"); keys[0] becomes a copy of the secret access key so that quotas, rows and
+ * fingerprints see one credential. base_url defaults to the region's endpoint. */
+static void
+build_aws(struct ctx *x, const char *base, const struct gw_conf_file_provider *fp,
+          struct gw_conf_provider *p)
+{
+    const struct gw_conf_file_aws *a = fp->aws;
+    char ab[PATH_LEN], kb[PATH_LEN];
+
+    if (fp->keys_count) {
+        problem(x, GW_E_CFG_AWS, base, "keys", "(keys)",
+                "dialect bedrock signs with aws: {region, access_key_id, secret_access_key}, "
+                "not keys");
+        return;
+    }
+    if (!a) {
+        problem(x, GW_E_CFG_AWS, base, "aws", "(none)",
+                "dialect bedrock needs aws: {region, access_key_id, secret_access_key}");
+        return;
+    }
+    fmt_into(ab, sizeof(ab), "%s.aws", base);
+    if (!a->region || !is_valid_region(a->region))
+        problem(x, GW_E_CFG_AWS, ab, "region", a->region ? a->region : "(none)",
+                "an AWS region such as us-east-1 ([a-z0-9-]{1,32})");
+    else
+        p->aws_region = dup_s(x, a->region);
+    if (!a->access_key_id || !a->secret_access_key) {
+        problem(x, GW_E_CFG_AWS, ab, a->access_key_id ? "secret_access_key" : "access_key_id",
+                "(none)",
+                "both access_key_id and secret_access_key ({env: NAME} or "
+                "{value: SECRET}) are required");
+        return;
+    }
+    fmt_into(kb, sizeof(kb), "%s.access_key_id", ab);
+    resolve_cred(x, kb, a->access_key_id, &p->aws_key_id);
+    fmt_into(kb, sizeof(kb), "%s.secret_access_key", ab);
+    resolve_cred(x, kb, a->secret_access_key, &p->aws_secret);
+    if (a->session_token) {
+        fmt_into(kb, sizeof(kb), "%s.session_token", ab);
+        resolve_cred(x, kb, a->session_token, &p->aws_token);
+    }
+    p->keys = gw_calloc(1, sizeof(*p->keys));
+    if (!p->keys) {
+        x->nomem = true;
+        return;
+    }
+    p->n_keys = 1;
+    p->keys[0].env = p->aws_secret.env ? dup_s(x, p->aws_secret.env) : NULL;
+    p->keys[0].secret = p->aws_secret.secret ? dup_s(x, p->aws_secret.secret) : NULL;
 }
 
 static void
@@ -1897,21 +2029,37 @@ build_provider(struct ctx *x, unsigned i, const struct gw_conf_file_provider *fp
     else
         p->name = dup_s(x, fp->name);
     if (!fp->dialect)
-        missing(x, base, "dialect", "a dialect (openai, responses, anthropic, gemini)");
+        missing(x, base, "dialect", "a dialect (openai, responses, anthropic, gemini, bedrock)");
     else if ((w = word_index(fp->dialect, dialect_words)) < 0)
         problem(x, GW_E_CFG_BAD_DIALECT, base, "dialect", fp->dialect,
-                "must be one of openai, responses, anthropic, gemini");
+                "must be one of openai, responses, anthropic, gemini, bedrock");
     else
         p->dialect = (enum gw_dialect)w;
-    if (!fp->base_url) {
-        missing(x, base, "base_url", "a base URL (http(s)://host[:port][/prefix])");
+    if (!fp->base_url && p->dialect == GW_DIALECT_BEDROCK && fp->aws && fp->aws->region &&
+        is_valid_region(fp->aws->region)) {
+        char url[96];
+
+        /* AWS's endpoint of the region (docs/config.md, "AWS Bedrock"). */
+        fmt_into(url, sizeof(url), "https://bedrock-runtime.%s.amazonaws.com", fp->aws->region);
+        p->base_url = dup_s(x, url);
+        if (p->base_url && (why = parse_base_url(x, url, p)) != NULL)
+            problem(x, GW_E_CFG_BAD_URL, base, "base_url", url, "%s", why);
+    } else if (!fp->base_url) {
+        if (p->dialect != GW_DIALECT_BEDROCK)
+            missing(x, base, "base_url", "a base URL (http(s)://host[:port][/prefix])");
     } else {
         p->base_url = dup_s(x, fp->base_url);
         why = parse_base_url(x, fp->base_url, p);
         if (why) /* a URL that may hold a credential is not echoed */
             problem(x, GW_E_CFG_BAD_URL, base, "base_url", url_shown(fp->base_url), "%s", why);
     }
-    build_keys(x, base, fp, p);
+    if (p->dialect == GW_DIALECT_BEDROCK)
+        build_aws(x, base, fp, p);
+    else if (fp->aws)
+        problem(x, GW_E_CFG_AWS, base, "aws", "(aws)",
+                "aws: is read only with dialect bedrock (other dialects take keys)");
+    else
+        build_keys(x, base, fp, p);
     if (fp->models_count == 0) {
         problem(x, GW_E_CFG_NO_MODELS, base, "models", "(none)",
                 "list at least one model, or \"*\" for every model");
@@ -2619,6 +2767,9 @@ gw_conf_free(struct gw_conf *c)
     gw_free(c->server.listen);
     gw_free(c->server.tls_cert);
     gw_free(c->server.tls_key);
+    for (i = 0; c->server.tls_listen && i < c->server.n_tls_listen; i++)
+        gw_free(c->server.tls_listen[i].host);
+    gw_free(c->server.tls_listen);
     gw_free(c->control.listen.host);
     gw_free(c->control.token_env);
     wipe_free(c->control.token);
@@ -2635,6 +2786,10 @@ gw_conf_free(struct gw_conf *c)
             wipe_free(p->keys[j].secret);
         }
         gw_free(p->keys);
+        gw_free(p->aws_region);
+        cred_free(&p->aws_key_id);
+        cred_free(&p->aws_secret);
+        cred_free(&p->aws_token);
         free_strv(p->models, p->n_models);
         for (j = 0; p->model_specs && j < p->n_model_specs; j++)
             gw_free(p->model_specs[j].model);
@@ -2772,7 +2927,7 @@ word_or_unknown(const char *const *words, size_t count, unsigned i)
 const char *
 gw_dialect_str(enum gw_dialect d)
 {
-    return word_or_unknown(dialect_words, 4, (unsigned)d);
+    return word_or_unknown(dialect_words, 5, (unsigned)d);
 }
 
 const char *

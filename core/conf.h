@@ -31,6 +31,7 @@ enum gw_dialect {
     GW_DIALECT_RESPONSES,
     GW_DIALECT_ANTHROPIC,
     GW_DIALECT_GEMINI,
+    GW_DIALECT_BEDROCK, /* AWS Bedrock Converse (aws: instead of keys:) */
 };
 
 enum gw_billing {
@@ -111,7 +112,12 @@ struct gw_conf_provider {
     char *path_prefix; /* base_url's path without a trailing '/', "" when none */
     struct gw_conf_cred *keys;
     size_t n_keys;
-    char **models; /* as listed; "*" matches every model */
+    /* dialect bedrock (docs/config.md, "AWS Bedrock"): aws.region and the credentials
+     * that sign each request (SigV4). keys then holds one entry, a copy of the secret
+     * access key, so quotas, rows and fingerprints see one credential like any other. */
+    char *aws_region;
+    struct gw_conf_cred aws_key_id, aws_secret, aws_token; /* aws_token.secret NULL: none */
+    char **models;                                         /* as listed; "*" matches every model */
     size_t n_models;
     bool any_model;          /* models contains "*" */
     bool enabled;            /* default true */
@@ -249,6 +255,12 @@ struct gw_conf {
         unsigned drain_secs;           /* default 30 */
         char *tls_cert;                /* resolved path or NULL */
         char *tls_key;
+        /* server.tls.listen: the addresses served in TLS beside the plain ones of
+         * listen. Left out of a tls block: tls_on_listen, every listen address is TLS. */
+        struct gw_conf_addr *tls_listen;
+        size_t n_tls_listen;
+        bool tls_on_listen;
+        void *tls_ctx; /* SSL_CTX of tls_cert and tls_key, set by net (net/tls.h) */
     } server;
     struct {
         struct gw_conf_addr listen; /* default 127.0.0.1:8081 */
@@ -320,6 +332,11 @@ struct gw_conf_env {
      * (in <why> or a constant), so that its problem comes with every other one of the
      * file. The caller does the I/O; core stays pure. */
     const char *(*check_ca_file)(void *arg, const char *path, char *why, size_t why_size);
+    /* Optional (NULL: not checked here): reads server.tls.cert and .key (resolved) and
+     * returns GW_OK when they load and match, else GW_E_CFG_TLS_CERT or
+     * GW_E_CFG_TLS_KEY with why in <why>. The caller does the I/O. */
+    enum gw_code (*check_tls)(void *arg, const char *cert, const char *key, char *why,
+                              size_t why_size);
 };
 
 /* Parses and validates <len> bytes of YAML. <dir> is the file's folder (relative

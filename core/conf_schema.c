@@ -41,6 +41,10 @@ static const cyaml_schema_value_t string_entry = {
 static const cyaml_schema_field_t tls_fields[] = {
     FIELD_STR("cert", struct gw_conf_file_tls, cert),
     FIELD_STR("key", struct gw_conf_file_tls, key),
+    /* At least one: cyaml reads [] as left out, which here would mean TLS on every
+     * server.listen address, the opposite of what an empty list says. */
+    CYAML_FIELD_SEQUENCE("listen", OPT | CYAML_FLAG_POINTER, struct gw_conf_file_tls, listen,
+                         &string_entry, 1, UNL),
     CYAML_FIELD_END,
 };
 
@@ -113,6 +117,17 @@ static const cyaml_schema_value_t key_entry = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct gw_conf_file_key, key_fields),
 };
 
+static const cyaml_schema_field_t aws_fields[] = {
+    FIELD_STR("region", struct gw_conf_file_aws, region),
+    CYAML_FIELD_MAPPING_PTR("access_key_id", OPT, struct gw_conf_file_aws, access_key_id,
+                            key_fields),
+    CYAML_FIELD_MAPPING_PTR("secret_access_key", OPT, struct gw_conf_file_aws, secret_access_key,
+                            key_fields),
+    CYAML_FIELD_MAPPING_PTR("session_token", OPT, struct gw_conf_file_aws, session_token,
+                            key_fields),
+    CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t min_speed_fields[] = {
     FIELD_INT("tokens_per_sec", struct gw_conf_file_min_speed, tokens_per_sec),
     FIELD_INT("window_secs", struct gw_conf_file_min_speed, window_secs),
@@ -159,6 +174,7 @@ static const cyaml_schema_field_t provider_fields[] = {
     CYAML_FIELD_MAPPING_PTR("proxy_auth", OPT, struct gw_conf_file_provider, proxy_auth,
                             proxy_auth_fields),
     FIELD_STR("ca_file", struct gw_conf_file_provider, ca_file),
+    CYAML_FIELD_MAPPING_PTR("aws", OPT, struct gw_conf_file_provider, aws, aws_fields),
     CYAML_FIELD_END,
 };
 

@@ -19,7 +19,7 @@
  * only that field would answer "no change". When one fires, update the form and the
  * size. x86-64 sizes; other targets skip the check. */
 #if defined(__x86_64__) && defined(__LP64__)
-_Static_assert(sizeof(struct gw_conf_provider) == 352,
+_Static_assert(sizeof(struct gw_conf_provider) == 456,
                "struct gw_conf_provider changed: update provider_canon in core/confdiff.c");
 _Static_assert(sizeof(struct gw_conf_model_spec) == 56,
                "struct gw_conf_model_spec changed: update provider_canon in core/confdiff.c");
@@ -31,7 +31,7 @@ _Static_assert(sizeof(struct gw_conf_client) == 112,
                "struct gw_conf_client changed: update client_canon in core/confdiff.c");
 _Static_assert(sizeof(struct gw_conf_limit) == 40,
                "struct gw_conf_limit changed: update client_canon in core/confdiff.c");
-_Static_assert(sizeof(struct gw_conf) == 280,
+_Static_assert(sizeof(struct gw_conf) == 312,
                "struct gw_conf changed: update the section forms in core/confdiff.c");
 #endif
 
@@ -123,6 +123,13 @@ provider_canon(struct canon *c, const struct gw_conf_provider *p)
         c_str(c, p->keys[i].env);
         c_str(c, p->keys[i].secret); /* a rotated credential is a change (never shown) */
     }
+    c_str(c, p->aws_region);
+    c_str(c, p->aws_key_id.env);
+    c_str(c, p->aws_key_id.secret);
+    c_str(c, p->aws_secret.env);
+    c_str(c, p->aws_secret.secret);
+    c_str(c, p->aws_token.env);
+    c_str(c, p->aws_token.secret);
     c_strv(c, p->models, p->n_models);
     c_u64(c, p->any_model);
     c_u64(c, p->enabled);
@@ -227,6 +234,13 @@ server_canon(struct canon *c, const struct gw_conf *f)
     c_u64(c, f->server.drain_secs);
     c_str(c, f->server.tls_cert);
     c_str(c, f->server.tls_key);
+    c_u64(c, f->server.n_tls_listen);
+    for (i = 0; i < f->server.n_tls_listen; i++)
+        c_addr(c, &f->server.tls_listen[i]);
+    c_u64(c, f->server.tls_on_listen);
+    /* Contexts are made once per content of the files (net/tls.c): a renewed
+     * certificate at the same path is a new context, so a change. */
+    c_u64(c, (uint64_t)(uintptr_t)f->server.tls_ctx);
 }
 
 static void

@@ -113,7 +113,9 @@ enum gw_code dl_bedrock_es_feed(struct dl_bedrock_es *p, const char *data, size_
                                 dl_bedrock_es_fn fn, void *arg);
 /* True when bytes of an unfinished message are held (a stream that ends so is cut). */
 bool dl_bedrock_es_partial(const struct dl_bedrock_es *p);
-/* Appends one encoded message (the CRCs computed) to <out>: tests and fuzz seeds. */
+/* Appends one encoded message (the CRCs computed) to <out>: tests and fuzz seeds.
+ * GW_OK; GW_E_NOMEM; GW_E_BAD_REQUEST for a header that cannot be written (a name over
+ * 255 bytes, a fixed-size value of another size, a string or bytes over 65535). */
 enum gw_code dl_bedrock_es_encode(struct gw_buf *out, const struct dl_bedrock_es_header *hdrs,
                                   size_t n_hdrs, struct gw_str payload);
 /* What event_parse is handed for <m>: an event's :event-type and payload; an

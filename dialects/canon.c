@@ -13,11 +13,12 @@
 #include "dialects/json_scan.h"
 
 /* Each shape's file defines its row (dialects/openai.c, dialects/responses.c,
- * dialects/anthropic.c, dialects/gemini.c). */
+ * dialects/anthropic.c, dialects/gemini.c, dialects/bedrock.c). */
 extern const struct dl_shape_ops dl_openai_shape;
 extern const struct dl_shape_ops dl_responses_shape;
 extern const struct dl_shape_ops dl_anthropic_shape;
 extern const struct dl_shape_ops dl_gemini_shape;
+extern const struct dl_shape_ops dl_bedrock_shape;
 
 #define DL_IMAGE_ESTIMATE_BYTES 1000u
 
@@ -314,7 +315,7 @@ dl_shape_ops(enum dl_shape shape)
     case DL_SHAPE_RESPONSES: return &dl_responses_shape;
     case DL_SHAPE_MESSAGES: return &dl_anthropic_shape;
     case DL_SHAPE_GEMINI: return &dl_gemini_shape;
-    case DL_SHAPE_BEDROCK:
+    case DL_SHAPE_BEDROCK: return &dl_bedrock_shape;
     case DL_SHAPE__COUNT: break;
     }
     return NULL;

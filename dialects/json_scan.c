@@ -288,6 +288,56 @@ dl_json_decode(const struct dl_json *j, const struct dl_json_str *str, char *dst
     }
 }
 
+/* Bytes of the UTF-8 sequence whose first byte is <c> (validated input). */
+static size_t
+utf8_seq_len(unsigned char c)
+{
+    return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+}
+
+size_t
+dl_json_decode_part(const struct dl_json *j, const struct dl_json_str *str, size_t *at, char *dst,
+                    size_t cap)
+{
+    const unsigned char *s = (const unsigned char *)j->s;
+    size_t i = *at, d = 0;
+
+    /* every step writes at most 4 bytes: stop while one more surely fits */
+    while (i < str->end && d + 4 <= cap) {
+        unsigned v;
+
+        if (s[i] != '\\') {
+            size_t n = utf8_seq_len(s[i]);
+
+            memcpy(dst + d, s + i, n);
+            d += n;
+            i += n;
+            continue;
+        }
+        switch (s[i + 1]) {
+        case 'b': v = '\b'; break;
+        case 'f': v = '\f'; break;
+        case 'n': v = '\n'; break;
+        case 'r': v = '\r'; break;
+        case 't': v = '\t'; break;
+        case 'u':
+            v = (unsigned)hex4(s + i + 2);
+            if (v >= 0xD800 && v <= 0xDBFF) {
+                v = 0x10000 + ((v - 0xD800) << 10) + ((unsigned)hex4(s + i + 8) - 0xDC00);
+                i += 6;
+            }
+            d += utf8_put(dst + d, v);
+            i += 6;
+            continue;
+        default: /* '"', '\\', '/' */ v = s[i + 1]; break;
+        }
+        dst[d++] = (char)v;
+        i += 2;
+    }
+    *at = i;
+    return d;
+}
+
 bool
 dl_json_str_eq_slow(const struct dl_json *j, const struct dl_json_str *str, const char *lit,
                     size_t len)

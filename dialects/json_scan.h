@@ -135,6 +135,13 @@ bool dl_json_end(struct dl_json *j);
 
 /* Writes the decoded bytes of the validated string <str> (str->dlen of them) to <dst>. */
 void dl_json_decode(const struct dl_json *j, const struct dl_json_str *str, char *dst);
+/* Decodes the validated string <str> piecewise: from raw offset *<at> (str->start at
+ * first) into <dst>, at most <cap> bytes (cap >= 4) and whole characters only, so each
+ * piece is valid UTF-8 when the string is. Returns the bytes written and moves *<at>
+ * past what it decoded (str->end once done). No allocation: a long string with escapes
+ * can be handed on in pieces from a stack buffer. */
+size_t dl_json_decode_part(const struct dl_json *j, const struct dl_json_str *str, size_t *at,
+                           char *dst, size_t cap);
 bool dl_json_str_eq_slow(const struct dl_json *j, const struct dl_json_str *str, const char *lit,
                          size_t len);
 

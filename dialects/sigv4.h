@@ -39,7 +39,8 @@ struct dl_sigv4_input {
      * AWS's SDKs do for every service but S3 (so a '%' on the wire is "%25" here). */
     struct gw_str path;
     /* The query string without '?', as sent ("" when none): the canonical query sorts
-     * the parameters by name then value, each encoded as above (spaces as %20). */
+     * the parameters by name then value, each percent-decoded then encoded as above
+     * (spaces as %20), so "%E1%88%B4" and the raw UTF-8 sign alike. */
     struct gw_str query;
     /* Every header to sign, host and x-amz-date included (and x-amz-content-sha256,
      * x-amz-security-token when they are sent): canonical headers are the names in

@@ -33,8 +33,10 @@
 #include "core/sse.h"
 #include "core/sticky.h"
 #include "dialects/anthropic.h"
+#include "dialects/bedrock.h"
 #include "dialects/json_scan.h"
 #include "dialects/openai.h"
+#include "dialects/sigv4.h"
 #include "net/calendar.h"
 #include "net/logger.h"
 #include "net/quota.h"
@@ -224,6 +226,7 @@ net_prov_shape(const struct gw_conf_provider *p)
     case GW_DIALECT_RESPONSES: return DL_SHAPE_RESPONSES;
     case GW_DIALECT_ANTHROPIC: return DL_SHAPE_MESSAGES;
     case GW_DIALECT_GEMINI: return DL_SHAPE_GEMINI;
+    case GW_DIALECT_BEDROCK: return DL_SHAPE_BEDROCK;
     }
     return DL_SHAPE_CHAT;
 }
@@ -333,6 +336,9 @@ upstream_target(const struct net_stream *s, const struct gw_route_cand *c, struc
     const struct gw_conf_provider *p = c->prov;
     enum dl_shape up = net_prov_shape(p);
 
+    if (up == DL_SHAPE_BEDROCK) /* signed, not keyed: bedrock_sign */
+        return dl_bedrock_path(gw_str_c(p->path_prefix), (struct gw_str){c->model, c->model_len},
+                               s->stream, path);
     if ((up == DL_SHAPE_CHAT || up == DL_SHAPE_RESPONSES) &&
         gw_buf_append(auth, "Bearer ", 7) != GW_OK)
         return GW_E_NOMEM;
@@ -353,12 +359,67 @@ upstream_target(const struct net_stream *s, const struct gw_route_cand *c, struc
     }
 }
 
+/* A Bedrock request's signature (AWS SigV4, dialects/sigv4.h): what the headers that
+ * carry it hold until the request is written. */
+struct aws_sig {
+    char date[DL_SIGV4_DATE_LEN + 1];
+    char sha[DL_SIGV4_HASH_HEX];
+    struct gw_buf host, authz;
+};
+
+/* Signs the request to <p> of <path> and s->upbody at the wall clock's second and
+ * appends its headers to <hdrs> (content-type and accept included; host is written by
+ * net/upstream.c with the value signed here). GW_OK or GW_E_NOMEM. */
+static enum gw_code
+bedrock_sign(struct net_stream *s, const struct gw_conf_provider *p, struct gw_str path,
+             struct aws_sig *g, struct net_hdr *hdrs, size_t *n)
+{
+    struct dl_sigv4_hdr sh[5];
+    struct dl_sigv4_input in;
+    size_t k = 0, i;
+    const char *q = memchr(path.ptr, '?', path.len);
+
+    dl_sigv4_amz_date((int64_t)(net_now_ms() / 1000), g->date);
+    dl_sigv4_payload_hash(s->upbody.data, s->upbody.len, g->sha);
+    if (net_up_host_value(p, &g->host) != GW_OK)
+        return GW_E_NOMEM;
+    sh[k++] = (struct dl_sigv4_hdr){GW_STR_LIT("host"), {g->host.data, g->host.len}};
+    sh[k++] = (struct dl_sigv4_hdr){GW_STR_LIT("content-type"), GW_STR_LIT("application/json")};
+    sh[k++] = (struct dl_sigv4_hdr){GW_STR_LIT("x-amz-date"), gw_str_c(g->date)};
+    sh[k++] = (struct dl_sigv4_hdr){GW_STR_LIT("x-amz-content-sha256"), gw_str_c(g->sha)};
+    if (p->aws_token.secret)
+        sh[k++] = (struct dl_sigv4_hdr){GW_STR_LIT("x-amz-security-token"),
+                                        gw_str_c(p->aws_token.secret)};
+    memset(&in, 0, sizeof(in));
+    in.method = GW_STR_LIT("POST");
+    in.path = (struct gw_str){path.ptr, q ? (size_t)(q - path.ptr) : path.len};
+    in.query = q ? (struct gw_str){q + 1, path.len - (size_t)(q - path.ptr) - 1} : GW_STR_LIT("");
+    in.hdrs = sh;
+    in.n_hdrs = k;
+    in.payload_hash = gw_str_c(g->sha);
+    in.amz_date = gw_str_c(g->date);
+    in.region = gw_str_c(p->aws_region);
+    in.service = GW_STR_LIT("bedrock");
+    in.access_key_id = gw_str_c(p->aws_key_id.secret);
+    in.secret_access_key = gw_str_c(p->aws_secret.secret);
+    if (dl_sigv4_authorization(&in, &g->authz) != GW_OK)
+        return GW_E_NOMEM;
+    for (i = 1; i < k; i++) /* every signed header but host */
+        hdrs[(*n)++] = (struct net_hdr){sh[i].name, sh[i].value};
+    hdrs[(*n)++] = (struct net_hdr){GW_STR_LIT("authorization"), {g->authz.data, g->authz.len}};
+    hdrs[(*n)++] = (struct net_hdr){GW_STR_LIT("accept"),
+                                    s->stream ? GW_STR_LIT("application/vnd.amazon.eventstream")
+                                              : GW_STR_LIT("application/json")};
+    return GW_OK;
+}
+
 void
 net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
 {
     const struct gw_conf_provider *p = c->prov;
-    struct net_hdr hdrs[NET_MAX_FWD_HEADERS + 4];
+    struct net_hdr hdrs[NET_MAX_FWD_HEADERS + 7];
     struct gw_buf auth = {0}, path = {0};
+    struct aws_sig sig = {0};
     struct net_up_req rq;
     size_t n = 0;
     unsigned i;
@@ -382,8 +443,13 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     gw_sse_init(&s->sse, 0);
     s->up_status = 0;
     s->up_ok = s->up_sse = s->stream_error = s->up_failed = s->finish_seen = false;
+    s->ev_err_status = 0;
     s->up_shape = up;
     s->up_ops = dl_shape_ops(up);
+    if (up == DL_SHAPE_BEDROCK) {
+        dl_bedrock_es_fini(&s->es);
+        dl_bedrock_es_init(&s->es, NET_MAX_ES_MESSAGE);
+    }
     s->convert = up != s->client_shape || net_stream_json_array(s);
     if (s->up_ops)
         s->up_ops->parse_init(&s->pst);
@@ -418,12 +484,25 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     case DL_SHAPE_GEMINI:
         hdrs[n++] = (struct net_hdr){GW_STR_LIT("x-goog-api-key"), {auth.data, auth.len}};
         break;
+    case DL_SHAPE_BEDROCK:
+        if (bedrock_sign(s, p, (struct gw_str){path.data, path.len}, &sig, hdrs, &n) != GW_OK) {
+            gw_buf_fini(&sig.host);
+            gw_buf_fini(&sig.authz);
+            gw_buf_fini(&auth);
+            gw_buf_fini(&path);
+            net_hop_failed(s, 0, GW_E_NOMEM);
+            return;
+        }
+        break;
     default: hdrs[n++] = (struct net_hdr){GW_STR_LIT("authorization"), {auth.data, auth.len}};
     }
-    hdrs[n++] = (struct net_hdr){GW_STR_LIT("content-type"), GW_STR_LIT("application/json")};
-    hdrs[n++] = (struct net_hdr){GW_STR_LIT("accept"), s->stream ? GW_STR_LIT("text/event-stream")
-                                                                 : GW_STR_LIT("application/json")};
-    for (i = 0; i < s->conn->rq.n_hdrs && n < NET_MAX_FWD_HEADERS + 4; i++) {
+    if (up != DL_SHAPE_BEDROCK) { /* bedrock_sign wrote and signed its own */
+        hdrs[n++] = (struct net_hdr){GW_STR_LIT("content-type"), GW_STR_LIT("application/json")};
+        hdrs[n++] =
+            (struct net_hdr){GW_STR_LIT("accept"), s->stream ? GW_STR_LIT("text/event-stream")
+                                                             : GW_STR_LIT("application/json")};
+    }
+    for (i = 0; i < s->conn->rq.n_hdrs && n < NET_MAX_FWD_HEADERS + 7; i++) {
         struct gw_str name, value;
 
         net_conn_header_at(s->conn, i, &name, &value);
@@ -451,6 +530,8 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     s->upx = net_up_send(s->w->pool, &rq, &net_relay_cbs, s);
     gw_buf_fini(&auth);
     gw_buf_fini(&path);
+    gw_buf_fini(&sig.host);
+    gw_buf_fini(&sig.authz);
     if (!s->upx) {
         net_hop_failed(s, 0, GW_E_NOMEM);
         return;

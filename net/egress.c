@@ -19,6 +19,7 @@
 #include <openssl/x509.h>
 
 #include "core/alloc.h"
+#include "net/tls.h"
 #include "net/upstream.h"
 
 #define EGRESS_CA_MAX (16u << 20) /* bytes of a CA file: a full system bundle is ~200 KB */
@@ -207,4 +208,5 @@ conf_sha256(const void *data, size_t len, unsigned char out[32])
     SHA256(data, len, out);
 }
 
-const struct gw_conf_env net_conf_env = {conf_getenv, conf_sha256, NULL, net_egress_ca_check};
+const struct gw_conf_env net_conf_env = {conf_getenv, conf_sha256, NULL, net_egress_ca_check,
+                                         net_tls_check};

@@ -29,9 +29,10 @@ bool net_egress_attach(struct gw_conf *conf, struct gw_conf_problems *probs);
  * every other problem of the file. Any thread. */
 const char *net_egress_ca_check(void *arg, const char *path, char *why, size_t why_size);
 
-/* What gwd's config loads read (gw_conf_parse): the process environment, SHA-256, and
- * net_egress_ca_check. One for the start, every reload and every control API save, so a
- * save is validated exactly as the reload that follows it. */
+/* What gwd's config loads read (gw_conf_parse): the process environment, SHA-256,
+ * net_egress_ca_check and net_tls_check (server.tls, net/tls.h). One for the start, every
+ * reload and every control API save, so a save is validated exactly as the reload that
+ * follows it. */
 extern const struct gw_conf_env net_conf_env;
 
 /* Frees every context; call after the workers and the link test have stopped. */

@@ -29,6 +29,7 @@
 #include "core/budget.h"
 #include "core/log.h"
 #include "net/sink.h"
+#include "net/tls.h"
 
 #define NET_MAX_PENDING_INPUT (1024 * 1024) /* pipelined bytes held while busy */
 #define NET_LINGER_SECS 2
@@ -135,6 +136,8 @@ conn_free(struct net_conn *c)
     unlink_conn(c);
     if (c->timer)
         event_free(c->timer);
+    if (c->bev && (c->flags & NET_CONN_F_TLS))
+        net_tls_close_notify(c->bev);
     if (c->bev)
         bufferevent_free(c->bev);
     net_body_release(&c->body_held);
@@ -175,6 +178,8 @@ conn_linger(struct net_conn *c)
     c->flags |= NET_CONN_F_LINGER;
     c->linger_left =
         c->rq.lim.max_body > NET_LINGER_MIN_BYTES ? c->rq.lim.max_body : NET_LINGER_MIN_BYTES;
+    if (c->flags & NET_CONN_F_TLS)
+        net_tls_close_notify(c->bev); /* the TLS end of the answer, before the TCP one */
     shutdown(bufferevent_getfd(c->bev), SHUT_WR);
     c->state = NET_CONN_IDLE; /* the timer frees it */
     timer_arm(c, NET_LINGER_SECS);
@@ -249,8 +254,12 @@ on_event(struct bufferevent *bev, short what, void *arg)
 
     (void)bev;
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    if ((what & BEV_EVENT_ERROR) && (c->flags & NET_CONN_F_TLS))
+        net_tls_on_error(c);
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
         conn_free(c); /* the client is gone: its stream is cancelled in there */
+    else if (what & BEV_EVENT_CONNECTED)
+        net_tls_on_handshake(c); /* TLS only: ALPN h2 hands the connection over */
 }
 
 /* ---- accepting ---- */
@@ -274,8 +283,9 @@ net_conns_open(void)
     return ck_pr_load_uint(&conns_open);
 }
 
-void
-net_conn_accept(struct net_worker *w, int fd)
+/* A plain or TLS (<tls>) client connection on <fd>, owned by <w>. */
+static void
+conn_accept(struct net_worker *w, int fd, bool tls)
 {
     static struct gw_log_rate over_rate;
     struct net_h1req_limits lim;
@@ -314,7 +324,15 @@ net_conn_accept(struct net_worker *w, int fd)
     c->id = ++w->next_conn_id;
     c->flags = NET_CONN_F_FRESH;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (tls) {
+        /* The handshake is bounded like a request head: by the header_timeout_secs
+         * timer armed below, which closes a connection idle before its first request. */
+        c->flags |= NET_CONN_F_TLS;
+        c->bev = net_tls_bev_new(w->base, fd,
+                                 conf && conf->server.tls_ctx ? conf->server.tls_ctx : w->tls_ctx0);
+    } else {
+        c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
     c->timer = evtimer_new(w->base, on_timer, c);
     if (!c->bev || !c->timer) {
         if (c->bev)
@@ -353,6 +371,18 @@ net_conn_accept(struct net_worker *w, int fd)
     bufferevent_setwatermark(c->bev, EV_WRITE, NET_OUT_LOW, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     timer_arm(c, c->header_timeout_secs);
+}
+
+void
+net_conn_accept(struct net_worker *w, int fd)
+{
+    conn_accept(w, fd, false);
+}
+
+void
+net_conn_accept_tls(struct net_worker *w, int fd)
+{
+    conn_accept(w, fd, true);
 }
 
 /* ---- parsing ---- */
@@ -659,8 +689,9 @@ net_conn_writev(struct net_conn *c, const struct iovec *iov, int n)
     /* Fast path: with nothing queued, write straight to the socket. The bufferevent
      * would instead arm EV_WRITE and write on the next loop turn, which costs two
      * epoll_ctl calls and a wake-up per answer. What the socket does not take is
-     * queued and flushed by the bufferevent as usual. */
-    if (evbuffer_get_length(out) == 0 && !(c->flags & NET_CONN_F_CLOSING)) {
+     * queued and flushed by the bufferevent as usual. A TLS connection's bytes must
+     * go through its SSL: the same flag test sends them to the bufferevent. */
+    if (evbuffer_get_length(out) == 0 && !(c->flags & (NET_CONN_F_CLOSING | NET_CONN_F_TLS))) {
         struct msghdr mh;
 
         memset(&mh, 0, sizeof(mh));

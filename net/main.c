@@ -40,6 +40,7 @@
 #include "net/metrics.h"
 #include "net/net-priv.h"
 #include "net/reload.h"
+#include "net/tls.h"
 #include "net/rezone.h"
 #include "net/worker.h"
 #include "net/quota.h"
@@ -234,6 +235,14 @@ load_conf(const char *path, FILE *out, struct net_reload_result *keep)
     if (!net_egress_attach(conf, &probs)) { /* providers[].ca_file: files, so read here */
         print_problems(out, "", &probs);
         keep_refusal(keep, probs.n ? probs.v[0].code : GW_E_CFG_CA_FILE,
+                     "the config file %.300s was refused", path);
+        keep_problems(&probs, NULL, keep);
+        gw_conf_free(conf);
+        return NULL;
+    }
+    if (!net_tls_attach(conf, &probs)) { /* server.tls: the same, for the listener */
+        print_problems(out, "", &probs);
+        keep_refusal(keep, probs.n ? probs.v[0].code : GW_E_CFG_TLS_CERT,
                      "the config file %.300s was refused", path);
         keep_problems(&probs, NULL, keep);
         gw_conf_free(conf);
@@ -499,7 +508,7 @@ static int
 run(struct gwd *g)
 {
     struct gw_conf *conf;
-    char err[512], bound[512] = "";
+    char err[512], bound[512] = "", tls_bound[512] = "";
     struct event *ev_hup, *ev_term, *ev_int, *ev_tick;
     struct timeval second = {1, 0};
     unsigned n_workers;
@@ -570,8 +579,8 @@ run(struct gwd *g)
                 conf->control.listen.port, err);
         goto out;
     }
-    if (net_workers_start(conf->server.listen, conf->server.n_listen, n_workers, &g->deps,
-                          &g->workers, bound, sizeof(bound), err, sizeof(err)) != GW_OK) {
+    if (net_workers_start(conf, n_workers, &g->deps, &g->workers, bound, sizeof(bound), tls_bound,
+                          sizeof(tls_bound), err, sizeof(err)) != GW_OK) {
         fprintf(stderr, "%s\n", err);
         goto out;
     }
@@ -598,9 +607,10 @@ run(struct gwd *g)
     }
     g->linktest = net_linktest_start();
     GW_LOG(GW_LOG_INFO, NULL, "ready",
-           "gwd %s data=%s control=%s:%u workers=%u max_connections=%u (descriptor limit %lu)",
-           GWD_VERSION, bound, conf->control.listen.host, net_control_port(g->control), n_workers,
-           net_conns_max(conf), g->nofile);
+           "gwd %s data=%s%s%s control=%s:%u workers=%u max_connections=%u (descriptor limit "
+           "%lu)",
+           GWD_VERSION, bound, tls_bound[0] ? " tls=" : "", tls_bound, conf->control.listen.host,
+           net_control_port(g->control), n_workers, net_conns_max(conf), g->nofile);
     /* Said at start, so an operator who forgot the token learns why gwctl gets 401. */
     if (!conf->control.token || !*conf->control.token)
         GW_LOG(GW_LOG_WARN, NULL, "control_no_token",
@@ -647,6 +657,7 @@ out:
     net_logger_stop();
     gw_snap_shutdown(&g->gt);
     net_egress_shutdown(); /* no snapshot, worker or link test uses a context any more */
+    net_tls_shutdown();
     gw_sticky_free(g->deps.sticky);
     gw_routes_free(g->routes);
     gw_slots_reg_free(g->up_slots);
@@ -677,6 +688,7 @@ main(int argc, char **argv)
             return 1;
         gw_conf_free(conf);
         net_egress_shutdown();
+        net_tls_shutdown();
         printf("%s: ok\n", argv[2]);
         return 0;
     }

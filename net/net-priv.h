@@ -56,7 +56,9 @@ struct net_worker {
     int fds[NET_MAX_LISTEN];  /* listening sockets handed over by main */
     size_t n_fds;
     struct evconnlistener *listeners[NET_MAX_LISTEN];
-    struct event *wake;        /* made active by main: start draining */
+    unsigned tls_fds;   /* bit i: fds[i] is a TLS listener (server.tls) */
+    void *tls_ctx0;     /* SSL_CTX at start: TLS listeners use it if a reload drops server.tls */
+    struct event *wake; /* made active by main: start draining */
     struct event *drain_timer; /* drain deadline */
     struct event *drain_tick;  /* while draining: leave once no connection is left */
     unsigned drain_requested;  /* set by main (ck_pr), read on the worker */
@@ -82,6 +84,7 @@ enum net_conn_state {
 #define NET_CONN_F_CLOSE_AFTER 0x1u /* close once the current response is written */
 #define NET_CONN_F_CLOSING 0x2u     /* flushing, then linger, then free */
 #define NET_CONN_F_LINGER 0x4u      /* half-closed, discarding input until EOF or timeout */
+#define NET_CONN_F_TLS 0x8u         /* bev is TLS (net/tls.c): no direct socket writes */
 #define NET_CONN_F_FRESH 0x10u      /* no byte read yet: the HTTP/2 preface may come */
 
 struct net_conn {
@@ -118,6 +121,9 @@ struct net_conn {
 
 /* Accept callback body: wraps <fd> in a connection owned by <w>. */
 void net_conn_accept(struct net_worker *w, int fd);
+/* The same for a TLS listener's <fd>: the handshake first (net/tls.h), with the server
+ * context of the live config (or w->tls_ctx0), then HTTP/1.1 as on a plain one. */
+void net_conn_accept_tls(struct net_worker *w, int fd);
 /* The sink (net/sink.h) that answers the current request of <c> in HTTP/1.1. */
 struct net_sink;
 void net_conn_sink(struct net_conn *c, struct net_sink *out);

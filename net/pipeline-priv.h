@@ -26,6 +26,7 @@
 #include "core/speed.h"
 #include "core/sse.h"
 #include "core/arena.h"
+#include "dialects/bedrock.h"
 #include "dialects/canon.h"
 #include "dialects/openai.h"
 #include "net/endpoint.h"
@@ -36,6 +37,8 @@
 #define NET_MAX_FWD_HEADERS 64
 #define NET_MAX_ERRBODY (64 * 1024)
 #define NET_MAX_ANSWER (64u * 1024 * 1024)
+/* The largest eventstream message a Bedrock stream may send (the SSE parser's cap). */
+#define NET_MAX_ES_MESSAGE (8u * 1024 * 1024)
 #define NET_ANSWER_MAX_HDRS 8
 #define NET_QUOTA_HDRS 16 /* rate-limit headers of a hop kept for core/quota_learn.h */
 
@@ -131,6 +134,7 @@ struct net_stream {
     bool up_bad;       /* the hop's answer is not the shape it claims (gw.upstream.protocol) */
     bool chunk_seen;   /* a data event of the hop parsed as a chunk (a JSON object) */
     bool up_failed;    /* the upstream sent an error event after content */
+    int ev_err_status; /* the HTTP status the last error event maps to (0: unknown) */
     bool finish_seen;  /* the hop's stream carried its FINISH (a converted hop) */
     unsigned ev_n;     /* canonical events of the SSE event being read ... */
     enum dl_event_kind ev_last; /* ... and the kind of the last one */
@@ -142,6 +146,10 @@ struct net_stream {
     struct dl_parse_state pst;  /* the upstream shape's event parser */
     struct dl_render_state rst; /* the client shape's renderer (converted hops) */
     struct gw_sse sse;
+    /* a Bedrock hop's stream: binary eventstream messages instead of SSE (up_es) */
+    struct dl_bedrock_es es;
+    bool up_es;
+    char up_errtype[64];   /* a Bedrock error answer's x-amzn-ErrorType, before any ':' */
     struct gw_buf out;     /* held events, or the non-streamed answer */
     struct gw_buf errbody; /* a non-2xx upstream body (bounded, logged only) */
     uint64_t t_hop_us, t_first_us;

@@ -254,6 +254,7 @@ net_stream_free(struct net_stream *s)
     gw_buf_fini(&s->out);
     gw_buf_fini(&s->errbody);
     gw_sse_fini(&s->sse);
+    dl_bedrock_es_fini(&s->es);
     gw_arena_fini(&s->arena);
     gw_free(s->row);
     gw_free(s->qhdrs);
@@ -574,7 +575,14 @@ net_stream_read_request(struct net_stream *s)
             rc = gemini_url_request(s, &why);
         if (rc == GW_OK) {
             s->creq_ready = true;
-            s->model = s->creq.model;
+            /* A NUL-terminated copy: the parse left a slice into the body, and the
+             * routing candidates of an implicit group, whose names the price and spec
+             * lookups read as C strings, point at it (Chat's parser terminates its own). */
+            s->model = gw_arena_str(&s->arena, s->creq.model);
+            if (!s->model.ptr)
+                rc = GW_E_NOMEM;
+        }
+        if (rc == GW_OK) {
             s->stream = s->creq.stream;
             s->est_input = dl_request_input_estimate(&s->creq);
             rc = net_resp_prepare(s, &why); /* may expand the request (and its estimate) */

@@ -188,7 +188,10 @@ on_pass_set(void *arg, const char *provider, const char *model, struct gw_quota_
     for (i = 0; i < pr->conf->n_providers; i++)
         if (strcmp(pr->conf->providers[i].quota_name, provider) == 0)
             break;
+    /* Bedrock lists models on another endpoint (bedrock.<region>, not bedrock-runtime):
+     * its credential recovers by its cooldown ladder alone (docs/config.md). */
     if (i == pr->conf->n_providers || !pr->conf->providers[i].quota_probes ||
+        pr->conf->providers[i].dialect == GW_DIALECT_BEDROCK ||
         gw_quota_set_size(s) > pr->conf->providers[i].n_keys)
         return;
     pr->sets[pr->n_sets] = s;

@@ -93,11 +93,12 @@ write_stream_end(struct net_stream *s)
     net_sink_end(&s->sink);
 }
 
+/* 424: Bedrock's ModelErrorException, the model failed while processing the request. */
 static bool
 is_failover_status(int status)
 {
-    return status == 401 || status == 403 || status == 404 || status == 408 || status == 429 ||
-           status >= 500;
+    return status == 401 || status == 403 || status == 404 || status == 408 || status == 424 ||
+           status == 429 || status >= 500;
 }
 
 /* Keeps the hop's rate-limit headers for core/quota_learn.h (only when its provider
@@ -141,7 +142,7 @@ on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
     GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
     s->up_status = status;
     s->up_ok = status >= 200 && status < 300;
-    s->up_sse = s->up_bad = s->chunk_seen = false;
+    s->up_sse = s->up_es = s->up_bad = s->chunk_seen = false;
     if (a)
         a->ttfb_ms = (int32_t)net_ms_since(s->t_hop_us, net_mono_us());
     if (s->qset && s->qunit >= 0) {
@@ -150,11 +151,21 @@ on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
             net_hop_quota_learn(s, (struct gw_str){"", 0}, NULL); /* 2xx heads state limits too */
     }
     if (!s->up_ok) {
+        s->up_errtype[0] = '\0';
         for (i = 0; i < n_hdrs; i++) {
             const struct net_hdr *h = &hdrs[i];
 
-            if (gw_str_eq_nocase(h->name, GW_STR_LIT("retry-after")) &&
-                h->value.len < sizeof(s->retry_after))
+            if (gw_str_eq_nocase(h->name, GW_STR_LIT("x-amzn-errortype"))) {
+                /* "ThrottlingException:http://internal.amazon.com/coral/..." */
+                const char *colon = memchr(h->value.ptr, ':', h->value.len);
+                size_t len = colon ? (size_t)(colon - h->value.ptr) : h->value.len;
+
+                if (len < sizeof(s->up_errtype)) {
+                    memcpy(s->up_errtype, h->value.ptr, len);
+                    s->up_errtype[len] = '\0';
+                }
+            } else if (gw_str_eq_nocase(h->name, GW_STR_LIT("retry-after")) &&
+                       h->value.len < sizeof(s->retry_after))
                 memcpy(s->retry_after, h->value.ptr, h->value.len);
             else if (gw_str_eq_nocase(h->name, GW_STR_LIT("retry-after-ms")) &&
                      h->value.len < sizeof(s->retry_after_ms))
@@ -165,9 +176,15 @@ on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
     if (!s->stream)
         return;
     for (i = 0; i < n_hdrs; i++) {
-        if (gw_str_eq_nocase(hdrs[i].name, GW_STR_LIT("content-type")) && hdrs[i].value.len >= 17 &&
-            strncasecmp(hdrs[i].value.ptr, "text/event-stream", 17) == 0)
+        if (!gw_str_eq_nocase(hdrs[i].name, GW_STR_LIT("content-type")))
+            continue;
+        if (hdrs[i].value.len >= 17 && strncasecmp(hdrs[i].value.ptr, "text/event-stream", 17) == 0)
             s->up_sse = true;
+        /* Bedrock's ConverseStream: binary eventstream messages, read by their decoder
+         * into the same event parser (up_sse: a stream of events either way) */
+        if (s->up_shape == DL_SHAPE_BEDROCK && hdrs[i].value.len >= 34 &&
+            strncasecmp(hdrs[i].value.ptr, "application/vnd.amazon.eventstream", 34) == 0)
+            s->up_sse = s->up_es = true;
     }
 }
 
@@ -240,6 +257,7 @@ on_canon_event(void *arg, const struct dl_event *ev)
     case DL_EV_ERROR:
         /* Before content: fail over; after: the stream is broken (DESIGN.md 11: the
          * client gets its shape's unavailable frame, whatever the upstream sent). */
+        s->ev_err_status = ev->status;
         if (!s->headers_sent)
             s->stream_error = true;
         else
@@ -263,15 +281,14 @@ on_canon_event(void *arg, const struct dl_event *ev)
     return 0;
 }
 
-/* One SSE event of a hop read through the hub: its shape's parser makes the canonical
- * events; the same shape relays the event's bytes as they came. */
+/* One event of a hop read through the hub (<event> and <data> of an SSE event or of an
+ * eventstream message): its shape's parser makes the canonical events; the same shape
+ * relays the event's bytes (<raw>) as they came. */
 static int
-on_hub_event(void *arg, const struct gw_sse_event *ev)
+hub_event(struct net_stream *s, struct gw_str event, struct gw_str data, struct gw_str raw)
 {
-    struct net_stream *s = arg;
-
     s->ev_n = 0;
-    if (s->up_ops->event_parse(&s->pst, ev->event, ev->data, on_canon_event, s) != GW_OK) {
+    if (s->up_ops->event_parse(&s->pst, event, data, on_canon_event, s) != GW_OK) {
         s->up_bad = true; /* data that is not what its event needs */
         return 1;
     }
@@ -282,11 +299,37 @@ on_hub_event(void *arg, const struct gw_sse_event *ev)
     if (!s->convert && s->client_shape == DL_SHAPE_CHAT && !s->wants_usage && s->ev_n == 1 &&
         s->ev_last == DL_EV_USAGE)
         return 0;
-    if (!s->convert && gw_buf_append_str(&s->out, ev->raw) != GW_OK) {
+    if (!s->convert && gw_buf_append_str(&s->out, raw) != GW_OK) {
         s->up_bad = true;
         return 1;
     }
     return 0;
+}
+
+static int
+on_hub_event(void *arg, const struct gw_sse_event *ev)
+{
+    return hub_event(arg, ev->event, ev->data, ev->raw);
+}
+
+/* One eventstream message of a Bedrock hop (always converted: no client speaks
+ * Converse, so nothing is relayed raw). */
+static int
+on_es_message(void *arg, const struct dl_bedrock_es_msg *m)
+{
+    struct gw_str event, data;
+
+    dl_bedrock_es_event(m, &event, &data);
+    return hub_event(arg, event, data, (struct gw_str){"", 0});
+}
+
+/* Feeds a streamed hop's body to its framing: SSE, or Bedrock's eventstream. */
+static enum gw_code
+feed_events(struct net_stream *s, const char *data, size_t len)
+{
+    if (s->up_es)
+        return dl_bedrock_es_feed(&s->es, data, len, on_es_message, s);
+    return gw_sse_feed(&s->sse, data, len, on_hub_event, s);
 }
 
 /* The hop broke after content reached the client: the stream ends with an error chunk
@@ -346,8 +389,7 @@ on_up_body(void *arg, const char *data, size_t len)
     }
     /* Not OK from the parser: an event over its cap (8 MiB, core/sse.c) or out of
      * memory; up_bad: an event that is not the shape it claims. */
-    if (gw_sse_feed(&s->sse, data, len, on_hub_event, s) != GW_OK || s->stream_error || s->up_bad ||
-        s->up_failed) {
+    if (feed_events(s, data, len) != GW_OK || s->stream_error || s->up_bad || s->up_failed) {
         net_upx_cancel(s->upx);
         s->upx = NULL;
         if (s->headers_sent && s->up_failed && !s->up_bad) {
@@ -361,6 +403,13 @@ on_up_body(void *arg, const char *data, size_t len)
             return;
         }
         gw_buf_reset(&s->out);
+        if (s->stream_error && !s->up_bad && s->ev_err_status == 429 && s->qset && s->qunit >= 0) {
+            /* A throttling event before content (Bedrock's throttlingException, a
+             * Messages rate_limit_error): for the credential's quota, a 429 answer. */
+            s->up_status = 429;
+            net_hop_quota_failed(s);
+            return;
+        }
         net_hop_failed(s, s->up_status,
                        s->stream_error && !s->up_bad ? GW_E_UPSTREAM_STATUS
                                                      : GW_E_UPSTREAM_PROTOCOL);
@@ -486,6 +535,17 @@ static void
 finish_ok(struct net_stream *s)
 {
     if (s->stream && s->up_sse) {
+        if (s->up_es && dl_bedrock_es_partial(&s->es)) {
+            /* the stream ended inside an eventstream message: a cut frame */
+            if (s->headers_sent) {
+                stream_broke(s, GW_E_UPSTREAM_PROTOCOL, GW_E_UPSTREAM_PROTOCOL,
+                             "the upstream's eventstream ended inside a message");
+                return;
+            }
+            gw_buf_reset(&s->out);
+            net_hop_failed(s, s->up_status, GW_E_UPSTREAM_PROTOCOL);
+            return;
+        }
         if (!s->chunk_seen) {
             /* Not one event parsed as a chunk (garbage lines, only [DONE], nothing):
              * not an answer. Content cannot have been relayed without a chunk. */
@@ -604,6 +664,8 @@ on_up_end(void *arg, enum gw_code rc)
 
             s->up_ops->upstream_error_read(s->errbody.data, s->errbody.len, s->up_status, &type,
                                            &message);
+            if (s->up_errtype[0]) /* Bedrock names its error in a header */
+                type = gw_str_c(s->up_errtype);
             s->client_ops->upstream_error_render(s->up_status, type, message, &mine);
             gw_buf_fini(&s->errbody);
             s->errbody = mine;

@@ -1443,6 +1443,27 @@ net_uppool_free(struct net_uppool *p)
     gw_free(p);
 }
 
+/* The Host header's value: the name (an IPv6 address in brackets), ":port" unless the
+ * scheme's default. */
+static enum gw_code
+host_value(struct gw_buf *b, const char *host, uint16_t port, bool default_port)
+{
+    bool v6 = host_is_ipv6(host);
+
+    if ((v6 && gw_buf_append(b, "[", 1) != GW_OK) || gw_buf_append_cstr(b, host) != GW_OK ||
+        (v6 && gw_buf_append(b, "]", 1) != GW_OK))
+        return GW_E_NOMEM;
+    if (!default_port && (gw_buf_append(b, ":", 1) != GW_OK || gw_buf_append_u64(b, port) != GW_OK))
+        return GW_E_NOMEM;
+    return GW_OK;
+}
+
+enum gw_code
+net_up_host_value(const struct gw_conf_provider *p, struct gw_buf *out)
+{
+    return host_value(out, p->host, p->port, p->port == (p->tls ? 443 : 80));
+}
+
 static enum gw_code
 req_build(struct gw_buf *b, const struct net_up_req *req, const struct net_upkey *k)
 {
@@ -1464,15 +1485,7 @@ req_build(struct gw_buf *b, const struct net_up_req *req, const struct net_upkey
     else
         gw_buf_append(b, "/", 1);
     gw_buf_append(b, " HTTP/1.1\r\nHost: ", 17);
-    if (host_is_ipv6(k->host))
-        gw_buf_append(b, "[", 1);
-    gw_buf_append_cstr(b, k->host);
-    if (host_is_ipv6(k->host))
-        gw_buf_append(b, "]", 1);
-    if (!default_port) {
-        gw_buf_append(b, ":", 1);
-        gw_buf_append_u64(b, k->port);
-    }
+    host_value(b, k->host, k->port, default_port);
     gw_buf_append(b, "\r\nContent-Length: ", 18);
     rc = gw_buf_append_u64(b, req->body.len);
     if (rc == GW_OK)

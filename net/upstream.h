@@ -44,6 +44,10 @@ struct net_up_req {
     unsigned idle_timeout_ms;    /* silence while reading the body */
 };
 
+/* Appends the Host header value a request to <p> carries (what a signature such as
+ * SigV4 must cover): host, in brackets when IPv6, and ":port" unless the default. */
+enum gw_code net_up_host_value(const struct gw_conf_provider *p, struct gw_buf *out);
+
 struct net_up_cbs {
     /* The response head. <hdrs> valid during the call only. */
     void (*on_head)(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs);

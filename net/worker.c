@@ -50,6 +50,16 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
     net_conn_accept(arg, fd);
 }
 
+static void
+on_accept_tls(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+              void *arg)
+{
+    (void)l;
+    (void)sa;
+    (void)salen;
+    net_conn_accept_tls(arg, fd);
+}
+
 /* Out of descriptors (or memory) on accept: stop accepting on this worker for a short
  * back-off instead of spinning on a listener that stays readable (nginx does the same),
  * then listen again. Other errors are logged and accepting goes on. Lines of this kind
@@ -217,10 +227,37 @@ worker_main(void *arg)
 
 /* ---- sockets ---- */
 
+/* One data-plane address: server.listen (plain, or TLS when server.tls has no listen)
+ * or server.tls.listen. */
+struct listen_addr {
+    const struct gw_conf_addr *a;
+    bool tls;
+    const char *key; /* its config key, for errors */
+};
+
+/* The data-plane addresses of <conf> into <out> (plain first); how many, or -1 when
+ * there are more than NET_MAX_LISTEN. */
 static int
-bind_one(const struct gw_conf_addr *a, uint16_t port, uint16_t *bound_port, char *err,
+listen_addrs(const struct gw_conf *conf, struct listen_addr out[NET_MAX_LISTEN])
+{
+    bool tls = conf->server.tls_cert != NULL;
+    size_t i, n = 0;
+
+    if (conf->server.n_listen + (tls ? conf->server.n_tls_listen : 0) > NET_MAX_LISTEN)
+        return -1;
+    for (i = 0; i < conf->server.n_listen; i++)
+        out[n++] = (struct listen_addr){&conf->server.listen[i], tls && conf->server.tls_on_listen,
+                                        "server.listen"};
+    for (i = 0; tls && i < conf->server.n_tls_listen; i++)
+        out[n++] = (struct listen_addr){&conf->server.tls_listen[i], true, "server.tls.listen"};
+    return (int)n;
+}
+
+static int
+bind_one(const struct listen_addr *la, uint16_t port, uint16_t *bound_port, char *err,
          size_t errlen)
 {
+    const struct gw_conf_addr *a = la->a;
     struct addrinfo hints, *res = NULL;
     char portstr[8];
     int fd = -1, one = 1, rc;
@@ -232,14 +269,14 @@ bind_one(const struct gw_conf_addr *a, uint16_t port, uint16_t *bound_port, char
     snprintf(portstr, sizeof(portstr), "%u", port);
     rc = getaddrinfo(a->host, portstr, &hints, &res);
     if (rc != 0) {
-        snprintf(err, errlen, "server.listen %s:%u: %s", a->host, a->port, gai_strerror(rc));
+        snprintf(err, errlen, "%s %s:%u: %s", la->key, a->host, a->port, gai_strerror(rc));
         return -1;
     }
     fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
         bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
-        snprintf(err, errlen, "server.listen %s:%u: %s", a->host, a->port, strerror(errno));
+        snprintf(err, errlen, "%s %s:%u: %s", la->key, a->host, a->port, strerror(errno));
         if (fd >= 0)
             close(fd);
         freeaddrinfo(res);
@@ -296,20 +333,37 @@ workers_free(struct net_workers *ws)
     gw_free(ws);
 }
 
-enum gw_code
-net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n_workers,
-                  const struct net_deps *deps, struct net_workers **out, char *bound,
-                  size_t bound_len, char *err, size_t errlen)
+/* Appends "host:port" to <buf> (space-separated; NULL: nothing). */
+static void
+bound_add(char *buf, size_t len, const char *host, uint16_t port)
 {
+    size_t off = buf && len ? strlen(buf) : len;
+
+    if (off < len)
+        snprintf(buf + off, len - off, "%s%s:%u", off ? " " : "", host, port);
+}
+
+enum gw_code
+net_workers_start(const struct gw_conf *conf, unsigned n_workers, const struct net_deps *deps,
+                  struct net_workers **out, char *bound, size_t bound_len, char *tls_bound,
+                  size_t tls_bound_len, char *err, size_t errlen)
+{
+    struct listen_addr addrs[NET_MAX_LISTEN];
+    int n_listen = listen_addrs(conf, addrs);
     struct net_workers *ws;
     unsigned i;
-    size_t j, off = 0;
+    size_t j;
 
     *out = NULL;
-    if (n_listen > NET_MAX_LISTEN) {
-        snprintf(err, errlen, "server.listen: at most %d addresses", NET_MAX_LISTEN);
+    if (n_listen < 0) {
+        snprintf(err, errlen, "server.listen and server.tls.listen: at most %d addresses",
+                 NET_MAX_LISTEN);
         return GW_E_INTERNAL;
     }
+    if (bound && bound_len)
+        bound[0] = '\0';
+    if (tls_bound && tls_bound_len)
+        tls_bound[0] = '\0';
     ws = gw_calloc(1, sizeof(*ws));
     if (!ws || !(ws->v = gw_calloc(n_workers, sizeof(*ws->v)))) {
         gw_free(ws);
@@ -324,17 +378,18 @@ net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n
         w->ws = ws;
         w->store = deps->store;
         w->sticky = deps->sticky;
+        w->tls_ctx0 = conf->server.tls_ctx;
         for (j = 0; j < NET_MAX_LISTEN; j++)
             w->fds[j] = -1;
         if (getrandom(w->rng, sizeof(w->rng), 0) != sizeof(w->rng) || (!w->rng[0] && !w->rng[1]))
             w->rng[0] = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() ^ i, w->rng[1] = 42 + i;
     }
     /* Bind: the first socket of an address fixes its port, the others share it. */
-    for (j = 0; j < n_listen; j++) {
-        uint16_t port = listen[j].port;
+    for (j = 0; j < (size_t)n_listen; j++) {
+        uint16_t port = addrs[j].a->port;
 
         for (i = 0; i < n_workers; i++) {
-            int fd = bind_one(&listen[j], port, i == 0 ? &port : NULL, err, errlen);
+            int fd = bind_one(&addrs[j], port, i == 0 ? &port : NULL, err, errlen);
 
             if (fd < 0) {
                 workers_free(ws);
@@ -342,14 +397,12 @@ net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n
             }
             ws->v[i].fds[j] = fd;
             ws->v[i].n_fds = j + 1;
+            if (addrs[j].tls)
+                ws->v[i].tls_fds |= 1u << j;
         }
-        if (bound && off < bound_len) {
-            int n = snprintf(bound + off, bound_len - off, "%s%s:%u", off ? " " : "",
-                             listen[j].host, port);
-
-            if (n > 0)
-                off += (size_t)n;
-        }
+        bound_add(bound, bound_len, addrs[j].a->host, port);
+        if (addrs[j].tls)
+            bound_add(tls_bound, tls_bound_len, addrs[j].a->host, port);
     }
     for (i = 0; i < n_workers; i++) {
         struct net_worker *w = &ws->v[i];
@@ -376,7 +429,8 @@ net_workers_start(const struct gw_conf_addr *listen, size_t n_listen, unsigned n
         }
         for (j = 0; j < w->n_fds; j++) {
             w->listeners[j] =
-                evconnlistener_new(w->base, on_accept, w, LEV_OPT_CLOSE_ON_FREE, 0, w->fds[j]);
+                evconnlistener_new(w->base, (w->tls_fds & (1u << j)) ? on_accept_tls : on_accept, w,
+                                   LEV_OPT_CLOSE_ON_FREE, 0, w->fds[j]);
             if (!w->listeners[j]) {
                 snprintf(err, errlen, "worker %u: evconnlistener_new failed", i);
                 workers_free(ws);

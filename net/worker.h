@@ -16,13 +16,15 @@
 
 struct net_workers;
 
-/* Binds <n_workers> SO_REUSEPORT sockets per address of <listen> (a port 0 is chosen
- * once and shared) and starts the threads. The bound addresses are written to <bound>
- * as "host:port" separated by spaces. GW_E_INTERNAL with a message in <err> when an
- * address cannot be bound. Main thread. */
-enum gw_code net_workers_start(const struct gw_conf_addr *listen, size_t n_listen,
-                               unsigned n_workers, const struct net_deps *deps,
-                               struct net_workers **out, char *bound, size_t bound_len, char *err,
+/* Binds <n_workers> SO_REUSEPORT sockets per data-plane address of <conf> (a port 0 is
+ * chosen once and shared): server.listen, plain or (server.tls without listen) TLS, then
+ * server.tls.listen in TLS with conf->server.tls_ctx (net/tls.h); and starts the
+ * threads. The bound addresses are written to <bound> as "host:port" separated by
+ * spaces, plain first, the TLS ones also to <tls_bound>. GW_E_INTERNAL with a message in
+ * <err> when an address cannot be bound. Main thread. */
+enum gw_code net_workers_start(const struct gw_conf *conf, unsigned n_workers,
+                               const struct net_deps *deps, struct net_workers **out, char *bound,
+                               size_t bound_len, char *tls_bound, size_t tls_bound_len, char *err,
                                size_t errlen);
 
 /* Stops accepting, lets requests in flight finish for at most <drain_secs>, then

@@ -25,6 +25,7 @@ core/log.c fputs lines logged before the logger thread attaches (startup) go str
 core/log.c stderr lines logged before the logger thread attaches (startup) go straight to stderr
 bench/*.c pthread_* gwbench runs one libevent loop per thread (load generator and fake upstream)
 bench/*.c <pthread.h> gwbench runs one libevent loop per thread (load generator and fake upstream)
+dialects/bedrock_stream.c <zlib.h> crc32_z: the CRC32 (IEEE) of AWS eventstream frames; no decoding (banned below)
 '
 
 is_exception() { # file name
@@ -160,6 +161,9 @@ ban_include '* !core/conf* !core/yaml_edit.c' 'yaml\.h' 'libyaml (core/conf*, co
 # decodes request bodies (core/decode.h), so that every body limit lives in one place.
 ban_call '* !core/decode.c' '(inflate|deflate)[[:alnum:]_]*|Brotli[[:alnum:]_]+|ZSTD_[[:alnum:]_]+' 'zlib, brotli, zstd (core/decode.c only)'
 ban_include '* !core/decode.c' 'zlib\.h|brotli/|zstd\.h|zstd_errors\.h|zdict\.h' 'zlib, brotli, zstd (core/decode.c only)'
+# dialects/bedrock_stream.c includes zlib.h for crc32_z alone (the exception above):
+# nothing else of zlib there.
+ban_call 'dialects/bedrock_stream.c' '(compress|uncompress|gz|adler32|zlib)[[:alnum:]_]*' 'zlib beyond crc32 (dialects/bedrock_stream.c)'
 ban_call 'core/* dialects/* store/*' 'http_parser_[[:alnum:]_]+' 'http-parser (net, cli, bench only)'
 ban_include 'core/* dialects/* store/*' 'http_parser\.h' 'http-parser (net, cli, bench only)'
 ban_call 'dialects/* cli/* bench/*' 'ck_[[:alnum:]_]+' 'ConcurrencyKit (core, store, net only)'

@@ -506,6 +506,15 @@ class Gwd(Proc):
 
 # ---------------------------------------------------------------- configs
 
+# The AWS credentials of a `dialect: bedrock` provider made by provider(), and the
+# gwbench upstream flags that make it check their SigV4 signatures (issue 15).
+AWS_REGION = "us-west-2"
+AWS_KEY_ID = "AKIDGWTESTEXAMPLE"
+AWS_SECRET = "gw-test-secret/K7MDENG+bPxRfiCYEXAMPLEKEY"
+AWS_BENCH_ARGS = ["--aws-access-key-id", AWS_KEY_ID, "--aws-secret-access-key", AWS_SECRET,
+                  "--aws-region", AWS_REGION]
+
+
 def provider(name, bench=None, base_url=None, models=("*",), keys=None, **extra):
     p = {
         "name": name,
@@ -515,6 +524,10 @@ def provider(name, bench=None, base_url=None, models=("*",), keys=None, **extra)
         "models": list(models),
     }
     p.update(extra)
+    if p["dialect"] == "bedrock" and keys is None:  # signs with aws:, has no keys
+        del p["keys"]
+        p.setdefault("aws", {"region": AWS_REGION, "access_key_id": {"value": AWS_KEY_ID},
+                             "secret_access_key": {"value": AWS_SECRET}})
     return p
 
 

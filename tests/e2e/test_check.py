@@ -200,7 +200,7 @@ ISSUE_12_LINES = [
     "providers[0] (g-alpha).max_concurrent: lots (config.wrong_type) expected an integer "
     "(line 11)",
     "providers[1] (g-beta).dialect: klingon (config.bad_dialect) must be one of openai, "
-    "responses, anthropic, gemini",
+    "responses, anthropic, gemini, bedrock",
     "groups[0] (grp-bad).providers[0] (g-alpha).weight: 5 "
     "(engine.group_weight_not_load_balance) weights apply to load-balance groups only; "
     "remove it or set type: load-balance",

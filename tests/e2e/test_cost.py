@@ -29,6 +29,25 @@ def test_row_cost_follows_usage_and_the_price_table(tmp_path, bench, gwd, stream
     assert row["cost_usd"] > 0
 
 
+@pytest.mark.parametrize("client", ["chat", "responses", "messages", "gemini"])
+def test_every_client_shape_is_priced(tmp_path, bench, gwd, client):
+    # The model a Messages or Responses client names was a slice of its body, which the
+    # price lookup read past its end (those rows cost $0): each shape's row is priced.
+    from test_hub_four import send
+    (tmp_path / "prices.yaml").write_text(PRICES)
+    b = bench("--chunks", 5, "--cached", 4)
+    g = gwd(config(tmp_path, [provider("up", b)], prices="prices.yaml"))
+
+    r = send(g, client, "m1", False, [("user", "hi")])
+
+    assert r.status == 200, r
+    row = g.wait_row(r.headers["x-request-id"])
+    u = row["usage"]
+    assert u["cache_read_tokens"] == 4 and u["output_tokens"] == 5 and not u["estimated"], row
+    want = (u["input_tokens"] * 2.0 + u["output_tokens"] * 8.0 + 4 * 0.5) / 1e6
+    assert row["cost_usd"] == pytest.approx(want, abs=1e-6) and want > 0, row
+
+
 def test_model_specs_win_and_free_billing_and_unpriced_models_cost_nothing(tmp_path, bench,
                                                                           gwd):
     (tmp_path / "prices.yaml").write_text(PRICES)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/test_sdk.py - the official `openai` npm package (pinned in sdk/package.json)
-# talks to gwd: chat.completions.create non-streamed and streamed; and, against a Chat
-# and an Anthropic Messages upstream, a tool call round trip (one call, then two
-# parallel streamed calls) with the tool ids kept.
+# talks to gwd: chat.completions.create non-streamed and streamed; and, against a Chat,
+# an Anthropic Messages and an AWS Bedrock (Converse, SigV4 checked by gwbench) upstream,
+# a tool call round trip (one call, then two parallel streamed calls) with the tool ids
+# kept.
 # Needs node and npm; `npm ci` installs sdk/node_modules from the lock file when missing.
 
 import json
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gwtest import ALICE_KEY, config, provider, wait_until
+from gwtest import ALICE_KEY, AWS_BENCH_ARGS, config, provider, wait_until
 
 SDK = Path(__file__).resolve().parent / "sdk"
 
@@ -53,12 +54,14 @@ def test_openai_node_sdk_through_the_gateway(tmp_path, bench, gwd):
     assert all(r["status"] == 200 for r in rows)
 
 
-@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "bedrock"])
 def test_openai_node_sdk_tool_round_trip_through_the_gateway(tmp_path, bench, gwd, dialect):
     ensure_node_modules()
-    b = bench("--chunks", 3, "--text", "sdk ", "--cached", 1, "--tool-call", "get_weather")
+    aws = AWS_BENCH_ARGS if dialect == "bedrock" else []
+    b = bench(*aws, "--chunks", 3, "--text", "sdk ", "--cached", 1, "--tool-call", "get_weather")
     g = gwd(config(tmp_path, [provider("up", b, dialect=dialect)]))
-    prefix = "call_bench_" if dialect == "openai" else "toolu_bench_"
+    prefix = {"openai": "call_bench_", "anthropic": "toolu_bench_",
+              "bedrock": "tooluse_bench_"}[dialect]
 
     p = subprocess.run(["node", str(SDK / "chat.js"), g.url + "/v1", ALICE_KEY, "gpt-test",
                         "tools"], capture_output=True, timeout=60)
@@ -96,6 +99,8 @@ def test_openai_node_sdk_tool_round_trip_through_the_gateway(tmp_path, bench, gw
     assert ss["content"] == (f"tool said: get_weather ok for Paris [{ids[0]}] "
                              f"tool said: get_time ok for Tokyo [{ids[1]}]"), ss
     assert ss["finish_reason"] == "stop"
+    if dialect == "bedrock":  # every request signed as AWS checks it
+        assert b.stats()["aws_auth_refused"] == 0
     # six calls, six rows
     rows = wait_until(lambda: (lambda rs: rs if len(rs) >= 6 else None)(
         [r for r in g.traffic() if r["client"] == "alice"]), what="six rows for alice")

@@ -22,12 +22,12 @@ import subprocess
 
 import pytest
 
-from gwtest import ALICE_KEY, UP_KEY_A, config, provider, wait_until
+from gwtest import ALICE_KEY, AWS_BENCH_ARGS, UP_KEY_A, config, provider, wait_until
 from test_sdk import SDK
 
 MODEL = "gemini-test"
 OTHER = "gemini-other"
-SHAPES = ["openai", "responses", "anthropic", "gemini"]
+SHAPES = ["openai", "responses", "anthropic", "gemini", "bedrock"]
 TEXT = "gem "
 
 
@@ -89,7 +89,8 @@ def check_echo(text, result, call):
 @pytest.mark.parametrize("dialect", SHAPES)
 def test_gemini_sdk_through_the_gateway(tmp_path, bench, gwd, dialect):
     ensure_node_modules()
-    b = bench("--chunks", 3, "--text", TEXT, "--cached", 1, "--tool-call", "get_weather")
+    aws = AWS_BENCH_ARGS if dialect == "bedrock" else []  # SigV4 checked
+    b = bench(*aws, "--chunks", 3, "--text", TEXT, "--cached", 1, "--tool-call", "get_weather")
     g = gwd(config(tmp_path, [up_provider(dialect, b)]))
 
     res = run_gemini_js(g)

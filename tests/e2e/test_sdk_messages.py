@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/test_sdk_messages.py - the official `@anthropic-ai/sdk` npm package (pinned
 # in sdk/package.json) talks to gwd's Anthropic Messages endpoints (DESIGN.md 4, 11;
-# issue 9), through (a) an Anthropic Messages upstream (same shape: spliced) and (b) a
-# Chat Completions upstream (converted through the hub): messages.create, messages.stream
+# issue 9), through (a) an Anthropic Messages upstream (same shape: spliced), (b) a
+# Chat Completions upstream (converted through the hub) and (c) an AWS Bedrock Converse
+# upstream (converted, signed; issue 15): messages.create, messages.stream
 # and the events the SDK sees, a tool use round trip with the ids kept (one call, then
 # two parallel streamed calls), messages.countTokens (forwarded to (a), the gateway's
-# estimate for (b)), models.list in the Anthropic shape, every refusal of a bad key as
+# estimate for (b) and (c)), models.list in the Anthropic shape, every refusal of a bad key as
 # AuthenticationError with the Anthropic error body, and the traffic rows.
 # The upstream is `gwbench upstream --tool-call get_weather` (docs/gwbench.md).
 # Needs node and npm; `npm ci` installs sdk/node_modules from the lock file when missing.
@@ -15,8 +16,8 @@ import subprocess
 
 import pytest
 
-from gwtest import (ALICE_KEY, UP_KEY_A, ceil_div, config, http_request, provider,
-                    wait_until)
+from gwtest import (ALICE_KEY, AWS_BENCH_ARGS, UP_KEY_A, ceil_div, config, http_request,
+                    provider, wait_until)
 from test_sdk import SDK, ensure_node_modules
 
 MODEL = "claude-test"
@@ -52,13 +53,15 @@ def up_provider(dialect, b):
     return provider("up", b, dialect=dialect, models=[MODEL, "claude-other"])
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "openai"])
+@pytest.mark.parametrize("dialect", ["anthropic", "openai", "bedrock"])
 def test_anthropic_sdk_through_the_gateway(tmp_path, bench, gwd, dialect):
     ensure_node_modules()
-    b = bench("--chunks", 3, "--text", "hi ", "--cached", 1, "--tool-call", "get_weather")
+    aws = AWS_BENCH_ARGS if dialect == "bedrock" else []
+    b = bench(*aws, "--chunks", 3, "--text", "hi ", "--cached", 1, "--tool-call", "get_weather")
     g = gwd(config(tmp_path, [up_provider(dialect, b)]))
     same = dialect == "anthropic"
-    prefix = "toolu_bench_" if same else "call_bench_"
+    prefix = {"anthropic": "toolu_bench_", "openai": "call_bench_",
+              "bedrock": "tooluse_bench_"}[dialect]
 
     res = run_messages_js(g)
 
@@ -153,6 +156,8 @@ def test_anthropic_sdk_through_the_gateway(tmp_path, bench, gwd, dialect):
         assert row["usage"]["input_tokens"] == step_out["usage"]["input_tokens"], (row, step_out)
         assert row["usage"]["cache_read_tokens"] == 1, row
         assert row["usage"]["estimated"] is False, row
+    if dialect == "bedrock":  # every request signed as AWS checks it
+        assert b.stats()["aws_auth_refused"] == 0
 
 
 @pytest.mark.parametrize("dialect", ["anthropic", "openai"])

@@ -18,11 +18,11 @@ import subprocess
 
 import pytest
 
-from gwtest import ALICE_KEY, config, provider, wait_until
+from gwtest import ALICE_KEY, AWS_BENCH_ARGS, config, provider, wait_until
 from test_sdk import SDK, ensure_node_modules
 
 MODEL = "gpt-test"
-SHAPES = ["openai", "responses", "anthropic", "gemini"]
+SHAPES = ["openai", "responses", "anthropic", "gemini", "bedrock"]
 TEXT = "sdk "
 
 
@@ -98,7 +98,8 @@ def check_completed(r, text=None, output_tokens=None):
 @pytest.mark.parametrize("dialect", SHAPES)
 def test_openai_responses_sdk_through_the_gateway(tmp_path, bench, gwd, dialect):
     ensure_node_modules()
-    b = bench("--chunks", 3, "--text", TEXT, "--cached", 1, "--tool-call", "get_weather")
+    aws = AWS_BENCH_ARGS if dialect == "bedrock" else []  # SigV4 checked
+    b = bench(*aws, "--chunks", 3, "--text", TEXT, "--cached", 1, "--tool-call", "get_weather")
     g = gwd(config(tmp_path, [provider("up", b, dialect=dialect)]))
 
     res = run_responses_js(g)
@@ -190,13 +191,14 @@ def test_openai_responses_sdk_through_the_gateway(tmp_path, bench, gwd, dialect)
     assert row["usage"]["estimated"] is False, row
 
 
-@pytest.mark.parametrize("dialect", ["openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "gemini", "bedrock"])
 def test_previous_response_id_is_expanded_for_other_shapes(tmp_path, bench, gwd, dialect):
     """The second turn of a previous_response_id chain, as a non-Responses upstream
     receives it: the first turn's question and answer before the new question, and not
     the first turn's instructions (the API does not carry them over)."""
     ensure_node_modules()
-    b = bench("--chunks", 2, "--text", "kiwi ")
+    aws = AWS_BENCH_ARGS if dialect == "bedrock" else []
+    b = bench(*aws, "--chunks", 2, "--text", "kiwi ")
     g = gwd(config(tmp_path, [provider("up", b, dialect=dialect)]))
     script = """
 const OpenAI = require('openai');

@@ -39,7 +39,7 @@ fuzz_sha256(const void *data, size_t len, unsigned char out[32])
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const struct gw_conf_env env = {fuzz_getenv, fuzz_sha256, NULL, NULL};
+    static const struct gw_conf_env env = {fuzz_getenv, fuzz_sha256, NULL, NULL, NULL};
     struct gw_conf_problems p = {0};
     struct gw_conf *c = NULL;
     char line[512];

@@ -46,7 +46,7 @@ fuzz_sha256(const void *data, size_t len, unsigned char out[32])
         out[i % 32] ^= d[i];
 }
 
-static const struct gw_conf_env env = {fuzz_getenv, fuzz_sha256, NULL, NULL};
+static const struct gw_conf_env env = {fuzz_getenv, fuzz_sha256, NULL, NULL, NULL};
 
 static void
 op_of(unsigned bits, uint64_t val, enum gw_yaml_op *op, uint64_t *v)

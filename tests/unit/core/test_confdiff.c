@@ -43,7 +43,7 @@ fake_sha256(const void *data, size_t len, unsigned char out[32])
         out[i % 32] ^= (unsigned char)(d[i] + i * 7 + len);
 }
 
-static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL, NULL};
+static const struct gw_conf_env env = {fake_getenv, fake_sha256, NULL, NULL, NULL};
 
 static struct gw_conf *
 load(const char *yaml)
@@ -287,6 +287,39 @@ test_confdiff_settings_sections(void **state)
     gw_confdiff_fini(&d);
 }
 
+/* server.tls.listen, and a renewed certificate (same paths, a new context from net)
+ * are changes of "server". */
+static void
+test_confdiff_tls_listen_and_a_new_certificate_change_server(void **state)
+{
+    static const char tls[] = "server: {listen: [\"127.0.0.1:8080\"], tls: {cert: c.pem, key: "
+                              "k.pem}}\nproviders:\n" PA;
+    struct gw_conf *a = load(tls), *b = load(tls);
+    struct gw_confdiff d;
+    int ctx1, ctx2;
+
+    (void)state;
+    diff_of(tls,
+            "server: {listen: [\"127.0.0.1:8080\"], tls: {cert: c.pem, key: k.pem, listen: "
+            "[\"127.0.0.1:8443\"]}}\nproviders:\n" PA,
+            &d);
+    assert_int_equal(d.n_settings, 1);
+    assert_string_equal(d.settings[0], "server");
+    gw_confdiff_fini(&d);
+    a->server.tls_ctx = &ctx1;
+    b->server.tls_ctx = &ctx1;
+    assert_int_equal(gw_confdiff_build(a, b, &d), GW_OK);
+    assert_int_equal(d.n_settings, 0);
+    gw_confdiff_fini(&d);
+    b->server.tls_ctx = &ctx2;
+    assert_int_equal(gw_confdiff_build(a, b, &d), GW_OK);
+    assert_int_equal(d.n_settings, 1);
+    assert_string_equal(d.settings[0], "server");
+    gw_confdiff_fini(&d);
+    gw_conf_free(a);
+    gw_conf_free(b);
+}
+
 static void
 test_confdiff_first_load_adds_everything(void **state)
 {
@@ -361,6 +394,7 @@ main(void)
         cmocka_unit_test(test_confdiff_groups_added_removed_changed),
         cmocka_unit_test(test_confdiff_clients_and_a_new_key_value),
         cmocka_unit_test(test_confdiff_settings_sections),
+        cmocka_unit_test(test_confdiff_tls_listen_and_a_new_certificate_change_server),
         cmocka_unit_test(test_confdiff_first_load_adds_everything),
         cmocka_unit_test(test_confdiff_format_names_without_secrets),
         cmocka_unit_test(test_confdiff_out_of_memory_leaves_it_empty),

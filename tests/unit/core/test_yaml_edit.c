@@ -44,7 +44,7 @@ fake_sha256(const void *data, size_t len, unsigned char out[32])
         out[i % 32] ^= (unsigned char)(d[i] + i * 7 + len);
 }
 
-static const struct gw_conf_env env = {no_env, fake_sha256, NULL, NULL};
+static const struct gw_conf_env env = {no_env, fake_sha256, NULL, NULL, NULL};
 
 static const struct gw_yaml_spec_edit SET_BOTH = {GW_YAML_SET, 128000, GW_YAML_SET, 4096};
 static const struct gw_yaml_spec_edit REMOVE_BOTH = {GW_YAML_REMOVE, 0, GW_YAML_REMOVE, 0};
