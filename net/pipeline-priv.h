@@ -66,8 +66,7 @@ struct net_stream {
     struct net_target tgt;     /* the endpoint; its slices are valid while conn is */
     struct dl_openai_req *req; /* Chat clients */
     struct gw_arena arena;     /* the request's arena (core/arena.h) */
-    struct dl_request creq;    /* the canonical request, once creq_ready */
-    bool creq_ready;
+    bool creq_ready;           /* creq (below) holds the canonical request */
     struct gw_str model;       /* the model the client asked for (a slice of its body) */
     uint64_t est_input;        /* estimated input tokens (DESIGN.md 18) */
     struct dl_dropped dropped; /* fields a conversion dropped (x-gw-dropped) */
@@ -77,12 +76,11 @@ struct net_stream {
     size_t upbody_for;         /* ... to candidate cands[upbody_for] */
     bool upbody_ready;         /* upbody holds that candidate's body */
     char unconvertible[160];   /* why a candidate's shape could not take it */
-    struct gw_route_cand cands[GW_ROUTE_MAX]; /* in the order to try (core/route.h) */
-    size_t n_cands, cur;
-    int pick;             /* the routing pick (tried even when paused) */
-    uint64_t conv;        /* conversation key (core/sticky.h), 0 = none */
-    bool within_turn;     /* the request carries tool results */
-    char retry_after[40]; /* the hop's Retry-After / retry-after-ms values */
+    size_t n_cands, cur;       /* cands (below) */
+    int pick;                  /* the routing pick (tried even when paused) */
+    uint64_t conv;             /* conversation key (core/sticky.h), 0 = none */
+    bool within_turn;          /* the request carries tool results */
+    char retry_after[40];      /* the hop's Retry-After / retry-after-ms values */
     char retry_after_ms[24];
     struct event *slow_timer;  /* next_on_slow_start: give up on a silent hop */
     struct event *speed_timer; /* min_speed: judge once a second */
@@ -143,8 +141,6 @@ struct net_stream {
     enum dl_shape up_shape;
     const struct dl_shape_ops *up_ops;
     bool convert;
-    struct dl_parse_state pst;  /* the upstream shape's event parser */
-    struct dl_render_state rst; /* the client shape's renderer (converted hops) */
     struct gw_sse sse;
     /* a Bedrock hop's stream: binary eventstream messages instead of SSE (up_es) */
     struct dl_bedrock_es es;
@@ -168,7 +164,20 @@ struct net_stream {
     struct gw_buf xbody;                 /* the body expanded with them */
     bool resp_keep;                      /* this answer is to be kept */
     struct dl_answer resp_fold;          /* ... its events folded */
+    /* ---- scratch: not zeroed when the stream is made (net_pipeline_start zeroes the
+     * fields above, NET_STREAM_ZEROED bytes); each is written before it is read. Zeroing
+     * them showed in profiles (half of the stream's bytes, on every request). ---- */
+    struct gw_route_cand cands[GW_ROUTE_MAX]; /* in the order to try (core/route.h): the
+                                               * first n_cands, written by gw_route_order */
+    struct dl_parse_state pst;  /* the upstream shape's event parser: parse_init per hop */
+    struct dl_render_state rst; /* the client shape's renderer: render_init per converted
+                                 * hop, read only while convert */
+    struct dl_request creq;     /* the canonical request: read only once creq_ready (every
+                                 * request_parse clears it first) */
 };
+
+/* The bytes of a new stream that start zeroed: everything before the scratch fields. */
+#define NET_STREAM_ZEROED offsetof(struct net_stream, cands)
 
 /* Retry-After, retry-after-ms and x-should-retry (DESIGN.md 18), as header pairs. */
 struct net_retry_hdrs {

@@ -1,0 +1,115 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tools/profile.sh - the request path's profile as docs/perf.md reports it: gwd with one
+# worker relays Chat requests (4 connections, `gwbench load`) to `gwbench upstream`;
+# after 300 warm-up requests, N requests are counted. Two figures that do not depend on
+# how busy the machine is:
+#   - instructions per request (valgrind callgrind, every thread of gwd) and the
+#     functions with the most instructions of their own;
+#   - system calls per request (strace -c -f on gwd), by call.
+# Not part of `make test` (about a minute). Needs valgrind and strace (Debian packages).
+#
+# usage: tools/profile.sh [BINDIR] [N] [LOG_LEVEL]   (default build/release/bin 2000 warn)
+set -eu
+B=${1:-build/release/bin}
+N=${2:-2000}
+LEVEL=${3:-warn}
+for t in valgrind callgrind_control strace python3; do
+    command -v $t >/dev/null || { echo "profile: $t is missing (apt-get install valgrind strace)"; exit 2; }
+done
+D=$(mktemp -d)
+cleanup() { kill $GPID $UPID 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$D"; }
+GPID=; UPID=
+trap cleanup EXIT INT TERM
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+"$B/gwbench" upstream --listen 127.0.0.1:0 --threads 1 --quiet > "$D/up.out" &
+UPID=$!
+for i in $(seq 50); do grep -q listening "$D/up.out" 2>/dev/null && break; sleep 0.1; done
+UPORT=$(sed -n 's/.*:\([0-9][0-9]*\).*/\1/p' "$D/up.out" | head -1)
+KEY=profile-key-0123
+cat > "$D/gw.yaml" <<EOF
+server: {listen: ["127.0.0.1:$(free_port)"], workers: 1}
+control: {listen: "127.0.0.1:$(free_port)"}
+store: {path: $D/store}
+log: {level: $LEVEL}
+providers:
+  - {name: mock, dialect: openai, base_url: "http://127.0.0.1:$UPORT", keys: [{value: k}], models: ["*"]}
+clients:
+  - {name: bench, key_sha256: "$(printf %s $KEY | sha256sum | cut -d' ' -f1)"}
+EOF
+PORT=$(sed -n 's/.*listen: \["127.0.0.1:\([0-9]*\)"\].*/\1/p' "$D/gw.yaml")
+
+start_gwd() { # $@: a wrapper, or nothing
+    "$@" "$B/gwd" -c "$D/gw.yaml" > "$D/gwd.log" 2>&1 &
+    GPID=$!
+    # the ready line is info: wait for the port instead (log.level may be warn)
+    for i in $(seq 900); do
+        python3 -c "import socket;socket.create_connection(('127.0.0.1',$PORT),1)" 2>/dev/null &&
+            return 0
+        sleep 0.1
+    done
+    echo "profile: gwd did not start"; cat "$D/gwd.log"; exit 1
+}
+load() {
+    "$B/gwbench" load --quiet --api chat --url "http://127.0.0.1:$PORT/v1/chat/completions" \
+        --key $KEY --connections 4 --threads 1 --requests "$1" > /dev/null
+}
+stop_gwd() { kill $GPID; wait $GPID 2>/dev/null || true; GPID=; }
+
+# 1. instructions
+start_gwd valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
+    --callgrind-out-file="$D/cg.out"
+load 300
+callgrind_control -z $GPID > /dev/null
+load "$N"
+callgrind_control -d $GPID > /dev/null
+sleep 1
+stop_gwd
+python3 - "$D" "$N" <<'EOF'
+import collections, glob, os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+f = max(glob.glob(os.path.join(d, "cg.out.*")), key=os.path.getmtime)  # the -d dump
+own = collections.Counter()
+fn, in_call = None, False
+for line in open(f):
+    if line.startswith("fn="):
+        fn = line[3:].strip()
+    elif line.startswith("calls="):
+        in_call = True
+    elif line[:1].isdigit() or line[:1] in "+-*":
+        p = line.split()
+        if len(p) >= 2:
+            if not in_call:
+                own[fn] += int(p[1])
+            in_call = False
+tot = sum(own.values())
+print(f"instructions per request: {tot // n}")
+print("own instructions per request, top 25:")
+for name, v in own.most_common(25):
+    print(f"  {v // n:7d} {100 * v / tot:5.1f}%  {name[:90]}")
+EOF
+
+# 2. system calls
+start_gwd
+load 300
+strace -c -f -p $GPID -o "$D/st.txt" 2> /dev/null &
+SPID=$!
+sleep 1
+load "$N"
+kill -INT $SPID
+wait $SPID 2>/dev/null || true
+stop_gwd
+python3 - "$D/st.txt" "$N" <<'EOF'
+import sys
+n = int(sys.argv[2])
+rows = []
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) >= 5 and p[0][0].isdigit() and p[-1] != "total":
+        rows.append((int(p[3]), p[-1]))
+print(f"system calls per request: {sum(c for c, _ in rows) / n:.2f}")
+for c, name in sorted(rows, reverse=True):
+    if c / n >= 0.01:
+        print(f"  {c / n:6.2f}  {name}")
+EOF
