@@ -418,11 +418,14 @@ def check_path(name, port, key, up_port, api, dialect):
 
 
 def start_nginx(tmp, up_port, procs):
+    """Returns (port, proc, note, h2c port): HTTP/1.1 on the port, HTTP/2 in cleartext
+    with prior knowledge (`listen ... http2`) on the h2c port, both proxying to the
+    upstream over one keep-alive pool."""
     if not os.access(NGINX, os.X_OK):
-        return None, None, f"{NGINX} not found: nginx column skipped"
+        return None, None, f"{NGINX} not found: nginx column skipped", None
     prefix = os.path.join(tmp, "nginx")
     os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
-    port = free_port()
+    port, h2port = free_port(), free_port()
     conf = os.path.join(prefix, "nginx.conf")
     with open(conf, "w") as f:
         f.write(f"""daemon off;
@@ -453,6 +456,16 @@ http {{
             proxy_buffering off;
         }}
     }}
+    server {{
+        listen 127.0.0.1:{h2port} http2;
+        http2_max_concurrent_streams 128;
+        location / {{
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+        }}
+    }}
 }}
 """)
     p = Proc("nginx", [NGINX, "-p", prefix, "-c", conf, "-e", os.path.join(prefix, "error.log")],
@@ -461,8 +474,8 @@ http {{
     if not wait_port(port, p):
         err = p.p.stderr.read() if not p.alive() else ""
         p.stop()
-        return None, None, f"nginx did not start: {err.strip()}"
-    return port, p, None
+        return None, None, f"nginx did not start: {err.strip()}", None
+    return port, p, None, h2port
 
 
 # ---- load runs ----
@@ -513,6 +526,61 @@ def load(bindir, port, key, args, proxy=None, sample_rss=False, cpu=None, api="c
     if out.returncode != 0:
         raise SystemExit(f"bench: gwbench load failed: {out.stderr.strip()}")
     return json.loads(out.stdout), c1 - c0, peak
+
+
+# ---- HTTP/2 (h2load, Debian's nghttp2-client) ----
+
+H2_CONNS, H2_STREAMS = 4, 32  # h2load -c, -m: many streams over few connections
+H1_CONNS = 64                 # h2load --h1 -c: the same load over HTTP/1.1
+IDLE_CONNS = 500              # idle HTTP/2 connections held for the memory figure
+
+
+def h2load(port, key, n, proxy, h1=False):
+    """h2load of <n> non-streamed Chat requests; returns (req/s, proxy CPU us per
+    request, failed requests) or None when h2load is missing."""
+    if not shutil.which("h2load"):
+        return None
+    body = os.path.join(tempfile.gettempdir(), f"gwbench-h2-{os.getpid()}.json")
+    with open(body, "w") as f:
+        json.dump({"model": "mock-model", "stream": False,
+                   "messages": [{"role": "user", "content": "Say hello."}]}, f)
+    argv = ["h2load", "-n", str(n), "-d", body, "-H", f"authorization: Bearer {key}",
+            "-H", "content-type: application/json"]
+    argv += ["--h1", "-c", str(H1_CONNS)] if h1 else ["-c", str(H2_CONNS), "-m", str(H2_STREAMS)]
+    argv.append(f"http://127.0.0.1:{port}/v1/chat/completions")
+    c0 = cpu_secs(proxy.pid)
+    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=600)
+    c1 = cpu_secs(proxy.pid)
+    os.unlink(body)
+    m = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out.stdout)
+    ok = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) "
+                   r"failed", out.stdout)
+    st = re.search(r"status codes: (\d+) 2xx", out.stdout)
+    if not m or not ok:
+        raise SystemExit(f"bench: h2load failed: {out.stdout[-500:]}")
+    good = int(st.group(1)) if st else int(ok.group(1))
+    return float(m.group(1)), (c1 - c0) * 1e6 / max(1, good), n - good
+
+
+def idle_h2_kb(port, proxy):
+    """KB of the proxy's RSS per idle HTTP/2 connection: IDLE_CONNS connections that sent
+    the preface and an empty SETTINGS frame, held until the RSS settles."""
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+    before = rss_kb(proxy.pid)[0]
+    socks = []
+    try:
+        for _ in range(IDLE_CONNS):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(preface)
+            socks.append(s)
+        for s in socks:  # each answered with its SETTINGS: the session exists
+            s.recv(64)
+        after = rss_kb(proxy.pid)[0]
+    finally:
+        for s in socks:
+            s.close()
+    return max(0, after - before) / IDLE_CONNS
 
 
 def fmt_table(table):
@@ -592,9 +660,9 @@ def main():
             targets.append(("gwd+adm", aport, aproc))
         # the other cells of the hub (CELLS), each its own gwd: the converted paths of
         # DESIGN.md 17 and the Messages splice; and another build's Chat relay, if asked
-        for cell in ["gwd-conv", "gwd-msg", "gwd-msg-conv", "gwd-resp", "gwd-resp-conv",
-                     "gwd-gem", "gwd-gem-conv", "gwd-br-conv"]
-                     + (["gwd-base"] if a.base_bin else []):
+        for cell in (["gwd-conv", "gwd-msg", "gwd-msg-conv", "gwd-resp", "gwd-resp-conv",
+                      "gwd-gem", "gwd-gem-conv", "gwd-br-conv"]
+                     + (["gwd-base"] if a.base_bin else [])):
             cport, cproc, _, note = start_gwd(
                 os.path.abspath(a.base_bin) if cell == "gwd-base" else bindir, tmp, up_port,
                 key, a.gwd_workers, procs, name=cell, dialect=CELLS[cell][1])
@@ -602,7 +670,7 @@ def main():
                 notes.append(note)
             if cport:
                 targets.append((cell, cport, cproc))
-        nport, nproc, note = start_nginx(tmp, up_port, procs)
+        nport, nproc, note, nh2port = start_nginx(tmp, up_port, procs)
         if note:
             notes.append(note)
         if nport:
@@ -698,6 +766,34 @@ def main():
         elapsed = time.time() - t_start
         # other work on the machine during the rounds: what it was busy with, less ours
         other = max(0.0, (busy_secs() - busy0) - (own_secs(procs) - own0))
+        # HTTP/2: h2load, many streams over few connections, beside the same load over
+        # HTTP/1.1, gwd (h2c on its plain port) against nginx's http2 port; then the
+        # memory of idle HTTP/2 connections
+        h2_targets = [(n, p, h, pr) for n, p, h, pr in
+                      (("gwd", gport, gport, gproc), ("nginx", nport, nh2port, nproc))
+                      if p and pr]
+        n_h2 = 5000 if a.quick else 20000
+        h2_failed = 0
+        for r in range(1 if a.quick else 3):
+            for name, port, h2port, proc in (h2_targets if r % 2 == 0 else h2_targets[::-1]):
+                print(f"bench: http2 round {r + 1} {name}", file=sys.stderr)
+                got = h2load(h2port, key, n_h2, proc)
+                if got is None:
+                    break
+                add(name, "h2_rps", got[0])
+                add(name, "h2_cpu", got[1])
+                h2_failed += got[2]
+                got = h2load(port, key, n_h2, proc, h1=True)
+                add(name, "h1_rps", got[0])
+                add(name, "h1_cpu", got[1])
+                h2_failed += got[2]
+        if not shutil.which("h2load"):
+            notes.append("h2load not found (apt-get install nghttp2-client): HTTP/2 table "
+                         "skipped")
+        elif h2_failed:
+            notes.append(f"http2: {h2_failed} h2load requests failed (figures include them)")
+        for name, port, h2port, proc in h2_targets:
+            add(name, "h2_idle_kb", idle_h2_kb(h2port, proc))
         if aport:
             # the gwd+adm figures count only if its requests went through admission
             adm_bad = check_admission(actl, oks["gwd+adm"], gctl, day0)
@@ -800,6 +896,23 @@ def main():
                          f"over its {ADM_CREDS} credentials' quota windows (every lease "
                          f"settled)")
 
+    h2_table = None
+    if med("gwd", "h2_rps") is not None:
+        h2_table = [["scenario", "gwd", "nginx", "gwd vs nginx"]]
+        for label, k, fmt, cmp in [
+                (f"HTTP/2, {H2_CONNS} conns x {H2_STREAMS} streams: throughput (req/s)",
+                 "h2_rps", "{:.0f}", "pct"),
+                ("HTTP/2: proxy CPU per request (us)", "h2_cpu", "{:.1f}", "ratio"),
+                (f"HTTP/1.1 (h2load --h1), {H1_CONNS} conns: throughput (req/s)", "h1_rps",
+                 "{:.0f}", "pct"),
+                ("HTTP/1.1 (h2load --h1): proxy CPU per request (us)", "h1_cpu", "{:.1f}",
+                 "ratio"),
+                (f"RSS per idle HTTP/2 connection, {IDLE_CONNS} held (KB)", "h2_idle_kb",
+                 "{:.1f}", "ratio")]:
+            g, ng = med("gwd", k), med("nginx", k)
+            h2_table.append([label, fmt.format(g) if g is not None else "-",
+                             fmt.format(ng) if ng is not None else "-", compare(g, ng, cmp)])
+
     spread = [f"{n} {min(res[n]['serial_p50']):.0f}..{max(res[n]['serial_p50']):.0f}"
               for n in names if res[n].get("serial_p50")]
     notes.append("noise: 1 conn p50 range over the runs (us): " + ", ".join(spread))
@@ -830,19 +943,31 @@ def main():
                 f"pinned: after the rounds, both gwds on the last CPU and the load and upstream "
                 f"on the first, {4 if a.quick else PINNED_SLICES} alternated runs of "
                 f"{PINNED_N} requests each")
+    h2_head = (f"HTTP/2: h2load (nghttp2-client) sends {n_h2} non-streamed Chat requests per "
+               f"run, {1 if a.quick else 3} runs each (median), gwd in cleartext with prior "
+               f"knowledge on its plain port, nginx on a `listen ... http2` port; HTTP/1.1 the "
+               f"same with h2load --h1; idle connections: preface and SETTINGS sent, the "
+               f"proxy's RSS growth divided by {IDLE_CONNS}")
     print("\n".join(fmt_table(table)))
     if adm_table:
         print()
         print("\n".join(fmt_table(adm_table)))
+    if h2_table:
+        print()
+        print("\n".join(fmt_table(h2_table)))
     print(head)
     if adm_table:
         print(adm_head)
+    if h2_table:
+        print(h2_head)
     for note in notes:
         print("note: " + note.splitlines()[0])
 
     md = ["# gw benchmark", "", head, ""] + md_table(table) + [""]
     if adm_table:
         md += [adm_head, ""] + md_table(adm_table) + [""]
+    if h2_table:
+        md += [h2_head, ""] + md_table(h2_table) + [""]
     for note in notes:
         md.append("- " + note.splitlines()[0])
     os.makedirs(os.path.dirname(a.out), exist_ok=True)

@@ -10,6 +10,7 @@
 # Not part of `make test` (about a minute). Needs valgrind and strace (Debian packages).
 #
 # usage: tools/profile.sh [BINDIR] [N] [LOG_LEVEL]   (default build/release/bin 2000 warn)
+# PROFILE_KEEP=FILE keeps the callgrind dump (callgrind_annotate FILE, or kcachegrind).
 set -eu
 B=${1:-build/release/bin}
 N=${2:-2000}
@@ -18,7 +19,7 @@ for t in valgrind callgrind_control strace python3; do
     command -v $t >/dev/null || { echo "profile: $t is missing (apt-get install valgrind strace)"; exit 2; }
 done
 D=$(mktemp -d)
-cleanup() { kill $GPID $UPID 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$D"; }
+cleanup() { kill $GPID $UPID 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${PROFILE_KEEP:-}" ] && cp "$D"/cg.out.* "$PROFILE_KEEP" 2>/dev/null; rm -rf "$D"; }
 GPID=; UPID=
 trap cleanup EXIT INT TERM
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
