@@ -91,6 +91,8 @@ struct net_uppool_stats {
     unsigned long connects; /* connections opened */
     unsigned long reuses;   /* exchanges served by an idle connection */
     unsigned long idle;     /* idle connections now */
+    unsigned long h2_conns;   /* connections that spoke HTTP/2 */
+    unsigned long h2_streams; /* exchanges sent as HTTP/2 streams */
 };
 void net_uppool_stats_get(const struct net_uppool *p, struct net_uppool_stats *out);
 
