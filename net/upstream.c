@@ -2095,6 +2095,9 @@ h2_start(struct net_upconn *c)
         return;
     }
     nghttp2_option_set_no_auto_window_update(opt, 1);
+    /* Until the upstream's SETTINGS arrive, one stream: requests sent before could
+     * exceed a small SETTINGS_MAX_CONCURRENT_STREAMS and be refused. */
+    nghttp2_option_set_peer_max_concurrent_streams(opt, 1);
     rv = nghttp2_session_client_new2(&h->s, h2_cbs, h, opt);
     nghttp2_option_del(opt);
     if (rv == 0)

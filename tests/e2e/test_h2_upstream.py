@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: MIT
+# tests/e2e/test_h2_upstream.py - HTTP/2 to upstreams (providers[].http2): gwd speaks h2c
+# with prior knowledge to a gwbench upstream (`http2: on` on an http:// base_url); the
+# answers equal HTTP/1.1's, many requests share one connection per worker, the
+# upstream's SETTINGS_MAX_CONCURRENT_STREAMS holds, a GOAWAY or a reset before content
+# fails over, a reset after content ends the client's stream with the error chunk, and
+# `http2: off` (and auto on http://) keeps HTTP/1.1.
+
+import json
+import re
+import subprocess
+import threading
+
+import pytest
+
+from gwtest import (base_env, binary, chat_body, config, content_of, provider, sse_events,
+                    write_config)
+
+
+def normalized(body):
+    """An answer without what differs from run to run (ids, timestamps)."""
+    text = body.decode() if isinstance(body, bytes) else body
+    text = re.sub(r'"created":\d+', '"created":0', text)
+    return re.sub(r'"(id|created_at)":"[^"]*"', r'"\1":""', text)
+
+
+def one(tmp_path, b, workers=2, **prov):
+    return config(tmp_path, [provider("a", b, **prov)], server={"workers": workers})
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_h2c_answers_equal_http1(tmp_path, bench, gwd, dialect, stream):
+    h1 = bench("--chunks", 3)
+    h2 = bench("--chunks", 3)
+    g1 = gwd(one(tmp_path, h1, dialect=dialect), name="h1.yaml")
+    g2 = gwd(one(tmp_path, h2, dialect=dialect, http2="on"), name="h2.yaml")
+
+    r1 = g1.chat(chat_body(stream=stream))
+    r2 = g2.chat(chat_body(stream=stream))
+
+    assert r1.status == 200 and r2.status == 200, (r1, r2)
+    assert normalized(r2.body) == normalized(r1.body)
+    if stream:
+        assert sse_events(r2.body)[-1] == "[DONE]"
+    s1, s2 = h1.stats(), h2.stats()
+    assert s1["h2_connections"] == 0 and s1["h2_streams"] == 0
+    assert s2["h2_connections"] == 1 and s2["h2_streams"] == 1
+    # the upstream saw the same request (path, body, the headers gwd sends)
+    l1, l2 = h1.last(), h2.last()
+    assert l2["path"] == l1["path"]
+    assert l2["body"] == l1["body"]
+    for h in ("authorization", "x-api-key", "content-type", "anthropic-version"):
+        assert l2["headers"].get(h) == l1["headers"].get(h), h
+
+
+def run_concurrently(n, fn):
+    out = [None] * n
+
+    def one_call(i):
+        out[i] = fn(i)
+
+    ts = [threading.Thread(target=one_call, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    return out
+
+
+def test_many_requests_share_one_connection_per_worker(tmp_path, bench, gwd):
+    b = bench("--chunks", 2, "--ttft-ms", 300)
+    g = gwd(one(tmp_path, b, workers=2, http2="on"))
+
+    rs = run_concurrently(50, lambda i: g.chat(chat_body(stream=i % 2 == 1)))
+
+    assert all(r is not None and r.status == 200 for r in rs), rs
+    s = b.stats()
+    assert s["h2_streams"] == 50, s
+    assert 1 <= s["h2_connections"] <= 2, s  # one per worker at most
+    # every connection the bench accepted was one of those, or this stats request's
+    assert s["connections_total"] == s["h2_connections"] + 1, s
+    assert s["h2_max_concurrent_streams"] > 1, s  # multiplexed, not one at a time
+
+
+def test_settings_max_concurrent_streams_is_respected(tmp_path, bench, gwd):
+    b = bench("--chunks", 1, "--ttft-ms", 200, "--h2-max-streams", 3)
+    g = gwd(one(tmp_path, b, workers=1, http2="on"))
+
+    rs = run_concurrently(12, lambda i: g.chat(chat_body()))
+
+    assert all(r is not None and r.status == 200 for r in rs), rs
+    s = b.stats()
+    assert s["h2_streams"] == 12, s
+    assert s["h2_connections"] == 1, s  # waited for a stream, no second connection
+    assert s["h2_max_concurrent_streams"] == 3, s
+
+
+def two(tmp_path, a, b, **prov_a):
+    return config(tmp_path, [provider("a", a, **prov_a), provider("b", b)])
+
+
+def assert_failed_then_ok(row):
+    assert row["status"] == 200 and row["upstream"] == "b", row
+    assert [x["outcome"] for x in row["attempts"]] == ["failed", "ok"], row["attempts"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_goaway_before_content_fails_over(tmp_path, bench, gwd, stream):
+    a = bench("--fault", "goaway")
+    b = bench("--chunks", 2)
+    g = gwd(two(tmp_path, a, b, http2="on"))
+
+    r = g.chat(chat_body(stream=stream))
+
+    assert r.status == 200, r
+    if stream:
+        evs = sse_events(r.body)
+        assert "".join(content_of(e) for e in evs) == "hello hello "
+        assert evs[-1] == "[DONE]"
+    assert a.stats()["h2_goaways"] == 1
+    assert b.stats()["requests"] == 1
+    row = g.wait_row(r.headers["x-request-id"])
+    assert_failed_then_ok(row)
+    assert row["attempts"][0]["code"] == "gw.upstream.dropped", row["attempts"]
+
+
+def test_after_goaway_new_requests_use_a_new_connection(tmp_path, bench, gwd):
+    a = bench("--chunks", 1)
+    g = gwd(one(tmp_path, a, workers=1, http2="on"))  # both requests on one pool
+
+    r = g.chat(chat_body(), headers={"x-bench-fault": "goaway"})
+    assert r.status == 502 and r.headers.get("x-gw-code") == "gw.upstream.failed", r
+    row = g.wait_row(r.headers["x-request-id"])
+    assert row["attempts"][0]["code"] == "gw.upstream.dropped", row["attempts"]
+    r = g.chat(chat_body())
+    assert r.status == 200, r
+    s = a.stats()
+    assert s["h2_goaways"] == 1, s
+    # the answered request came on a connection opened after the GOAWAY
+    assert s["requests"] == 1 and s["h2_streams"] == 2, s
+    assert s["h2_connections"] == 2, s
+
+
+def test_reset_before_content_fails_over(tmp_path, bench, gwd):
+    a = bench("--fault", "drop-before")
+    b = bench()
+    g = gwd(two(tmp_path, a, b, http2="on"))
+
+    r = g.chat(chat_body(stream=True))
+
+    assert r.status == 200, r
+    assert a.stats()["h2_streams"] == 1
+    row = g.wait_row(r.headers["x-request-id"])
+    assert_failed_then_ok(row)
+    assert row["attempts"][0]["code"] == "gw.upstream.dropped", row["attempts"]
+
+
+def test_reset_after_content_ends_stream_with_error_chunk(tmp_path, bench, gwd):
+    a = bench("--chunks", 6, "--fault", "drop-mid", "--drop-after", 2)
+    b = bench()
+    g = gwd(two(tmp_path, a, b, http2="on"))
+
+    r = g.chat(chat_body(stream=True))
+
+    assert r.status == 200, r
+    assert not r.incomplete, r
+    evs = sse_events(r.body)
+    assert "[DONE]" not in evs, evs
+    assert [content_of(e) for e in evs if content_of(e)] == ["hello ", "hello "], evs
+    err = json.loads(evs[-1])["error"]
+    assert err["code"] == "gw.upstream.dropped", err
+    assert b.stats()["requests"] == 0  # content was relayed: no failover after it
+    assert a.stats()["h2_streams"] == 1
+
+
+@pytest.mark.parametrize("mode", ["off", None], ids=["off", "auto-on-http"])
+def test_http2_off_and_auto_on_http_keep_http1(tmp_path, bench, gwd, mode):
+    b = bench("--chunks", 2)
+    extra = {"http2": mode} if mode else {}
+    g = gwd(one(tmp_path, b, **extra))
+
+    for stream in (False, True):
+        assert g.chat(chat_body(stream=stream)).status == 200
+    s = b.stats()
+    assert s["requests"] == 2
+    assert s["h2_connections"] == 0 and s["h2_streams"] == 0, s
+
+
+def test_check_refuses_a_bad_http2_value(tmp_path):
+    bad = config(tmp_path, [provider("a", base_url="http://127.0.0.1:9", http2="yes")])
+    p = subprocess.run([binary("gwd"), "--check", str(write_config(tmp_path, bad))],
+                       env=base_env(), stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    out = (p.stdout + p.stderr).decode()
+    assert p.returncode != 0, out
+    assert "providers[0] (a).http2: yes" in out and "auto, on, off" in out, out
+    good = config(tmp_path, [provider("a", base_url="http://127.0.0.1:9", http2="on")])
+    p = subprocess.run([binary("gwd"), "--check", str(write_config(tmp_path, good, "ok.yaml"))],
+                       env=base_env(), stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert p.returncode == 0, (p.stdout + p.stderr).decode()
