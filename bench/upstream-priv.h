@@ -159,7 +159,7 @@ struct bench_up_conn {
     bool closing;
     bool by_peer;
     bool wev_added;
-    bool sniffed; /* the first bytes were checked for the HTTP/2 preface */
+    bool sniffed;          /* the first bytes were checked for the HTTP/2 preface */
     size_t path_model_off; /* the Gemini and Bedrock routes: the model's place in <url> */
     size_t path_model_len;
     uint64_t id;

@@ -51,9 +51,8 @@
 #define UP_READ_SIZE 16384u
 
 static const char *const fault_names[] = {
-    "none",     "status",    "hang-headers", "hang-content", "drop-before",
-    "drop-mid", "error-mid", "garbage-body", "garbage-sse",  "garbage-lines",
-    "goaway",
+    "none",      "status",       "hang-headers", "hang-content",  "drop-before", "drop-mid",
+    "error-mid", "garbage-body", "garbage-sse",  "garbage-lines", "goaway",
 };
 
 struct bench_up_settings bench_up_g;

@@ -49,13 +49,13 @@ struct h2stream {
     struct h2conn *hc;
     struct h2stream *prev, *next;
     int32_t sid;
-    int fd;                /* our end of the socketpair; -1 before the request is whole */
+    int fd;                  /* our end of the socketpair; -1 before the request is whole */
     struct bufferevent *bev; /* on fd */
     char method[16];
     struct gw_buf path;
-    struct gw_buf req;     /* the request's header lines, as HTTP/1.1 */
+    struct gw_buf req; /* the request's header lines, as HTTP/1.1 */
     struct gw_buf body;
-    struct gw_buf hv;      /* answer header names and values, NUL-separated */
+    struct gw_buf hv; /* answer header names and values, NUL-separated */
     size_t n_hv;
     bool in_value;
     http_parser rp;        /* the answer */
@@ -79,9 +79,8 @@ max_update(unsigned n)
 {
     uint_fast64_t cur = atomic_load_explicit(&h2_max_streams, memory_order_relaxed);
 
-    while (n > cur && !atomic_compare_exchange_weak_explicit(&h2_max_streams, &cur, n,
-                                                             memory_order_relaxed,
-                                                             memory_order_relaxed))
+    while (n > cur && !atomic_compare_exchange_weak_explicit(
+                          &h2_max_streams, &cur, n, memory_order_relaxed, memory_order_relaxed))
         ;
 }
 
@@ -265,8 +264,8 @@ rp_headers_complete(http_parser *p)
         q = val + strlen(val) + 1;
         if (h1_only(name))
             continue;
-        nv[n++] = (nghttp2_nv){(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)val,
-                               strlen(name), strlen(val), NGHTTP2_NV_FLAG_NONE};
+        nv[n++] = (nghttp2_nv){(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)val, strlen(name),
+                               strlen(val), NGHTTP2_NV_FLAG_NONE};
     }
     nghttp2_submit_response(st->hc->s, st->sid, nv, n, &prd);
     st->head_sent = true;
@@ -309,8 +308,7 @@ st_cut(struct h2stream *st)
 {
     st->cut = true;
     if (!st->head_sent)
-        nghttp2_submit_rst_stream(st->hc->s, NGHTTP2_FLAG_NONE, st->sid,
-                                  NGHTTP2_INTERNAL_ERROR);
+        nghttp2_submit_rst_stream(st->hc->s, NGHTTP2_FLAG_NONE, st->sid, NGHTTP2_INTERNAL_ERROR);
     else
         st_resume(st);
 }
@@ -374,12 +372,10 @@ st_start(struct h2stream *st)
         return 0;
     }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
-        return nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, st->sid,
-                                         NGHTTP2_INTERNAL_ERROR);
+        return nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, st->sid, NGHTTP2_INTERNAL_ERROR);
     if (!bench_up_conn_open(hc->t, sv[0], false)) {
         close(sv[1]);
-        return nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, st->sid,
-                                         NGHTTP2_INTERNAL_ERROR);
+        return nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, st->sid, NGHTTP2_INTERNAL_ERROR);
     }
     st->fd = sv[1];
     st->bev = bufferevent_socket_new(hc->t->base, st->fd, BEV_OPT_CLOSE_ON_FREE);
@@ -388,14 +384,14 @@ st_start(struct h2stream *st)
         if (!st->bev)
             close(st->fd);
         st->fd = -1;
-        return nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, st->sid,
-                                         NGHTTP2_INTERNAL_ERROR);
+        return nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, st->sid, NGHTTP2_INTERNAL_ERROR);
     }
     http_parser_init(&st->rp, HTTP_RESPONSE);
     st->rp.data = st;
     bufferevent_setcb(st->bev, st_on_read, NULL, st_on_event, st);
     snprintf(cl, sizeof(cl), "Content-Length: %zu\r\nConnection: close\r\n\r\n", st->body.len);
-    bufferevent_write(st->bev, st->method[0] ? st->method : "GET", strlen(st->method[0] ? st->method : "GET"));
+    bufferevent_write(st->bev, st->method[0] ? st->method : "GET",
+                      strlen(st->method[0] ? st->method : "GET"));
     bufferevent_write(st->bev, " ", 1);
     bufferevent_write(st->bev, st->path.len ? st->path.data : "/", st->path.len ? st->path.len : 1);
     bufferevent_write(st->bev, " HTTP/1.1\r\n", 11);

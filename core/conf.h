@@ -126,8 +126,8 @@ struct gw_conf_provider {
     struct gw_conf_cred aws_key_id, aws_secret, aws_token; /* aws_token.secret NULL: none */
     char **models;                                         /* as listed; "*" matches every model */
     size_t n_models;
-    bool any_model;          /* models contains "*" */
-    bool enabled;            /* default true */
+    bool any_model; /* models contains "*" */
+    bool enabled;   /* default true */
     /* providers[].http2: auto (h2 when the https upstream's ALPN chooses it), on (h2
      * always: h2c with prior knowledge on http://, ALPN h2 only on https://), off
      * (HTTP/1.1 always). Default auto. net/upstream.c reads it per exchange. */

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT
- * net/upstream.c - the upstream HTTP/1.1 client: per-worker keep-alive pools keyed by
- * (host, port, tls, TLS context, proxy), non-blocking connects (numeric addresses
- * directly, names through evdns), HTTP CONNECT tunnels through a proxy, TLS with SNI and
- * verification, request writing, and response parsing with http-parser, streaming
- * decoded body bytes to the caller.
- * Owns:    the pool owns its keys and idle connections; a live exchange owns its
- *          connection (struct net_upconn) until it ends; a pending name lookup owns a
- *          small ticket that outlives a cancelled connection.
+ * net/upstream.c - the upstream HTTP client: per-worker keep-alive pools keyed by
+ * (host, port, tls, TLS context, proxy, http2 mode), non-blocking connects (numeric
+ * addresses directly, names through evdns), HTTP CONNECT tunnels through a proxy, TLS
+ * with SNI, verification and ALPN, HTTP/1.1 request writing and response parsing with
+ * http-parser, and HTTP/2 (h2c with prior knowledge, h2 by ALPN) with one nghttp2
+ * session per connection and many exchanges as its streams (see "HTTP/2" below),
+ * streaming decoded body bytes to the caller.
+ * Owns:    the pool owns its keys and idle connections; a live HTTP/1.1 exchange owns its
+ *          connection (struct net_upconn) until it ends; an HTTP/2 connection owns its
+ *          session (struct net_h2) and is owned by its key until it closes; a pending
+ *          name lookup owns a small ticket that outlives a cancelled connection.
  * Threads: the worker that owns the pool's event_base; never blocks (names are never
  *          resolved with a blocking getaddrinfo).
  * See:     net/upstream.h, tests/unit/net/test_upstream.c
@@ -200,19 +203,19 @@ struct net_upx {
     bool keep_alive;
     bool last_was_value; /* header parsing: the last callback was a value */
     /* HTTP/2 (see "HTTP/2" below) */
-    struct net_h2 *h2;     /* the session of its stream; NULL once detached */
-    int32_t sid;           /* its stream id; 0 before submission */
-    struct gw_buf h2hdr;   /* request headers, "name\0value\0" pairs, until submitted */
-    size_t h2_nhdr;        /* pairs in h2hdr */
-    size_t body_len;       /* the body: the tail of req */
-    size_t body_off;       /* body bytes handed to nghttp2 */
-    struct gw_buf pend;    /* DATA held while paused */
-    int h2_status;         /* :status of the head being read */
-    enum gw_code h2_rc;    /* how the stream ended, delivered after pend */
-    bool h2_used;          /* the exchange runs on HTTP/2 */
-    bool h2_wait;          /* waiting for the key's connection being opened for h2 */
-    bool h2_eos;           /* END_STREAM arrived */
-    bool h2_closed;        /* nghttp2 closed the stream (or it never opened) */
+    struct net_h2 *h2;   /* the session of its stream; NULL once detached */
+    int32_t sid;         /* its stream id; 0 before submission */
+    struct gw_buf h2hdr; /* request headers, "name\0value\0" pairs, until submitted */
+    size_t h2_nhdr;      /* pairs in h2hdr */
+    size_t body_len;     /* the body: the tail of req */
+    size_t body_off;     /* body bytes handed to nghttp2 */
+    struct gw_buf pend;  /* DATA held while paused */
+    int h2_status;       /* :status of the head being read */
+    enum gw_code h2_rc;  /* how the stream ended, delivered after pend */
+    bool h2_used;        /* the exchange runs on HTTP/2 */
+    bool h2_wait;        /* waiting for the key's connection being opened for h2 */
+    bool h2_eos;         /* END_STREAM arrived */
+    bool h2_closed;      /* nghttp2 closed the stream (or it never opened) */
 };
 
 struct net_uppool {
@@ -1475,8 +1478,8 @@ on_x_defer(evutil_socket_t fd, short what, void *arg)
 #define NET_H2_MAGIC 0x55503248u /* "UP2H" */
 
 enum {
-    NET_H2_STREAM_WINDOW = 256 * 1024,       /* SETTINGS_INITIAL_WINDOW_SIZE we send */
-    NET_H2_CONN_WINDOW = 16 * 1024 * 1024,   /* our connection-level receive window */
+    NET_H2_STREAM_WINDOW = 256 * 1024,     /* SETTINGS_INITIAL_WINDOW_SIZE we send */
+    NET_H2_CONN_WINDOW = 16 * 1024 * 1024, /* our connection-level receive window */
 };
 
 struct net_h2 {
@@ -1524,9 +1527,9 @@ h2_set_alpn(struct net_upconn *c, SSL *ssl)
 static bool
 h2_connection_header(const char *n, size_t len)
 {
-    static const char *const bad[] = {"connection", "keep-alive", "proxy-connection",
-                                      "transfer-encoding", "upgrade", "host", "content-length",
-                                      "te", NULL};
+    static const char *const bad[] = {"connection",        "keep-alive", "proxy-connection",
+                                      "transfer-encoding", "upgrade",    "host",
+                                      "content-length",    "te",         NULL};
     size_t i;
 
     for (i = 0; bad[i]; i++)
@@ -2481,7 +2484,7 @@ net_upx_pause(struct net_upx *x)
         return;
     x->paused = true;
     if (x->phase == NET_UPX_CONNECTING)
-        return; /* applied when the connection is ready */
+        return;       /* applied when the connection is ready */
     if (x->h2_used) { /* DATA is held in x->pend; the stream's window stops the peer */
         x_arm_phase(x);
         return;

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -94,6 +95,40 @@ def test_settings_max_concurrent_streams_is_respected(tmp_path, bench, gwd):
     assert s["h2_streams"] == 12, s
     assert s["h2_connections"] == 1, s  # waited for a stream, no second connection
     assert s["h2_max_concurrent_streams"] == 3, s
+
+
+def _rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_slow_client_holds_back_the_h2_stream(tmp_path, bench, gwd):
+    # As test_lifecycle's slow-client test, over h2c: a paused exchange keeps DATA in its
+    # stream window (the window is given back only as the client reads), so the
+    # upstream holds the rest and gwd stays small; then everything arrives in order.
+    chunks, text = 3000, "x" * 20000  # ~60 MB of events
+    b = bench("--chunks", chunks, "--text", text)
+    g = gwd(one(tmp_path, b, http2="on"))
+    rss0 = _rss_kb(g.p.pid)
+
+    s = g.stream(chat_body(stream=True))
+    assert s.status == 200
+    s.next_content()
+    b.wait_stat(lambda x: x["streams_completed"] == 1, "the upstream to send all it has")
+    # An observation window for a negative property (nothing to wait for).
+    deadline = time.monotonic() + 1.5
+    peak = rss0
+    while time.monotonic() < deadline:
+        peak = max(peak, _rss_kb(g.p.pid))
+        time.sleep(0.1)
+    assert peak - rss0 < 24 * 1024, f"gwd grew by {peak - rss0} KB while the client stalled"
+    rest = s.resp.read()
+    assert rest.rstrip().endswith(b"data: [DONE]")
+    assert rest.count(b'"content":"' + text.encode() + b'"') == chunks - 1
+    assert b.stats()["h2_streams"] == 1
 
 
 def two(tmp_path, a, b, **prov_a):
