@@ -115,8 +115,9 @@ struct net_upkey {
     unsigned n_idle;
     SSL_SESSION *sess; /* the latest TLS session, offered for resumption */
     /* HTTP/2 (see "HTTP/2" below): providers[].http2, the sessions new streams may use
-     * (one in practice), the connection being opened for h2 (requests wait for it),
-     * and whether the upstream's ALPN chose http/1.1 (auto: no more waiting). */
+     * (one in practice; one after a GOAWAY stays listed until it closes), the connection being
+     * opened for h2 (requests wait for it), and whether the upstream's ALPN chose http/1.1 (auto:
+     * no more waiting). */
     enum gw_http2 h2mode;
     struct net_h2 *h2s;
     struct net_upconn *h2_connecting;
@@ -216,6 +217,7 @@ struct net_upx {
     bool h2_wait;        /* waiting for the key's connection being opened for h2 */
     bool h2_eos;         /* END_STREAM arrived */
     bool h2_closed;      /* nghttp2 closed the stream (or it never opened) */
+    bool h2_bad;         /* we reset it: a head we could not take */
 };
 
 struct net_uppool {
@@ -1317,7 +1319,9 @@ on_conn_read(struct bufferevent *bev, void *arg)
         h2_on_read(c->h2);
         return;
     }
-    if (!x) { /* bytes on an idle connection: nobody asked; drop it */
+    if (c->h2_cand && x && x->phase == NET_UPX_CONNECTING)
+        return; /* not before ALPN decides (on_conn_event) */
+    if (!x) {   /* bytes on an idle connection: nobody asked; drop it */
         idle_drop(c);
         return;
     }
@@ -1488,7 +1492,7 @@ struct net_h2 {
     struct net_upkey *k;
     struct net_uppool *pool;
     nghttp2_session *s;
-    struct net_h2 *prev, *next; /* the key's sessions open for new streams */
+    struct net_h2 *prev, *next; /* the key's sessions (after a GOAWAY too) */
     unsigned n_streams;         /* exchanges with an open stream */
     bool linked;                /* on the key's list */
     bool goaway;                /* GOAWAY received: no new streams */
@@ -1805,6 +1809,7 @@ h2_on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, si
     }
     if (nl > 0 && name[0] == ':')
         return 0;
+    x->h2_bad = true; /* until the header is stored */
     if (x->n_hv == NET_UP_HDRS_MAX)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (x->n_hv == x->cap_hv) {
@@ -1824,6 +1829,7 @@ h2_on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, si
     if (head_add(x, (const char *)name, nl) != 0 || head_add(x, (const char *)value, vl) != 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     x->n_hv++;
+    x->h2_bad = false;
     return 0;
 }
 
@@ -1870,8 +1876,7 @@ h2_on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *ud)
     if (f->hd.type == NGHTTP2_GOAWAY) {
         /* Streams above last_stream_id are closed by nghttp2 (on_stream_close, or
          * on_frame_not_send for those not sent yet); those below may end. */
-        h->goaway = true;
-        h2_unlink(h);
+        h->goaway = true; /* stays on the key's list (closed from there), takes no stream */
         return 0;
     }
     if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
@@ -1884,7 +1889,8 @@ h2_on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *ud)
     if (f->hd.type == NGHTTP2_HEADERS && x->phase == NET_UPX_HEAD) {
         if (x->h2_status >= 100 && x->h2_status < 200 && !x->h2_eos)
             return 0; /* an interim head; the real one follows */
-        if (x->h2_status < 200)
+        x->h2_bad = x->h2_status < 200;
+        if (x->h2_bad)
             return nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id,
                                              NGHTTP2_PROTOCOL_ERROR) == 0
                        ? 0
@@ -1950,7 +1956,9 @@ h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t err, void *ud)
     (void)ud;
     if (!x)
         return 0;
-    if (err != NGHTTP2_NO_ERROR)
+    if (x->h2_bad)
+        rc = GW_E_UPSTREAM_PROTOCOL; /* a head we refused, as on HTTP/1.1 */
+    else if (err != NGHTTP2_NO_ERROR)
         rc = GW_E_UPSTREAM_DROPPED; /* RST_STREAM, or refused by a GOAWAY */
     else if (x->phase != NET_UPX_BODY || !x->h2_eos)
         rc = GW_E_UPSTREAM_PROTOCOL;
@@ -2196,6 +2204,8 @@ h2_send(struct net_upx *x)
 {
     struct net_h2 *h = x->key->h2s;
 
+    while (h && (h->goaway || h->dead))
+        h = h->next;
     if (h) {
         x->pool->st.reuses++;
         h2_attach(x, h);
@@ -2243,8 +2253,10 @@ h2_x_deliver(struct net_upx *x)
         x->cbs.on_body(x->arg, b.data, b.len);
         x->in_cb = false;
         if (!x->cancelled && x->h2) {
+            /* the window update goes out now; a failed session is closed by its next
+             * read or event (closing it here would end x under our feet) */
             nghttp2_session_consume_stream(x->h2->s, x->sid, b.len);
-            h2_after(x->h2);
+            h2_flush(x->h2);
         }
         gw_buf_fini(&b);
         if (x->cancelled) {
