@@ -182,6 +182,42 @@ def test_after_goaway_new_requests_use_a_new_connection(tmp_path, bench, gwd):
     assert s["h2_connections"] == 2, s
 
 
+def test_goaway_lets_earlier_streams_finish(tmp_path, bench, gwd):
+    a = bench("--chunks", 3, "--interval-ms", 100)
+    g = gwd(one(tmp_path, a, workers=1, http2="on"))
+    s1 = g.stream(chat_body(stream=True))  # stream 1, running
+    first, _ = s1.next_content()
+
+    # stream 3 gets GOAWAY with last_stream_id 1: refused, while stream 1 goes on
+    r2 = g.chat(chat_body(), headers={"x-bench-fault": "goaway"})
+    assert r2.status == 502, r2
+    rest = s1.rest()
+    assert first + "".join(content_of(e) for e in rest) == "hello " * 3
+    assert rest[-1] == "[DONE]"
+    r3 = g.chat(chat_body())
+    assert r3.status == 200, r3
+    st = a.stats()
+    assert st["h2_goaways"] == 1 and st["h2_connections"] == 2, st
+    assert st["streams_completed"] == 1, st
+
+
+def test_client_gone_resets_only_its_stream(tmp_path, bench, gwd):
+    a = bench("--chunks", 20, "--interval-ms", 50)
+    g = gwd(one(tmp_path, a, workers=1, http2="on"))
+    s1 = g.stream(chat_body(stream=True))
+    s1.next_content()
+    s2 = g.stream(chat_body(stream=True))
+    c2, _ = s2.next_content()
+
+    s1.close()
+    a.wait_stat(lambda x: x["streams_aborted"] == 1, "the upstream to see stream 1 reset")
+    rest = s2.rest()
+    assert c2 + "".join(content_of(e) for e in rest) == "hello " * 20
+    assert rest[-1] == "[DONE]"
+    st = a.stats()
+    assert st["h2_connections"] == 1 and st["h2_streams"] == 2, st
+
+
 def test_reset_before_content_fails_over(tmp_path, bench, gwd):
     a = bench("--fault", "drop-before")
     b = bench()
