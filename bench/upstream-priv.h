@@ -300,8 +300,10 @@ bool bench_up_conn_open(struct bench_up_thread *t, int fd, bool counted);
 
 /* HTTP/2 with prior knowledge (bench/upstream_h2.c). */
 extern unsigned bench_up_h2_max_streams; /* --h2-max-streams; 0: not announced */
-/* true when the first bytes <p>/<n> of a connection begin the HTTP/2 preface. */
+/* true when the first bytes <p>/<n> of a connection begin the HTTP/2 preface; may:
+ * fewer than 4 bytes that could still become it. */
 bool bench_up_h2_is_preface(const char *p, size_t n);
+bool bench_up_h2_may_be_preface(const char *p, size_t n);
 /* Takes the connection on <fd> whose first bytes are <first>/<n> as an h2 session.
  * false when out of memory (fd not taken). */
 bool bench_up_h2_take(struct bench_up_thread *t, int fd, const char *first, size_t n);

@@ -1490,6 +1490,8 @@ on_read(evutil_socket_t fd, short what, void *arg)
     }
     c->in.len += (size_t)n;
     c->in.data[c->in.len] = '\0';
+    if (!c->sniffed && bench_up_h2_may_be_preface(c->in.data, c->in.len))
+        goto out;      /* too few bytes to tell yet */
     if (!c->sniffed) { /* HTTP/2 with prior knowledge goes to bench/upstream_h2.c */
         c->sniffed = true;
         if (bench_up_h2_is_preface(c->in.data, c->in.len) &&

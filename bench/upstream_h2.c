@@ -90,6 +90,12 @@ bench_up_h2_is_preface(const char *p, size_t n)
     return n >= 4 && memcmp(p, H2_PREFACE, 4) == 0;
 }
 
+bool
+bench_up_h2_may_be_preface(const char *p, size_t n)
+{
+    return n < 4 && memcmp(p, H2_PREFACE, n) == 0;
+}
+
 void
 bench_up_h2_stats(struct gw_buf *b)
 {

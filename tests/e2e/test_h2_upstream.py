@@ -20,7 +20,7 @@ import pytest
 
 from gwtest import (base_env, binary, chat_body, config, content_of, provider, sse_events,
                     write_config)
-from test_egress import Server, make_pki, splice
+from test_egress import ConnectProxy, Server, make_pki, splice
 
 
 def normalized(body):
@@ -373,3 +373,29 @@ def test_on_over_https_needs_h2_from_alpn(tmp_path, bench, gwd, fronts):
     assert row["attempts"][0]["code"] == "gw.upstream.protocol", row["attempts"]
     g.err.wait_for(r"code=gw\.upstream\.protocol .*ALPN did not choose h2")
     assert b.stats()["requests"] == 0
+
+
+def test_h2_through_a_connect_proxy(tmp_path, bench, gwd, fronts):
+    # h2 inside the tunnel: ALPN h2 over https through a CONNECT proxy, then h2c (http://)
+    ca = make_pki(tmp_path)
+    b = bench("--chunks", 2, "--ttft-ms", 100)
+    f = fronts(tmp_path, b.port, ["h2", "http/1.1"])
+    px = ConnectProxy()
+    try:
+        g = gwd(config(tmp_path, [
+            provider("tls", base_url=f"https://127.0.0.1:{f.port}", ca_file=str(ca),
+                     proxy=f"http://127.0.0.1:{px.port}", models=["m1"]),
+            provider("h2c", b, http2="on", proxy=f"http://127.0.0.1:{px.port}",
+                     models=["m2"])], server={"workers": 1}))
+
+        rs = run_concurrently(8, lambda i: g.chat(chat_body(model=f"m{1 + i % 2}",
+                                                            stream=i % 4 < 2)))
+
+        assert all(r is not None and r.status == 200 for r in rs), rs
+        assert f.chosen == ["h2"], f.chosen
+        # one tunnel per upstream, every request a stream in it
+        assert sorted(px.tunnels) == sorted([f"127.0.0.1:{f.port}", f"127.0.0.1:{b.port}"])
+        s = b.stats()
+        assert s["h2_connections"] == 2 and s["h2_streams"] == 8, s
+    finally:
+        px.close()

@@ -135,8 +135,10 @@ t_read_body(nghttp2_session *s, int32_t sid, uint8_t *buf, size_t len, uint32_t 
 }
 
 #define NV(n, v)                                                                                   \
-    {(uint8_t *)(uintptr_t)(n), (uint8_t *)(uintptr_t)(v), strlen(n), strlen(v),                  \
-     NGHTTP2_NV_FLAG_NONE}
+    {                                                                                              \
+        (uint8_t *)(uintptr_t)(n), (uint8_t *)(uintptr_t)(v), strlen(n), strlen(v),                \
+            NGHTTP2_NV_FLAG_NONE                                                                   \
+    }
 
 static void
 t_answer(struct t_sstream *st)
@@ -344,7 +346,8 @@ on_t_head(void *arg, int status, const struct net_hdr *hdrs, size_t n)
     if (c->pause_in_head)
         net_upx_pause(c->x);
     for (i = 0; i < n; i++)
-        if (gw_str_eq(hdrs[i].name, GW_STR_LIT("x-test")) && gw_str_eq(hdrs[i].value, GW_STR_LIT("y")))
+        if (gw_str_eq(hdrs[i].name, GW_STR_LIT("x-test")) &&
+            gw_str_eq(hdrs[i].value, GW_STR_LIT("y")))
             c->x_test = true;
 }
 
