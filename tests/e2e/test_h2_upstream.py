@@ -60,6 +60,18 @@ def test_h2c_answers_equal_http1(tmp_path, bench, gwd, dialect, stream):
         assert l2["headers"].get(h) == l1["headers"].get(h), h
 
 
+def test_a_large_request_body_crosses_the_flow_control_windows(tmp_path, bench, gwd):
+    b = bench("--chunks", 1)
+    g = gwd(one(tmp_path, b, http2="on"))
+    text = "y" * (700 * 1024)  # beyond the 64 KB initial stream and connection windows
+
+    r = g.chat(chat_body(text=text))
+
+    assert r.status == 200, r
+    assert text in b.last_body_bytes().decode()
+    assert b.stats()["h2_streams"] == 1
+
+
 def run_concurrently(n, fn):
     out = [None] * n
 
