@@ -5,7 +5,8 @@
 # Messages upstream: "gwd", "gwd-conv", "gwd-msg", "gwd-msg-conv"; a Responses client
 # spliced and converted to Chat: "gwd-resp", "gwd-resp-conv"; a Gemini client spliced
 # and converted to Messages: "gwd-gem", "gwd-gem-conv"; a Chat client converted to AWS
-# Bedrock's Converse, signed and read from eventstream: "gwd-br-conv") and
+# Bedrock's Converse, signed and read from eventstream: "gwd-br-conv"; the Chat splice
+# with HTTP/2 (h2c) to the upstream: "gwd-h2up") and
 # the admission scenario (gwd against "gwd+adm", the same gwd with key and upstream
 # slots, key limits, and three upstream credentials with all four quota windows). Starts `gwbench upstream`, the gwds (temporary
 # configs) and Debian's nginx (temporary prefix), checks with one request each that
@@ -204,7 +205,11 @@ CELLS = {
     "gwd-br-conv": ("chat", "bedrock",
                     "Chat client, Bedrock upstream: converted, SigV4-signed, eventstream"),
     "gwd-base": ("chat", "openai", "Chat client, Chat upstream, the --base-bin build"),
+    "gwd-h2up": ("chat", "openai",
+                 "Chat client, Chat upstream over h2c (providers[].http2: on): splice"),
 }
+# Cells whose provider speaks HTTP/2 to the upstream (gwbench answers h2c).
+H2_UP_CELLS = {"gwd-h2up"}
 
 
 def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=False,
@@ -222,6 +227,8 @@ def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=F
     token = secrets.token_hex(16)
     prov_extra = client_extra = ""
     keys = "keys: [{ value: bench-upstream-key }]"
+    if name in H2_UP_CELLS:
+        prov_extra += "    http2: on\n"
     if dialect == "bedrock":
         keys = (f"aws: {{ region: {AWS_REGION}, access_key_id: {{ value: {AWS_KEY_ID} }}, "
                 f"secret_access_key: {{ value: {AWS_SECRET} }} }}")
@@ -661,7 +668,7 @@ def main():
         # the other cells of the hub (CELLS), each its own gwd: the converted paths of
         # DESIGN.md 17 and the Messages splice; and another build's Chat relay, if asked
         for cell in (["gwd-conv", "gwd-msg", "gwd-msg-conv", "gwd-resp", "gwd-resp-conv",
-                      "gwd-gem", "gwd-gem-conv", "gwd-br-conv"]
+                      "gwd-gem", "gwd-gem-conv", "gwd-br-conv", "gwd-h2up"]
                      + (["gwd-base"] if a.base_bin else [])):
             cport, cproc, _, note = start_gwd(
                 os.path.abspath(a.base_bin) if cell == "gwd-base" else bindir, tmp, up_port,

@@ -48,6 +48,7 @@ enum bench_up_fault {
     BENCH_UP_FAULT_GARBAGE_BODY,
     BENCH_UP_FAULT_GARBAGE_SSE,
     BENCH_UP_FAULT_GARBAGE_LINES,
+    BENCH_UP_FAULT_GOAWAY, /* HTTP/2: GOAWAY; HTTP/1.1: as drop-before */
 };
 
 /* One segment of a pace profile: <count> paced deltas, each <gap_ms> after the
@@ -158,6 +159,7 @@ struct bench_up_conn {
     bool closing;
     bool by_peer;
     bool wev_added;
+    bool sniffed;          /* the first bytes were checked for the HTTP/2 preface */
     size_t path_model_off; /* the Gemini and Bedrock routes: the model's place in <url> */
     size_t path_model_len;
     uint64_t id;
@@ -290,5 +292,22 @@ void bench_up_send_named_event(struct bench_up_conn *c, const char *name, const 
  * header lines (each ending in \r\n) or NULL. The answer is then done. */
 void bench_up_send_simple(struct bench_up_conn *c, unsigned status, const char *ctype,
                           const char *extra, const char *body, size_t blen);
+
+/* A bench connection on <fd> (accepted, or the bench's end of an HTTP/2 stream's
+ * socketpair: <counted> false keeps it out of connections_total). false when out of
+ * memory (fd closed). */
+bool bench_up_conn_open(struct bench_up_thread *t, int fd, bool counted);
+
+/* HTTP/2 with prior knowledge (bench/upstream_h2.c). */
+extern unsigned bench_up_h2_max_streams; /* --h2-max-streams; 0: not announced */
+/* true when the first bytes <p>/<n> of a connection begin the HTTP/2 preface; may:
+ * fewer than 4 bytes that could still become it. */
+bool bench_up_h2_is_preface(const char *p, size_t n);
+bool bench_up_h2_may_be_preface(const char *p, size_t n);
+/* Takes the connection on <fd> whose first bytes are <first>/<n> as an h2 session.
+ * false when out of memory (fd not taken). */
+bool bench_up_h2_take(struct bench_up_thread *t, int fd, const char *first, size_t n);
+/* Appends the h2 members of /_bench/stats (",\"h2_connections\":N,..."). */
+void bench_up_h2_stats(struct gw_buf *b);
 
 #endif

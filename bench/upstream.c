@@ -51,8 +51,8 @@
 #define UP_READ_SIZE 16384u
 
 static const char *const fault_names[] = {
-    "none",     "status",    "hang-headers", "hang-content", "drop-before",
-    "drop-mid", "error-mid", "garbage-body", "garbage-sse",  "garbage-lines",
+    "none",      "status",       "hang-headers", "hang-content",  "drop-before", "drop-mid",
+    "error-mid", "garbage-body", "garbage-sse",  "garbage-lines", "goaway",
 };
 
 struct bench_up_settings bench_up_g;
@@ -948,7 +948,8 @@ answer_model(struct bench_up_conn *c)
     switch (c->p.fault) {
     case BENCH_UP_FAULT_STATUS: send_status_fault(c); return;
     case BENCH_UP_FAULT_HANG_HEADERS: c->state = BENCH_UP_ST_HANG; return;
-    case BENCH_UP_FAULT_DROP_BEFORE: c->closing = true; return;
+    case BENCH_UP_FAULT_DROP_BEFORE:
+    case BENCH_UP_FAULT_GOAWAY: c->closing = true; return;
     case BENCH_UP_FAULT_HANG_CONTENT:
         c->state = BENCH_UP_ST_HANG;
         if (c->stream)
@@ -1063,7 +1064,9 @@ answer_stats(struct bench_up_conn *c)
         (void)gw_buf_append(out, b, (size_t)n);
     }
     pthread_mutex_unlock(&keys_mu);
-    (void)gw_buf_append(out, "}}", 2);
+    (void)gw_buf_append(out, "}", 1);
+    bench_up_h2_stats(out);
+    (void)gw_buf_append(out, "}", 1);
     bench_up_send_simple(c, 200, "application/json", NULL, out->data, out->len);
 }
 
@@ -1405,7 +1408,8 @@ conn_free(struct bench_up_conn *c)
     event_del(&c->rev);
     event_del(&c->wev);
     event_del(&c->tev);
-    close(c->fd);
+    if (c->fd >= 0)
+        close(c->fd);
     evbuffer_free(c->out);
     gw_buf_fini(&c->in);
     gw_buf_fini(&c->url);
@@ -1486,6 +1490,17 @@ on_read(evutil_socket_t fd, short what, void *arg)
     }
     c->in.len += (size_t)n;
     c->in.data[c->in.len] = '\0';
+    if (!c->sniffed && bench_up_h2_may_be_preface(c->in.data, c->in.len))
+        goto out;      /* too few bytes to tell yet */
+    if (!c->sniffed) { /* HTTP/2 with prior knowledge goes to bench/upstream_h2.c */
+        c->sniffed = true;
+        if (bench_up_h2_is_preface(c->in.data, c->in.len) &&
+            bench_up_h2_take(c->t, fd, c->in.data, c->in.len)) {
+            c->fd = -1;
+            c->closing = true;
+            goto out;
+        }
+    }
     conn_parse(c);
 out:
     if (c->closing)
@@ -1525,6 +1540,32 @@ on_timer(evutil_socket_t fd, short what, void *arg)
         conn_free(c);
 }
 
+bool
+bench_up_conn_open(struct bench_up_thread *t, int fd, bool counted)
+{
+    struct bench_up_conn *c = gw_calloc(1, sizeof(*c));
+
+    if (c == NULL || (c->out = evbuffer_new()) == NULL) {
+        gw_free(c);
+        close(fd);
+        return false;
+    }
+    c->t = t;
+    c->fd = fd;
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    event_assign(&c->rev, t->base, fd, EV_READ | EV_PERSIST, on_read, c);
+    event_assign(&c->wev, t->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+    evtimer_assign(&c->tev, t->base, on_timer, c);
+    event_add(&c->rev, NULL);
+    if (counted)
+        count(&st.conns_total);
+    else
+        c->sniffed = true; /* our own socketpair: HTTP/1.1 */
+    count(&st.active);
+    return true;
+}
+
 static void
 on_accept(evutil_socket_t lfd, short what, void *arg)
 {
@@ -1533,27 +1574,11 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
     (void)what;
     for (int i = 0; i < 64; i++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        struct bench_up_conn *c;
 
         if (fd < 0)
             return;
         (void)bench_sock_prepare(fd, true);
-        c = gw_calloc(1, sizeof(*c));
-        if (c == NULL || (c->out = evbuffer_new()) == NULL) {
-            gw_free(c);
-            close(fd);
-            continue;
-        }
-        c->t = t;
-        c->fd = fd;
-        http_parser_init(&c->parser, HTTP_REQUEST);
-        c->parser.data = c;
-        event_assign(&c->rev, t->base, fd, EV_READ | EV_PERSIST, on_read, c);
-        event_assign(&c->wev, t->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
-        evtimer_assign(&c->tev, t->base, on_timer, c);
-        event_add(&c->rev, NULL);
-        count(&st.conns_total);
-        count(&st.active);
+        (void)bench_up_conn_open(t, fd, true);
     }
 }
 
@@ -1628,13 +1653,13 @@ usage(void)
             "         [--chunks N] [--interval-ms N] [--text STR] [--cached N]\n"
             "         [--cache-write N] [--reasoning N]\n"
             "         [--fault none|status|hang-headers|hang-content|drop-before|drop-mid|\n"
-            "                  error-mid|garbage-body|garbage-sse|garbage-lines]\n"
+            "                  error-mid|garbage-body|garbage-sse|garbage-lines|goaway]\n"
             "         [--status N] [--retry-after SECS] [--fault-key KEY,..] [--error-body JSON] "
             "[--drop-after N]\n"
             "         [--pace COUNTxMS[,COUNTxMS...]] [--tool-call NAME[,NAME...]]\n"
             "         [--aws-access-key-id ID --aws-secret-access-key SECRET]\n"
             "         [--aws-region REGION] [--aws-session-token TOKEN]\n"
-            "         [--no-usage] [--quiet]\n"
+            "         [--h2-max-streams N] [--no-usage] [--quiet]\n"
             "see docs/gwbench.md\n");
 }
 
@@ -1677,6 +1702,7 @@ parse_flags(int argc, char **argv)
         STR("--aws-region", bench_up_g.aws_region)
         STR("--aws-session-token", bench_up_g.aws_token)
         NUM("--threads", srv.threads, UP_MAX_THREADS)
+        NUM("--h2-max-streams", bench_up_h2_max_streams, UINT32_MAX)
         NUM("--ttft-ms", bench_up_g.def.ttft_ms, 3600000)
         NUM("--chunks", bench_up_g.def.chunks, UP_MAX_CHUNKS)
         NUM("--interval-ms", bench_up_g.def.interval_ms, 3600000)

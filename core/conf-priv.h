@@ -134,6 +134,7 @@ struct gw_conf_file_provider {
     struct gw_conf_file_proxy_auth *proxy_auth;
     char *ca_file;
     struct gw_conf_file_aws *aws;
+    char *http2;
 };
 
 /* providers (members) are a plain name or a mapping, which libcyaml cannot express:

@@ -304,6 +304,8 @@ word_index(const char *s, const char *const *words)
 static const char *const dialect_words[] = {"openai", "responses", "anthropic",
                                             "gemini", "bedrock",   NULL};
 static const char *const billing_words[] = {"metered", "free", NULL};
+/* In the order of enum gw_http2. */
+static const char *const http2_words[] = {"auto", "on", "off", NULL};
 static const char *const pool_words[] = {"model", "account", NULL};
 static const char *const group_type_words[] = {"fallback", "load-balance", "url-test", "cheapest",
                                                NULL};
@@ -2100,6 +2102,9 @@ build_provider(struct ctx *x, unsigned i, const struct gw_conf_file_provider *fp
     build_model_specs(x, base, map_get(x, tree, "model_specs"), p);
     if (take_word(x, base, "billing", fp->billing, billing_words, "metered, free", &w))
         p->billing = fp->billing ? (enum gw_billing)w : GW_BILLING_METERED;
+    w = GW_HTTP2_AUTO;
+    if (take_word(x, base, "http2", fp->http2, http2_words, "auto, on, off", &w))
+        p->http2 = (enum gw_http2)w;
     build_quota(x, base, fp->quota, map_get(x, map_get(x, tree, "quota"), "models"), p);
     build_egress(x, base, fp, p);
 }

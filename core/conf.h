@@ -102,6 +102,13 @@ struct gw_conf_quota_model {
     struct gw_conf_quota_win win;
 };
 
+/* providers[].http2, in the order of the words of the file. */
+enum gw_http2 {
+    GW_HTTP2_AUTO,
+    GW_HTTP2_ON,
+    GW_HTTP2_OFF,
+};
+
 struct gw_conf_provider {
     char *name;
     enum gw_dialect dialect;
@@ -119,8 +126,12 @@ struct gw_conf_provider {
     struct gw_conf_cred aws_key_id, aws_secret, aws_token; /* aws_token.secret NULL: none */
     char **models;                                         /* as listed; "*" matches every model */
     size_t n_models;
-    bool any_model;          /* models contains "*" */
-    bool enabled;            /* default true */
+    bool any_model; /* models contains "*" */
+    bool enabled;   /* default true */
+    /* providers[].http2: auto (h2 when the https upstream's ALPN chooses it), on (h2
+     * always: h2c with prior knowledge on http://, ALPN h2 only on https://), off
+     * (HTTP/1.1 always). Default auto. net/upstream.c reads it per exchange. */
+    enum gw_http2 http2;
     unsigned max_concurrent; /* 0 = unlimited */
     unsigned index;          /* position in the file */
     /* Accepted and stored, not yet used (later issues): */

@@ -175,6 +175,7 @@ static const cyaml_schema_field_t provider_fields[] = {
                             proxy_auth_fields),
     FIELD_STR("ca_file", struct gw_conf_file_provider, ca_file),
     CYAML_FIELD_MAPPING_PTR("aws", OPT, struct gw_conf_file_provider, aws, aws_fields),
+    FIELD_STR("http2", struct gw_conf_file_provider, http2),
     CYAML_FIELD_END,
 };
 

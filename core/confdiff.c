@@ -149,6 +149,7 @@ provider_canon(struct canon *c, const struct gw_conf_provider *p)
         c_dbl(c, s->cache_write);
     }
     c_u64(c, p->billing);
+    c_u64(c, p->http2);
     c_u64(c, p->has_quota);
     c_quota(c, &p->quota_default);
     c_u64(c, p->n_quota_models);

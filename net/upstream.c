@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT
- * net/upstream.c - the upstream HTTP/1.1 client: per-worker keep-alive pools keyed by
- * (host, port, tls, TLS context, proxy), non-blocking connects (numeric addresses
- * directly, names through evdns), HTTP CONNECT tunnels through a proxy, TLS with SNI and
- * verification, request writing, and response parsing with http-parser, streaming
- * decoded body bytes to the caller.
- * Owns:    the pool owns its keys and idle connections; a live exchange owns its
- *          connection (struct net_upconn) until it ends; a pending name lookup owns a
- *          small ticket that outlives a cancelled connection.
+ * net/upstream.c - the upstream HTTP client: per-worker keep-alive pools keyed by
+ * (host, port, tls, TLS context, proxy, http2 mode), non-blocking connects (numeric
+ * addresses directly, names through evdns), HTTP CONNECT tunnels through a proxy, TLS
+ * with SNI, verification and ALPN, HTTP/1.1 request writing and response parsing with
+ * http-parser, and HTTP/2 (h2c with prior knowledge, h2 by ALPN) with one nghttp2
+ * session per connection and many exchanges as its streams (see "HTTP/2" below),
+ * streaming decoded body bytes to the caller.
+ * Owns:    the pool owns its keys and idle connections; a live HTTP/1.1 exchange owns its
+ *          connection (struct net_upconn) until it ends; an HTTP/2 connection owns its
+ *          session (struct net_h2) and is owned by its key until it closes; a pending
+ *          name lookup owns a small ticket that outlives a cancelled connection.
  * Threads: the worker that owns the pool's event_base; never blocks (names are never
  *          resolved with a blocking getaddrinfo).
  * See:     net/upstream.h, tests/unit/net/test_upstream.c
@@ -14,6 +17,7 @@
 #include "net/upstream.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -22,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +36,7 @@
 #include <event2/dns.h>
 #include <event2/util.h>
 #include <http_parser.h>
+#include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/x509v3.h>
@@ -108,6 +114,14 @@ struct net_upkey {
     struct net_upconn *idle_tail; /* oldest, closed first when over the cap */
     unsigned n_idle;
     SSL_SESSION *sess; /* the latest TLS session, offered for resumption */
+    /* HTTP/2 (see "HTTP/2" below): providers[].http2, the sessions new streams may use
+     * (one in practice; one after a GOAWAY stays listed until it closes), the connection being
+     * opened for h2 (requests wait for it), and whether the upstream's ALPN chose http/1.1 (auto:
+     * no more waiting). */
+    enum gw_http2 h2mode;
+    struct net_h2 *h2s;
+    struct net_upconn *h2_connecting;
+    bool alpn_h1;
 };
 
 /* A name lookup in flight. evdns calls back even after a cancel, possibly after the
@@ -139,6 +153,9 @@ struct net_upconn {
     bool eof;                        /* the peer closed or reset */
     bool reset;                      /* ... by an error (reset), not a clean close */
     bool tls_bad;                    /* a TLS error: its session must not be resumed */
+    bool h2_cand;                    /* opened for HTTP/2: no request written before
+                                        ALPN (or at once for h2c) decides */
+    struct net_h2 *h2;               /* the connection speaks HTTP/2: owned by this */
 };
 
 enum net_upx_phase {
@@ -186,6 +203,21 @@ struct net_upx {
     bool complete;  /* the whole response arrived */
     bool keep_alive;
     bool last_was_value; /* header parsing: the last callback was a value */
+    /* HTTP/2 (see "HTTP/2" below) */
+    struct net_h2 *h2;   /* the session of its stream; NULL once detached */
+    int32_t sid;         /* its stream id; 0 before submission */
+    struct gw_buf h2hdr; /* request headers, "name\0value\0" pairs, until submitted */
+    size_t h2_nhdr;      /* pairs in h2hdr */
+    size_t body_len;     /* the body: the tail of req */
+    size_t body_off;     /* body bytes handed to nghttp2 */
+    struct gw_buf pend;  /* DATA held while paused */
+    int h2_status;       /* :status of the head being read */
+    enum gw_code h2_rc;  /* how the stream ended, delivered after pend */
+    bool h2_used;        /* the exchange runs on HTTP/2 */
+    bool h2_wait;        /* waiting for the key's connection being opened for h2 */
+    bool h2_eos;         /* END_STREAM arrived */
+    bool h2_closed;      /* nghttp2 closed the stream (or it never opened) */
+    bool h2_bad;         /* we reset it: a head we could not take */
 };
 
 struct net_uppool {
@@ -196,6 +228,7 @@ struct net_uppool {
     struct net_upx *live;          /* exchanges not yet ended */
     const struct timeval *idle_tv; /* a common timeout of NET_UP_IDLE_SECS */
     struct net_uppool_stats st;
+    bool freeing; /* net_uppool_free runs: no connection is opened any more */
 };
 
 static int on_hp_message_begin(http_parser *hp);
@@ -220,6 +253,18 @@ static void conn_start(struct net_upconn *c);
 static void on_conn_read(struct bufferevent *bev, void *arg);
 static void on_conn_write(struct bufferevent *bev, void *arg);
 static void on_conn_event(struct bufferevent *bev, short what, void *arg);
+struct net_h2;
+static bool h2_set_alpn(struct net_upconn *c, SSL *ssl);
+static void h2_start(struct net_upconn *c);
+static void h2_alpn_done(struct net_upconn *c);
+static void h2_on_read(struct net_h2 *h);
+static void h2_on_event(struct net_h2 *h, short what);
+static void h2_lead_gone(struct net_upkey *k, struct net_uppool *p, enum gw_code rc);
+static void h2_detach(struct net_upx *x);
+static void h2_x_deliver(struct net_upx *x);
+static void h2_close(struct net_h2 *h);
+static enum gw_code host_value(struct gw_buf *b, const char *host, uint16_t port,
+                               bool default_port);
 
 /* ---- small helpers ---- */
 
@@ -370,7 +415,8 @@ key_is(const struct net_upkey *k, const struct gw_conf_provider *prov, const cha
 {
     return k->port == prov->port && k->tls == prov->tls && strcmp(k->host, host) == 0 &&
            k->ctx == (SSL_CTX *)prov->tls_ctx && str_same(k->proxy_host, prov->proxy_host) &&
-           k->proxy_port == prov->proxy_port && str_same(k->proxy_auth, prov->proxy_auth);
+           k->proxy_port == prov->proxy_port && str_same(k->proxy_auth, prov->proxy_auth) &&
+           k->h2mode == prov->http2;
 }
 
 static void
@@ -428,6 +474,7 @@ key_get(struct net_uppool *p, const struct gw_conf_provider *prov)
     k->tls = prov->tls;
     k->ctx = prov->tls_ctx;
     k->proxy_port = prov->proxy_port;
+    k->h2mode = prov->http2;
     k->is_ip = is_ip_literal(host);
     target = key_target(k, &tport);
     snprintf(port, sizeof(port), "%u", (unsigned)tport);
@@ -461,6 +508,8 @@ static void
 conn_close(struct net_upconn *c)
 {
     GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    if (c->key->h2_connecting == c)
+        c->key->h2_connecting = NULL;
     if (c->dreq) {
         struct evdns_getaddrinfo_request *r = c->dreq;
 
@@ -585,6 +634,8 @@ conn_tcp_up(struct net_upconn *c)
             ok = SSL_set_ex_data(ssl, up_ssl_idx, c) == 1;
         if (ok && k->sess)
             ok = SSL_set_session(ssl, k->sess) == 1;
+        if (ok)
+            ok = h2_set_alpn(c, ssl);
         if (ok && !k->is_ip)
             ok = SSL_set_tlsext_host_name(ssl, k->host) == 1 && SSL_set1_host(ssl, k->host) == 1;
         else if (ok)
@@ -609,6 +660,14 @@ conn_tcp_up(struct net_upconn *c)
     c->fd = -1; /* the bufferevent owns it */
     bufferevent_setcb(c->bev, on_conn_read, on_conn_write, on_conn_event, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0, NET_UP_READ_HIWAT);
+    if (c->h2_cand) {
+        /* h2c with prior knowledge starts at once; over TLS, ALPN decides after the
+         * handshake (on_conn_event). Nothing is written before that. */
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+        if (!k->tls)
+            h2_start(c);
+        return;
+    }
     if (!x_write_req(x)) {
         x_fail(x, GW_E_UPSTREAM_CONNECT);
         return;
@@ -933,15 +992,24 @@ x_unlink(struct net_upx *x)
 static void
 x_free(struct net_upx *x)
 {
-    if (x->conn)
+    if (x->conn) {
+        bool lead = x->conn->h2_cand;
+
         conn_close(x->conn);
-    x->conn = NULL;
+        x->conn = NULL;
+        if (lead)
+            h2_lead_gone(x->key, x->pool, GW_OK); /* cancelled: a waiter opens the connection */
+    }
+    if (x->h2)
+        h2_detach(x);
     x_unlink(x);
     event_free(x->timer);
     event_free(x->defer);
     gw_buf_fini(&x->req);
     gw_buf_fini(&x->retry);
     gw_buf_fini(&x->head);
+    gw_buf_fini(&x->h2hdr);
+    gw_buf_fini(&x->pend);
     gw_free(x->hv);
     x->magic_ = 0;
     gw_free(x);
@@ -955,8 +1023,12 @@ x_end(struct net_upx *x, enum gw_code rc)
     struct net_upconn *c = x->conn;
 
     if (c) {
+        bool lead = c->h2_cand;
+
         x->conn = NULL;
         conn_close(c);
+        if (lead)
+            h2_lead_gone(x->key, x->pool, rc == GW_OK ? GW_E_UPSTREAM_PROTOCOL : rc);
     }
     event_del(x->timer);
     x->ended = true;
@@ -1243,7 +1315,13 @@ on_conn_read(struct bufferevent *bev, void *arg)
 
     (void)bev;
     GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
-    if (!x) { /* bytes on an idle connection: nobody asked; drop it */
+    if (c->h2) {
+        h2_on_read(c->h2);
+        return;
+    }
+    if (c->h2_cand && x && x->phase == NET_UPX_CONNECTING)
+        return; /* not before ALPN decides (on_conn_event) */
+    if (!x) {   /* bytes on an idle connection: nobody asked; drop it */
         idle_drop(c);
         return;
     }
@@ -1263,6 +1341,8 @@ on_conn_write(struct bufferevent *bev, void *arg)
     struct net_upx *x = c->x;
 
     (void)bev;
+    if (c->h2)
+        return;
     /* The request is in the kernel: "request sent" starts the head timeout again. */
     if (x && x->phase == NET_UPX_HEAD && !x->paused)
         x_arm(x, x->head_ms);
@@ -1291,6 +1371,10 @@ on_conn_event(struct bufferevent *bev, short what, void *arg)
     struct net_upx *x = c->x;
 
     GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    if (c->h2) {
+        h2_on_event(c->h2, what);
+        return;
+    }
     if (!x) { /* idle: closed by the upstream, an error, or the idle timeout */
         idle_drop(c);
         return;
@@ -1304,6 +1388,10 @@ on_conn_event(struct bufferevent *bev, short what, void *arg)
         return;
     }
     if (what & BEV_EVENT_CONNECTED) { /* TLS handshake done */
+        if (c->h2_cand) {
+            h2_alpn_done(c);
+            return;
+        }
         x->phase = NET_UPX_HEAD;
         x_arm_phase(x);
         if (x->paused)
@@ -1364,8 +1452,820 @@ on_x_defer(evutil_socket_t fd, short what, void *arg)
         conn_lookup(x->conn);
         return;
     }
+    if (x->h2_used) {
+        h2_x_deliver(x);
+        return;
+    }
     if (x->conn && x->conn->bev && x->phase != NET_UPX_CONNECTING && !x->paused)
         x_drive(x);
+}
+
+/* ---- HTTP/2 ----
+ * One nghttp2 client session per connection (struct net_h2, owned by the connection);
+ * every exchange is one stream on it. A key whose requests may go over h2 (key_h2_maybe)
+ * has at most one connection being opened for h2 (k->h2_connecting, opened by the first
+ * request: the leader); requests that come meanwhile wait (x->h2_wait) and become
+ * streams when the session starts, or each open an HTTP/1.1 connection when ALPN chose
+ * http/1.1. New streams go to the key's first session that has not seen GOAWAY; nghttp2
+ * holds requests beyond the upstream's SETTINGS_MAX_CONCURRENT_STREAMS in its queue
+ * until a stream closes, so the upstream's limit holds on one connection per worker
+ * and upstream (a second connection would evade the limit the upstream asked for).
+ * Failures map to the HTTP/1.1 codes: a reset stream, a stream above a GOAWAY's
+ * last_stream_id, or a connection lost under a stream is GW_E_UPSTREAM_DROPPED, before
+ * or after the head (the caller tells a failover from a cut stream, as on HTTP/1.1); a
+ * broken frame is GW_E_UPSTREAM_PROTOCOL. After a GOAWAY the session takes no new
+ * streams, lets those below last_stream_id end, and closes when none is left.
+ * Backpressure: automatic WINDOW_UPDATE is off. The connection window is given back
+ * at once, a stream's only once its DATA reached the caller; DATA arriving while the
+ * exchange is paused waits in x->pend (bounded by the stream window). */
+
+#define NET_H2_MAGIC 0x55503248u /* "UP2H" */
+
+enum {
+    NET_H2_STREAM_WINDOW = 256 * 1024,     /* SETTINGS_INITIAL_WINDOW_SIZE we send */
+    NET_H2_CONN_WINDOW = 16 * 1024 * 1024, /* our connection-level receive window */
+};
+
+struct net_h2 {
+    uint32_t magic_;
+    struct net_upconn *c;
+    struct net_upkey *k;
+    struct net_uppool *pool;
+    nghttp2_session *s;
+    struct net_h2 *prev, *next; /* the key's sessions (after a GOAWAY too) */
+    unsigned n_streams;         /* exchanges with an open stream */
+    bool linked;                /* on the key's list */
+    bool goaway;                /* GOAWAY received: no new streams */
+    bool in_recv;               /* inside nghttp2_session_mem_recv: no send, no close */
+    bool dead;                  /* failed: close once the receive loop is left */
+};
+
+static bool
+key_h2_maybe(const struct net_upkey *k)
+{
+    if (k->h2mode == GW_HTTP2_ON)
+        return true;
+    return k->h2mode == GW_HTTP2_AUTO && k->tls && !k->alpn_h1;
+}
+
+/* ALPN for an https upstream: h2 and http/1.1 (auto), h2 only (on), http/1.1 only
+ * (off, and connections opened after ALPN chose http/1.1). False when out of memory. */
+static bool
+h2_set_alpn(struct net_upconn *c, SSL *ssl)
+{
+    static const unsigned char both[] = "\x02h2\x08http/1.1", h2[] = "\x02h2",
+                               h1[] = "\x08http/1.1";
+    const unsigned char *p = h1;
+    unsigned n = sizeof(h1) - 1;
+
+    if (c->h2_cand && c->key->h2mode == GW_HTTP2_ON) {
+        p = h2;
+        n = sizeof(h2) - 1;
+    } else if (c->h2_cand) {
+        p = both;
+        n = sizeof(both) - 1;
+    }
+    return SSL_set_alpn_protos(ssl, p, n) == 0;
+}
+
+static bool
+h2_connection_header(const char *n, size_t len)
+{
+    static const char *const bad[] = {"connection",        "keep-alive", "proxy-connection",
+                                      "transfer-encoding", "upgrade",    "host",
+                                      "content-length",    "te",         NULL};
+    size_t i;
+
+    for (i = 0; bad[i]; i++)
+        if (strlen(bad[i]) == len && strncasecmp(bad[i], n, len) == 0)
+            return true;
+    return false;
+}
+
+static enum gw_code
+h2_pair(struct net_upx *x, const char *n, size_t nl, const char *v, size_t vl, bool lower)
+{
+    struct gw_buf *b = &x->h2hdr;
+    size_t at = b->len, i;
+
+    if (gw_buf_append(b, n, nl) != GW_OK || gw_buf_append(b, "", 1) != GW_OK ||
+        gw_buf_append(b, v, vl) != GW_OK || gw_buf_append(b, "", 1) != GW_OK)
+        return GW_E_NOMEM;
+    for (i = 0; lower && i < nl; i++)
+        b->data[at + i] = (char)tolower((unsigned char)b->data[at + i]);
+    x->h2_nhdr++;
+    return GW_OK;
+}
+
+/* The request's header block, kept until the stream is submitted (the caller's
+ * headers are borrowed for net_up_send only). */
+static enum gw_code
+h2_hdrs_build(struct net_upx *x, const struct net_up_req *req, const struct net_upkey *k)
+{
+    struct gw_buf auth = {0};
+    char len[24];
+    enum gw_code rc;
+    size_t i;
+
+    rc = host_value(&auth, k->host, k->port, k->port == (k->tls ? 443 : 80));
+    snprintf(len, sizeof(len), "%zu", req->body.len);
+    if (rc == GW_OK)
+        rc = h2_pair(x, ":method", 7, req->method, strlen(req->method), false);
+    if (rc == GW_OK)
+        rc = h2_pair(x, ":scheme", 7, k->tls ? "https" : "http", k->tls ? 5 : 4, false);
+    if (rc == GW_OK)
+        rc = h2_pair(x, ":authority", 10, auth.data, auth.len, false);
+    if (rc == GW_OK)
+        rc = req->path.len ? h2_pair(x, ":path", 5, req->path.ptr, req->path.len, false)
+                           : h2_pair(x, ":path", 5, "/", 1, false);
+    if (rc == GW_OK && (req->body.len || strcmp(req->method, "POST") == 0))
+        rc = h2_pair(x, "content-length", 14, len, strlen(len), false);
+    for (i = 0; rc == GW_OK && i < req->n_hdrs; i++) {
+        const struct net_hdr *h = &req->hdrs[i];
+
+        if (!h2_connection_header(h->name.ptr, h->name.len))
+            rc = h2_pair(x, h->name.ptr, h->name.len, h->value.ptr, h->value.len, true);
+    }
+    gw_buf_fini(&auth);
+    return rc;
+}
+
+/* nghttp2 asks for request body bytes: the tail of x->req. The exchange is looked up
+ * through the stream, so a cancelled one (user data cleared) is never touched. */
+static ssize_t
+h2_read_body(nghttp2_session *s, int32_t sid, uint8_t *buf, size_t length, uint32_t *flags,
+             nghttp2_data_source *src, void *ud)
+{
+    struct net_upx *x = nghttp2_session_get_stream_user_data(s, sid);
+    size_t n;
+
+    (void)src;
+    (void)ud;
+    if (!x)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    n = x->body_len - x->body_off;
+    if (n > length)
+        n = length;
+    memcpy(buf, x->req.data + x->req.len - x->body_len + x->body_off, n);
+    x->body_off += n;
+    if (x->body_off == x->body_len)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static void h2_close_rc(struct net_h2 *h, enum gw_code rc);
+
+static void
+h2_unlink(struct net_h2 *h)
+{
+    if (!h->linked)
+        return;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        h->k->h2s = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    h->prev = h->next = NULL;
+    h->linked = false;
+}
+
+/* Writes what nghttp2 has to send into the connection's output. */
+static void
+h2_flush(struct net_h2 *h)
+{
+    struct evbuffer *out = bufferevent_get_output(h->c->bev);
+
+    for (;;) {
+        const uint8_t *d;
+        ssize_t n = nghttp2_session_mem_send(h->s, &d);
+
+        if (n < 0) {
+            h->dead = true;
+            return;
+        }
+        if (n == 0)
+            return;
+        if (evbuffer_add(out, d, (size_t)n) != 0) {
+            h->dead = true;
+            return;
+        }
+    }
+}
+
+/* After anything that may have queued frames or ended streams (never inside the
+ * receive loop, which does this itself when it is left): sends, then closes the
+ * connection when it failed, or has nothing left to do after a GOAWAY. */
+static void
+h2_after(struct net_h2 *h)
+{
+    if (h->in_recv)
+        return;
+    h2_flush(h);
+    if (h->dead || (h->goaway && h->n_streams == 0) ||
+        (!nghttp2_session_want_read(h->s) && !nghttp2_session_want_write(h->s))) {
+        h2_close_rc(h, h->dead ? GW_E_UPSTREAM_PROTOCOL : GW_E_UPSTREAM_DROPPED);
+        return;
+    }
+    /* No stream: the connection idles like an HTTP/1.1 one (closed after idle_tv). */
+    bufferevent_set_timeouts(h->c->bev, h->n_streams ? NULL : h->pool->idle_tv, NULL);
+}
+
+/* Makes <x> a stream of <h>. A failure to submit ends the exchange from the loop. */
+static void
+h2_attach(struct net_upx *x, struct net_h2 *h)
+{
+    nghttp2_nv stack[32], *nv = stack;
+    nghttp2_data_provider prd = {.source.ptr = NULL, .read_callback = h2_read_body};
+    const char *p = x->h2hdr.data;
+    int32_t sid = NGHTTP2_ERR_NOMEM;
+    size_t i;
+
+    x->h2_used = true;
+    x->phase = NET_UPX_HEAD;
+    x_arm_phase(x);
+    if (x->h2_nhdr > sizeof(stack) / sizeof(stack[0]))
+        nv = gw_malloc(x->h2_nhdr * sizeof(*nv));
+    if (nv) {
+        for (i = 0; i < x->h2_nhdr; i++) {
+            nv[i].name = (uint8_t *)(uintptr_t)p;
+            nv[i].namelen = strlen(p);
+            p += nv[i].namelen + 1;
+            nv[i].value = (uint8_t *)(uintptr_t)p;
+            nv[i].valuelen = strlen(p);
+            p += nv[i].valuelen + 1;
+            nv[i].flags = NGHTTP2_NV_FLAG_NONE; /* copied: the block is freed below */
+        }
+        sid = nghttp2_submit_request(h->s, NULL, nv, x->h2_nhdr, x->body_len ? &prd : NULL, x);
+    }
+    if (nv != stack)
+        gw_free(nv);
+    gw_buf_fini(&x->h2hdr);
+    if (sid < 0) {
+        x->h2_closed = true;
+        x_defer_fail(x, GW_E_UPSTREAM_PROTOCOL);
+        return;
+    }
+    x->h2 = h;
+    x->sid = sid;
+    h->n_streams++;
+    h->pool->st.h2_streams++;
+    bufferevent_set_timeouts(h->c->bev, NULL, NULL);
+}
+
+/* Opens a connection for <x> (the path every new connection takes). False when out of
+ * memory. */
+static bool
+x_open(struct net_upx *x)
+{
+    struct net_upkey *k = x->key;
+    struct net_upconn *c = conn_new(x->pool, k, x);
+
+    if (!c)
+        return false;
+    x->conn = c;
+    if (key_h2_maybe(k) && !k->h2_connecting) {
+        c->h2_cand = true;
+        k->h2_connecting = c;
+    }
+    x->phase = NET_UPX_CONNECTING;
+    x_arm_phase(x);
+    if (k->unresolvable)
+        x_defer_fail(x, GW_E_UPSTREAM_CONNECT);
+    else if (k->numeric)
+        conn_start(c);
+    else {
+        x->defer_lookup = true;
+        x_defer(x);
+    }
+    return true;
+}
+
+/* The next exchange waiting for <k>'s h2 connection (and not already failing). */
+static struct net_upx *
+h2_next_waiter(struct net_uppool *p, struct net_upkey *k)
+{
+    struct net_upx *w;
+
+    for (w = p->live; w; w = w->next)
+        if (w->key == k && w->h2_wait && w->defer_rc == GW_OK)
+            return w;
+    return NULL;
+}
+
+/* The leader's connection closed before it spoke h2. rc GW_OK (the leader was
+ * cancelled): the first waiter opens a connection instead; else every waiter fails with
+ * rc (they would meet the same failure). */
+static void
+h2_lead_gone(struct net_upkey *k, struct net_uppool *p, enum gw_code rc)
+{
+    struct net_upx *w;
+
+    if (p->freeing)
+        return;
+    while ((w = h2_next_waiter(p, k))) {
+        if (rc != GW_OK) {
+            x_defer_fail(w, rc); /* defer_rc set: h2_next_waiter skips it now */
+            continue;
+        }
+        w->h2_wait = false;
+        if (!x_open(w))
+            x_defer_fail(w, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+}
+
+static int
+h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ud)
+{
+    struct net_upx *x = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+
+    (void)ud;
+    if (x && f->hd.type == NGHTTP2_HEADERS && x->phase == NET_UPX_HEAD) {
+        x->n_hv = 0;
+        gw_buf_reset(&x->head);
+        x->h2_status = 0;
+    }
+    return 0;
+}
+
+/* A response header of a stream still waiting for its head (trailers are dropped). */
+static int
+h2_on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nl,
+             const uint8_t *value, size_t vl, uint8_t flags, void *ud)
+{
+    struct net_upx *x = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    struct net_hoff *h;
+
+    (void)flags;
+    (void)ud;
+    if (!x || f->hd.type != NGHTTP2_HEADERS || x->phase != NET_UPX_HEAD)
+        return 0;
+    if (nl == 7 && memcmp(name, ":status", 7) == 0) {
+        x->h2_status = (vl == 3 && isdigit(value[0]) && isdigit(value[1]) && isdigit(value[2]))
+                           ? (value[0] - '0') * 100 + (value[1] - '0') * 10 + (value[2] - '0')
+                           : 0;
+        return 0;
+    }
+    if (nl > 0 && name[0] == ':')
+        return 0;
+    x->h2_bad = true; /* until the header is stored */
+    if (x->n_hv == NET_UP_HDRS_MAX)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (x->n_hv == x->cap_hv) {
+        size_t cap = x->cap_hv ? x->cap_hv * 2 : 16;
+        struct net_hoff *v = gw_realloc(x->hv, cap * sizeof(*v));
+
+        if (!v)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        x->hv = v;
+        x->cap_hv = cap;
+    }
+    h = &x->hv[x->n_hv];
+    h->name_off = x->head.len;
+    h->name_len = nl;
+    h->val_off = x->head.len + nl;
+    h->val_len = vl;
+    if (head_add(x, (const char *)name, nl) != 0 || head_add(x, (const char *)value, vl) != 0)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    x->n_hv++;
+    x->h2_bad = false;
+    return 0;
+}
+
+/* The response head is whole: on_head, as on HTTP/1.1. */
+static void
+h2_head(struct net_upx *x)
+{
+    struct net_hdr stack[32];
+    struct net_hdr *hdrs = stack;
+    size_t i;
+
+    if (x->n_hv > sizeof(stack) / sizeof(stack[0])) {
+        hdrs = gw_malloc(x->n_hv * sizeof(*hdrs));
+        if (!hdrs) {
+            x_fail(x, GW_E_UPSTREAM_PROTOCOL);
+            return;
+        }
+    }
+    for (i = 0; i < x->n_hv; i++) {
+        hdrs[i].name = (struct gw_str){x->head.data + x->hv[i].name_off, x->hv[i].name_len};
+        hdrs[i].value = (struct gw_str){x->head.data + x->hv[i].val_off, x->hv[i].val_len};
+    }
+    x->phase = NET_UPX_BODY;
+    x->got_bytes = true;
+    x_arm_phase(x);
+    x->in_cb = true;
+    x->cbs.on_head(x->arg, x->h2_status, hdrs, x->n_hv);
+    x->in_cb = false;
+    if (hdrs != stack)
+        gw_free(hdrs);
+    gw_buf_fini(&x->head);
+    GW_FREE(x->hv);
+    x->n_hv = x->cap_hv = 0;
+    if (x->cancelled)
+        x_free(x);
+}
+
+static int
+h2_on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *ud)
+{
+    struct net_h2 *h = ud;
+    struct net_upx *x;
+
+    if (f->hd.type == NGHTTP2_GOAWAY) {
+        /* Streams above last_stream_id are closed by nghttp2 (on_stream_close, or
+         * on_frame_not_send for those not sent yet); those below may end. */
+        h->goaway = true; /* stays on the key's list (closed from there), takes no stream */
+        return 0;
+    }
+    if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
+        return 0;
+    x = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (!x)
+        return 0;
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        x->h2_eos = true;
+    if (f->hd.type == NGHTTP2_HEADERS && x->phase == NET_UPX_HEAD) {
+        if (x->h2_status >= 100 && x->h2_status < 200 && !x->h2_eos)
+            return 0; /* an interim head; the real one follows */
+        x->h2_bad = x->h2_status < 200;
+        if (x->h2_bad)
+            return nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id,
+                                             NGHTTP2_PROTOCOL_ERROR) == 0
+                       ? 0
+                       : NGHTTP2_ERR_CALLBACK_FAILURE;
+        h2_head(x);
+    }
+    return 0;
+}
+
+static int
+h2_on_data(nghttp2_session *s, uint8_t flags, int32_t sid, const uint8_t *data, size_t len,
+           void *ud)
+{
+    struct net_upx *x = nghttp2_session_get_stream_user_data(s, sid);
+
+    (void)flags;
+    (void)ud;
+    nghttp2_session_consume_connection(s, len);
+    if (!x || x->phase != NET_UPX_BODY)
+        return 0;
+    if (x->paused || x->pend.len > 0) {
+        if (gw_buf_append(&x->pend, (const char *)data, len) != GW_OK)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        return 0;
+    }
+    x_arm(x, x->idle_ms);
+    x->in_cb = true;
+    x->cbs.on_body(x->arg, (const char *)data, len);
+    x->in_cb = false;
+    if (x->cancelled) {
+        x_free(x);
+        return 0;
+    }
+    nghttp2_session_consume_stream(s, sid, len);
+    return 0;
+}
+
+/* The stream of <x> is over (nghttp2 closed it, or it was never sent): ends the exchange
+ * with <rc>, after DATA still held for a paused caller. */
+static void
+h2_stream_gone(struct net_upx *x, enum gw_code rc)
+{
+    struct net_h2 *h = x->h2;
+
+    if (h) {
+        nghttp2_session_set_stream_user_data(h->s, x->sid, NULL);
+        h->n_streams--;
+    }
+    x->h2 = NULL;
+    x->h2_closed = true;
+    x->h2_rc = rc;
+    if (x->pend.len > 0)
+        return; /* net_upx_resume delivers it, then ends */
+    x_end(x, rc);
+}
+
+static int
+h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t err, void *ud)
+{
+    struct net_upx *x = nghttp2_session_get_stream_user_data(s, sid);
+    enum gw_code rc = GW_OK;
+
+    (void)ud;
+    if (!x)
+        return 0;
+    if (x->h2_bad)
+        rc = GW_E_UPSTREAM_PROTOCOL; /* a head we refused, as on HTTP/1.1 */
+    else if (err != NGHTTP2_NO_ERROR)
+        rc = GW_E_UPSTREAM_DROPPED; /* RST_STREAM, or refused by a GOAWAY */
+    else if (x->phase != NET_UPX_BODY || !x->h2_eos)
+        rc = GW_E_UPSTREAM_PROTOCOL;
+    h2_stream_gone(x, rc);
+    return 0;
+}
+
+/* A request HEADERS that could not be sent (a GOAWAY came first): the upstream never
+ * saw it. Such a stream may not exist in nghttp2 yet, hence the search by id. */
+static int
+h2_on_not_send(nghttp2_session *s, const nghttp2_frame *f, int err, void *ud)
+{
+    struct net_h2 *h = ud;
+    struct net_upx *x;
+
+    (void)s;
+    (void)err;
+    if (f->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    for (x = h->pool->live; x; x = x->next)
+        if (x->h2 == h && x->sid == f->hd.stream_id && !x->h2_closed) {
+            h2_stream_gone(x, GW_E_UPSTREAM_DROPPED);
+            break;
+        }
+    return 0;
+}
+
+static nghttp2_session_callbacks *h2_cbs;
+static pthread_once_t h2_cbs_once = PTHREAD_ONCE_INIT;
+
+static void
+h2_cbs_init(void)
+{
+    if (nghttp2_session_callbacks_new(&h2_cbs) != 0)
+        return;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(h2_cbs, h2_on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(h2_cbs, h2_on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(h2_cbs, h2_on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(h2_cbs, h2_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(h2_cbs, h2_on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(h2_cbs, h2_on_not_send);
+}
+
+/* Closes the connection of <h>: every stream still open on it ends with <rc>. */
+static void
+h2_close_rc(struct net_h2 *h, enum gw_code rc)
+{
+    struct net_upx *x;
+
+    GW_CHECK_OBJ(h, NET_H2_MAGIC);
+    h2_unlink(h);
+    h->dead = true;
+    h->in_recv = true; /* the endings below must not close it again */
+    for (;;) {
+        for (x = h->pool->live; x; x = x->next)
+            if (x->h2 == h)
+                break;
+        if (!x)
+            break;
+        nghttp2_session_set_stream_user_data(h->s, x->sid, NULL);
+        h->n_streams--;
+        x->h2 = NULL;
+        x->h2_closed = true;
+        x->h2_rc = rc;
+        if (x->pend.len == 0)
+            x_end(x, rc);
+    }
+    nghttp2_session_del(h->s);
+    h->c->h2 = NULL;
+    conn_close(h->c);
+    h->magic_ = 0;
+    gw_free(h);
+}
+
+static void
+h2_close(struct net_h2 *h)
+{
+    h2_close_rc(h, GW_E_UPSTREAM_DROPPED);
+}
+
+/* Feeds nghttp2 what the input holds (callbacks run, streams may end); a broken frame
+ * marks the session dead. */
+static void
+h2_recv_all(struct net_h2 *h)
+{
+    struct evbuffer *in = bufferevent_get_input(h->c->bev);
+    size_t len;
+
+    h->in_recv = true;
+    while (!h->dead && (len = evbuffer_get_length(in)) > 0) {
+        unsigned char *d = evbuffer_pullup(in, (ssize_t)len);
+        ssize_t n = d ? nghttp2_session_mem_recv(h->s, d, len) : -1;
+
+        if (n < 0) {
+            h->dead = true;
+            break;
+        }
+        evbuffer_drain(in, (size_t)n);
+    }
+    h->in_recv = false;
+}
+
+static void
+h2_on_read(struct net_h2 *h)
+{
+    h2_recv_all(h);
+    h2_after(h);
+}
+
+static void
+h2_on_event(struct net_h2 *h, short what)
+{
+    if (what & BEV_EVENT_CONNECTED)
+        return;
+    if ((what & BEV_EVENT_TIMEOUT) && h->n_streams > 0)
+        return; /* no timeout is set while streams are open */
+    if (what & BEV_EVENT_ERROR)
+        while (bufferevent_get_openssl_error(h->c->bev) != 0)
+            h->c->tls_bad = true;
+    /* The last frames may explain the close (GOAWAY, END_STREAM): read them first. */
+    h2_recv_all(h);
+    h2_close_rc(h, h->dead ? GW_E_UPSTREAM_PROTOCOL : GW_E_UPSTREAM_DROPPED);
+}
+
+/* The leader's connection is ready to speak h2 (h2c at once, or ALPN chose h2): the
+ * session starts with our SETTINGS, and the leader and every waiter become streams. */
+static void
+h2_start(struct net_upconn *c)
+{
+    struct net_upx *x = c->x, *w;
+    struct net_upkey *k = c->key;
+    struct net_h2 *h;
+    nghttp2_option *opt = NULL;
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, NET_H2_STREAM_WINDOW},
+    };
+    int rv;
+
+    pthread_once(&h2_cbs_once, h2_cbs_init);
+    h = gw_calloc(1, sizeof(*h));
+    if (!h || !h2_cbs || nghttp2_option_new(&opt) != 0) {
+        gw_free(h);
+        x_fail(x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    /* Until the upstream's SETTINGS arrive, one stream: requests sent before could
+     * exceed a small SETTINGS_MAX_CONCURRENT_STREAMS and be refused. */
+    nghttp2_option_set_peer_max_concurrent_streams(opt, 1);
+    rv = nghttp2_session_client_new2(&h->s, h2_cbs, h, opt);
+    nghttp2_option_del(opt);
+    if (rv == 0)
+        rv = nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0]));
+    if (rv == 0)
+        rv = nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, NET_H2_CONN_WINDOW);
+    if (rv != 0) {
+        if (h->s)
+            nghttp2_session_del(h->s);
+        gw_free(h);
+        x_fail(x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    h->magic_ = NET_H2_MAGIC;
+    h->c = c;
+    h->k = k;
+    h->pool = c->pool;
+    c->h2 = h;
+    c->h2_cand = false;
+    c->x = NULL;
+    if (k->h2_connecting == c)
+        k->h2_connecting = NULL;
+    h->next = k->h2s;
+    if (k->h2s)
+        k->h2s->prev = h;
+    k->h2s = h;
+    h->linked = true;
+    c->pool->st.h2_conns++;
+    x->conn = NULL;
+    h2_attach(x, h);
+    while ((w = h2_next_waiter(c->pool, k))) {
+        w->h2_wait = false;
+        h2_attach(w, h);
+    }
+    h2_after(h);
+}
+
+/* Every waiter of <k> opens its own (HTTP/1.1) connection. */
+static void
+h2_release_waiters(struct net_uppool *p, struct net_upkey *k)
+{
+    struct net_upx *w;
+
+    while ((w = h2_next_waiter(p, k))) {
+        w->h2_wait = false;
+        if (!x_open(w))
+            x_defer_fail(w, GW_E_UPSTREAM_CONNECT);
+    }
+}
+
+/* The TLS handshake of the leader's connection is done: ALPN decides. */
+static void
+h2_alpn_done(struct net_upconn *c)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+    struct net_upx *x = c->x;
+    struct net_upkey *k = c->key;
+    const unsigned char *proto = NULL;
+    unsigned plen = 0;
+
+    if (ssl)
+        SSL_get0_alpn_selected(ssl, &proto, &plen);
+    if (plen == 2 && memcmp(proto, "h2", 2) == 0) {
+        h2_start(c);
+        return;
+    }
+    if (k->h2mode == GW_HTTP2_ON) { /* on over https: h2 or nothing */
+        GW_LOG(GW_LOG_WARN, NULL, gw_code_str(GW_E_UPSTREAM_PROTOCOL),
+               "upstream %s:%u: http2 is on but the server's ALPN did not choose h2", k->host,
+               k->port);
+        x_fail(x, GW_E_UPSTREAM_PROTOCOL);
+        return;
+    }
+    k->alpn_h1 = true; /* auto: HTTP/1.1 from now on, as for off */
+    c->h2_cand = false;
+    if (k->h2_connecting == c)
+        k->h2_connecting = NULL;
+    if (!x_write_req(x)) {
+        x_fail(x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
+    x->phase = NET_UPX_HEAD;
+    x_arm_phase(x);
+    if (x->paused)
+        bufferevent_disable(c->bev, EV_READ);
+    h2_release_waiters(c->pool, k);
+}
+
+/* A request for an h2 key: a stream on an open session, or a wait for the connection
+ * being opened. False: the caller opens a connection (which becomes the leader). */
+static bool
+h2_send(struct net_upx *x)
+{
+    struct net_h2 *h = x->key->h2s;
+
+    while (h && (h->goaway || h->dead))
+        h = h->next;
+    if (h) {
+        x->pool->st.reuses++;
+        h2_attach(x, h);
+        h2_flush(h); /* callbacks never run inside net_up_send; a close waits */
+        return true;
+    }
+    if (x->key->h2_connecting) {
+        x->h2_wait = true;
+        x->phase = NET_UPX_CONNECTING;
+        x_arm_phase(x);
+        return true;
+    }
+    return false;
+}
+
+/* The exchange ends or is cancelled while its stream is open: RST_STREAM (CANCEL). */
+static void
+h2_detach(struct net_upx *x)
+{
+    struct net_h2 *h = x->h2;
+
+    x->h2 = NULL;
+    if (!x->h2_closed) {
+        x->h2_closed = true;
+        nghttp2_session_set_stream_user_data(h->s, x->sid, NULL);
+        nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, x->sid, NGHTTP2_CANCEL);
+        h->n_streams--;
+    }
+    if (!x->pool->freeing)
+        h2_after(h);
+}
+
+/* From the defer event after a resume: DATA held while paused, then the end. */
+static void
+h2_x_deliver(struct net_upx *x)
+{
+    if (x->ended || x->paused)
+        return;
+    if (x->pend.len > 0) {
+        struct gw_buf b = x->pend;
+
+        x->pend = (struct gw_buf){0};
+        x_arm(x, x->idle_ms);
+        x->in_cb = true;
+        x->cbs.on_body(x->arg, b.data, b.len);
+        x->in_cb = false;
+        if (!x->cancelled && x->h2) {
+            /* the window update goes out now; a failed session is closed by its next
+             * read or event (closing it here would end x under our feet) */
+            nghttp2_session_consume_stream(x->h2->s, x->sid, b.len);
+            h2_flush(x->h2);
+        }
+        gw_buf_fini(&b);
+        if (x->cancelled) {
+            x_free(x);
+            return;
+        }
+    }
+    if (x->h2_closed && !x->h2 && x->pend.len == 0 && !x->paused)
+        x_end(x, x->h2_rc);
 }
 
 /* ---- API ---- */
@@ -1430,6 +2330,7 @@ net_uppool_free(struct net_uppool *p)
 
     if (!p)
         return;
+    p->freeing = true;
     while (p->live) {
         p->live->cancelled = true;
         x_free(p->live);
@@ -1438,6 +2339,8 @@ net_uppool_free(struct net_uppool *p)
         p->keys = k->next;
         while (k->idle_head)
             idle_drop(k->idle_head);
+        while (k->h2s)
+            h2_close(k->h2s);
         key_free(k);
     }
     gw_free(p);
@@ -1535,14 +2438,21 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
     x->defer = event_new(p->base, -1, 0, on_x_defer, x);
     if (!x->timer || !x->defer || req_build(&x->req, req, k) != GW_OK)
         goto fail;
+    x->body_len = req->body.len;
+    if (key_h2_maybe(k) && h2_hdrs_build(x, req, k) != GW_OK)
+        goto fail;
     x->next = p->live;
     if (p->live)
         p->live->prev = x;
     p->live = x;
 
-    c = idle_take(k);
+    x->in_send = true;
+    if (key_h2_maybe(k) && h2_send(x)) {
+        x->in_send = false;
+        return x;
+    }
+    c = key_h2_maybe(k) ? NULL : idle_take(k);
     if (c) {
-        x->in_send = true;
         c->x = x;
         x->conn = c;
         x->reused = true;
@@ -1558,23 +2468,10 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
         x->in_send = false;
         return x;
     }
-
-    c = conn_new(p, k, x);
-    if (!c) {
+    if (!x_open(x)) {
+        x->in_send = false;
         x_unlink(x);
         goto fail;
-    }
-    x->conn = c;
-    x->phase = NET_UPX_CONNECTING;
-    x_arm_phase(x);
-    x->in_send = true;
-    if (k->unresolvable)
-        x_defer_fail(x, GW_E_UPSTREAM_CONNECT);
-    else if (k->numeric)
-        conn_start(c);
-    else {
-        x->defer_lookup = true;
-        x_defer(x);
     }
     x->in_send = false;
     return x;
@@ -1586,6 +2483,7 @@ fail:
         event_free(x->defer);
     gw_buf_fini(&x->req);
     gw_buf_fini(&x->retry);
+    gw_buf_fini(&x->h2hdr);
     gw_free(x);
     return NULL;
 }
@@ -1598,7 +2496,11 @@ net_upx_pause(struct net_upx *x)
         return;
     x->paused = true;
     if (x->phase == NET_UPX_CONNECTING)
-        return; /* applied when the connection is ready */
+        return;       /* applied when the connection is ready */
+    if (x->h2_used) { /* DATA is held in x->pend; the stream's window stops the peer */
+        x_arm_phase(x);
+        return;
+    }
     bufferevent_disable(x->conn->bev, EV_READ);
     x_arm_phase(x); /* suspends the head or idle timeout */
 }
@@ -1614,6 +2516,12 @@ net_upx_resume(struct net_upx *x)
     x->paused = false;
     if (x->phase == NET_UPX_CONNECTING)
         return;
+    if (x->h2_used) {
+        x_arm_phase(x);
+        if (x->pend.len > 0 || x->h2_closed)
+            x_defer(x);
+        return;
+    }
     c = x->conn;
     if (!x->in_cb)
         http_parser_pause(&x->hp, 0);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * net/upstream.h - the upstream HTTP client: one keep-alive connection pool per worker
- * and upstream (host, port, TLS, trust, proxy), HTTP/1.1 request/response exchanges with
- * content-length, chunked and close-delimited bodies, TLS with verification and SNI,
+ * and upstream (host, port, TLS, trust, proxy, http2 mode), HTTP/1.1 request/response
+ * exchanges with content-length, chunked and close-delimited bodies, or HTTP/2 streams
+ * multiplexed on one connection (providers[].http2), TLS with verification and SNI,
  * HTTP CONNECT tunnels through a proxy.
  * Owns:    the pool owns its idle connections; an exchange owns its connection until it
  *          ends (back to the pool when reusable, closed otherwise).
@@ -49,7 +50,8 @@ struct net_up_req {
 enum gw_code net_up_host_value(const struct gw_conf_provider *p, struct gw_buf *out);
 
 struct net_up_cbs {
-    /* The response head. <hdrs> valid during the call only. */
+    /* The response head. <hdrs> valid during the call only; names as the upstream sent
+     * them (lower case over HTTP/2, whose pseudo-headers are not among them). */
     void (*on_head)(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs);
     /* Decoded body bytes (chunked framing removed), valid during the call only. */
     void (*on_body)(void *arg, const char *data, size_t len);
@@ -88,9 +90,11 @@ void net_upx_resume(struct net_upx *x);
 void net_upx_cancel(struct net_upx *x);
 
 struct net_uppool_stats {
-    unsigned long connects; /* connections opened */
-    unsigned long reuses;   /* exchanges served by an idle connection */
-    unsigned long idle;     /* idle connections now */
+    unsigned long connects;   /* connections opened */
+    unsigned long reuses;     /* exchanges served by an idle connection */
+    unsigned long idle;       /* idle connections now */
+    unsigned long h2_conns;   /* connections that spoke HTTP/2 */
+    unsigned long h2_streams; /* exchanges sent as HTTP/2 streams */
 };
 void net_uppool_stats_get(const struct net_uppool *p, struct net_uppool_stats *out);
 

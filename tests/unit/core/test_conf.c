@@ -179,6 +179,7 @@ test_conf_defaults_apply_when_keys_absent(void **state)
     assert_true(c->providers[0].enabled);
     assert_int_equal(c->providers[0].max_concurrent, 0);
     assert_int_equal(c->providers[0].billing, GW_BILLING_METERED);
+    assert_int_equal(c->providers[0].http2, GW_HTTP2_AUTO);
     assert_int_equal(c->providers[0].min_speed_tps, 0);
     assert_false(c->providers[0].has_quota);
     assert_int_equal(c->providers[0].quota_local_cap_secs, 5);
@@ -802,6 +803,7 @@ static const struct bad_case bad_cases[] = {
     {PROV_WITH("min_speed: {tokens_per_sec: 10, window_secs: 121}"), GW_E_CFG_MIN_SPEED_RANGE,
      "providers[0] (p).min_speed.window_secs", "121"},
     {PROV_WITH("billing: prepaid"), GW_E_CFG_BAD_VALUE, "providers[0] (p).billing", "prepaid"},
+    {PROV_WITH("http2: yes"), GW_E_CFG_BAD_VALUE, "providers[0] (p).http2", "yes"},
     {PROV_WITH("quota: {pool: team}"), GW_E_CFG_BAD_VALUE, "providers[0] (p).quota.pool", "team"},
     {PROV_WITH("quota: {default: {rpm: 0}}"), GW_E_CFG_RANGE, "providers[0] (p).quota.default.rpm",
      "0"},
@@ -1848,6 +1850,7 @@ test_conf_later_provider_and_client_keys_are_stored(void **state)
                "    min_speed: {tokens_per_sec: 15, window_secs: 20}\n"
                "    model_specs: {m: {context_window: 1000, max_output_tokens: 50, input: 1.5}}\n"
                "    billing: free\n"
+               "    http2: on\n"
                "    quota:\n"
                "      default: {rpm: 500, tpd: 9}\n"
                "      models: {m: {rpm: 60}, n: {tpm: 7}}\n"
@@ -1879,6 +1882,7 @@ test_conf_later_provider_and_client_keys_are_stored(void **state)
     assert_true(pv->model_specs[0].input == 1.5);
     assert_true(pv->model_specs[0].output < 0);
     assert_int_equal(pv->billing, GW_BILLING_FREE);
+    assert_int_equal(pv->http2, GW_HTTP2_ON);
     assert_true(pv->has_quota);
     assert_int_equal(pv->quota_default.rpm, 500);
     assert_int_equal(pv->quota_default.tpm, 0);

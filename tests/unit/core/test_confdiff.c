@@ -166,6 +166,8 @@ test_confdiff_any_provider_field_is_a_change(void **state)
         "model_specs: {m: {input: 0.1}}}\n",
         "  - {name: a, dialect: openai, base_url: \"http://a\", keys: [{value: s1}], models: [m], "
         "billing: free}\n",
+        "  - {name: a, dialect: openai, base_url: \"http://a\", keys: [{value: s1}], models: [m], "
+        "http2: off}\n",
     };
     char yaml[1024];
     size_t i;
