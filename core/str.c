@@ -32,6 +32,34 @@ gw_str_eq_nocase(struct gw_str a, struct gw_str b)
     return true;
 }
 
+bool
+gw_str_has_prefix_nocase(struct gw_str s, const char *p)
+{
+    size_t n = strlen(p);
+
+    return s.len >= n && strncasecmp(s.ptr, p, n) == 0;
+}
+
+bool
+gw_str_has_suffix_nocase(struct gw_str s, const char *p)
+{
+    size_t n = strlen(p);
+
+    return s.len >= n && strncasecmp(s.ptr + s.len - n, p, n) == 0;
+}
+
+struct gw_str
+gw_str_trim(struct gw_str s)
+{
+    while (s.len && gw_is_blank(s.ptr[0])) {
+        s.ptr++;
+        s.len--;
+    }
+    while (s.len && gw_is_blank(s.ptr[s.len - 1]))
+        s.len--;
+    return s;
+}
+
 enum gw_code
 gw_buf_reserve(struct gw_buf *b, size_t extra)
 {

@@ -37,6 +37,19 @@ gw_str_eq(struct gw_str a, struct gw_str b)
 
 /* Case-insensitive ASCII comparison (header names). */
 bool gw_str_eq_nocase(struct gw_str a, struct gw_str b);
+/* True when <s> starts (ends) with <p>, ASCII case ignored. */
+bool gw_str_has_prefix_nocase(struct gw_str s, const char *p);
+bool gw_str_has_suffix_nocase(struct gw_str s, const char *p);
+
+/* Space, tab, CR or LF: JSON's whitespace, and the blanks of header values. */
+static inline bool
+gw_is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* <s> without the blanks (gw_is_blank) around it. */
+struct gw_str gw_str_trim(struct gw_str s);
 
 /* A growable buffer; zero-initialised is an empty buffer. data is NUL-terminated
  * whenever len > 0 or after gw_buf_reserve, so it can be handed to C APIs. */

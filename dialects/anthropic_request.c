@@ -1087,33 +1087,6 @@ rr_member(struct rr *w, const char *key, struct gw_str s)
 }
 
 static bool
-has_prefix_nocase(struct gw_str s, const char *p)
-{
-    size_t n = strlen(p);
-
-    return s.len >= n && strncasecmp(s.ptr, p, n) == 0;
-}
-
-static bool
-is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* <s> without the blanks around it. */
-static struct gw_str
-trim(struct gw_str s)
-{
-    while (s.len && is_ws(s.ptr[0])) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len && is_ws(s.ptr[s.len - 1]))
-        s.len--;
-    return s;
-}
-
-static bool
 is_json_object(struct gw_str s)
 {
     return dl_json_is_object(s, NULL);
@@ -1143,7 +1116,7 @@ rr_source(struct rr *w, const struct dl_part *p, const char *what)
         TRY(rr_member(w, "data", p->data));
         return rr_lit(w, "}");
     }
-    if (has_prefix_nocase(u, "data:")) {
+    if (gw_str_has_prefix_nocase(u, "data:")) {
         const char *semi = memchr(u.ptr, ';', u.len);
         const char *b64 = memmem(u.ptr, u.len, ";base64,", 8);
 
@@ -1155,7 +1128,7 @@ rr_source(struct rr *w, const struct dl_part *p, const char *what)
         TRY(rr_member(w, "data", (struct gw_str){b64 + 8, (size_t)(u.ptr + u.len - (b64 + 8))}));
         return rr_lit(w, "}");
     }
-    if (has_prefix_nocase(u, "http://") || has_prefix_nocase(u, "https://")) {
+    if (gw_str_has_prefix_nocase(u, "http://") || gw_str_has_prefix_nocase(u, "https://")) {
         TRY(rr_lit(w, "{\"type\":\"url\""));
         TRY(rr_member(w, "url", u));
         return rr_lit(w, "}");
@@ -1182,7 +1155,7 @@ static enum gw_code
 rr_document(struct rr *w, const struct dl_part *p)
 {
     TRY(rr_lit(w, "{\"type\":\"document\",\"source\":"));
-    if (p->data.len && has_prefix_nocase(p->media_type, "text/")) {
+    if (p->data.len && gw_str_has_prefix_nocase(p->media_type, "text/")) {
         struct gw_buf text = {0};
         enum gw_code rc = GW_OK;
 
@@ -1231,7 +1204,7 @@ rr_text(struct rr *w, const struct dl_part *p)
 static enum gw_code
 rr_tool_use(struct rr *w, const struct dl_part *p)
 {
-    struct gw_str args = trim(p->arguments);
+    struct gw_str args = gw_str_trim(p->arguments);
 
     if (p->id.len == 0)
         return rr_refuse(w, "tool_calls: a tool call without an id cannot be sent to an "
@@ -1531,7 +1504,7 @@ rr_tools(struct rr *w)
         if (t->description.len)
             TRY(rr_member(w, "description", t->description));
         TRY(rr_lit(w, ",\"input_schema\":"));
-        TRY(t->parameters.len ? gw_buf_append_str(w->out, trim(t->parameters))
+        TRY(t->parameters.len ? gw_buf_append_str(w->out, gw_str_trim(t->parameters))
                               : rr_lit(w, "{\"type\":\"object\",\"properties\":{}}"));
         if (t->strict) {
             if (r->source == DL_SHAPE_MESSAGES)
@@ -1638,7 +1611,7 @@ rr_rest(struct rr *w)
         TRY(rr_lit(w, ","));
         TRY(rr_json(w, r->extras[k].name));
         TRY(rr_lit(w, ":"));
-        TRY(gw_buf_append_str(w->out, trim(r->extras[k].raw)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(r->extras[k].raw)));
     }
     return GW_OK;
 }

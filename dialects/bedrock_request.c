@@ -135,33 +135,6 @@ rr_member(struct rr *w, const char *key, struct gw_str s)
     return rr_json(w, s);
 }
 
-static bool
-is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* <s> without the blanks around it. */
-static struct gw_str
-trim(struct gw_str s)
-{
-    while (s.len && is_blank(s.ptr[0])) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len && is_blank(s.ptr[s.len - 1]))
-        s.len--;
-    return s;
-}
-
-static bool
-has_prefix_nocase(struct gw_str s, const char *p)
-{
-    size_t n = strlen(p);
-
-    return s.len >= n && strncasecmp(s.ptr, p, n) == 0;
-}
-
 /* True for the families that take cachePoint blocks and a tool result's status. */
 static bool
 family_caches(const struct rr *w)
@@ -200,7 +173,7 @@ media_bytes(struct rr *w, const struct dl_part *p, const char *what, struct gw_s
         *bytes = p->data;
         return true;
     }
-    if (has_prefix_nocase(u, "data:")) {
+    if (gw_str_has_prefix_nocase(u, "data:")) {
         const char *semi = memchr(u.ptr, ';', u.len);
         const char *b64 = memmem(u.ptr, u.len, ";base64,", 8);
 
@@ -352,7 +325,7 @@ rr_text(struct rr *w, struct gw_str text)
 static enum gw_code
 rr_tool_use(struct rr *w, const struct dl_part *p)
 {
-    struct gw_str args = trim(p->arguments);
+    struct gw_str args = gw_str_trim(p->arguments);
 
     if (p->id.len == 0)
         return rr_refuse(w, "tool_calls: a tool call without an id cannot be sent to a Bedrock "
@@ -599,7 +572,7 @@ rr_tool_spec(struct rr *w, const struct dl_tool *t)
     if (t->description.len)
         TRY(rr_member(w, "description", t->description));
     TRY(rr_lit(w, ",\"inputSchema\":{\"json\":"));
-    TRY(t->parameters.len ? gw_buf_append_str(w->out, trim(t->parameters))
+    TRY(t->parameters.len ? gw_buf_append_str(w->out, gw_str_trim(t->parameters))
                           : rr_lit(w, "{\"type\":\"object\",\"properties\":{}}"));
     TRY(rr_lit(w, "}}}"));
     if (t->strict)

@@ -129,41 +129,6 @@ rr_member(struct rr *w, const char *key, struct gw_str s)
     return rr_json(w, s);
 }
 
-static bool
-is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* <s> without the blanks around it. */
-static struct gw_str
-trim(struct gw_str s)
-{
-    while (s.len && is_blank(s.ptr[0])) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len && is_blank(s.ptr[s.len - 1]))
-        s.len--;
-    return s;
-}
-
-static bool
-has_prefix_nocase(struct gw_str s, const char *p)
-{
-    size_t n = strlen(p);
-
-    return s.len >= n && strncasecmp(s.ptr, p, n) == 0;
-}
-
-static bool
-has_suffix_nocase(struct gw_str s, const char *p)
-{
-    size_t n = strlen(p);
-
-    return s.len >= n && strncasecmp(s.ptr + s.len - n, p, n) == 0;
-}
-
 /* Writes each extra named <prefix><member> as "<member>":<raw>, except those whose
  * member starts with <except> (written inside a nested object), after <*comma>. */
 static enum gw_code
@@ -184,7 +149,7 @@ rr_extras_under(struct rr *w, const char *prefix, const char *except, bool *comm
         *comma = true;
         TRY(rr_json(w, rest));
         TRY(rr_lit(w, ":"));
-        TRY(gw_buf_append_str(w->out, trim(e->raw)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(e->raw)));
     }
     return GW_OK;
 }
@@ -213,7 +178,7 @@ extra_of(const struct dl_request *r, const char *name)
 
     for (k = 0; k < r->n_extras; k++)
         if (gw_str_eq(r->extras[k].name, gw_str_c(name)))
-            return trim(r->extras[k].raw);
+            return gw_str_trim(r->extras[k].raw);
     return (struct gw_str){NULL, 0};
 }
 
@@ -248,7 +213,7 @@ type_of_url(struct gw_str u)
     if (q)
         u.len = (size_t)(q - u.ptr);
     for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-        if (has_suffix_nocase(u, types[i].ext))
+        if (gw_str_has_suffix_nocase(u, types[i].ext))
             return gw_str_c(types[i].type);
     return (struct gw_str){"", 0};
 }
@@ -272,7 +237,8 @@ rr_media(struct rr *w, const struct dl_part *p)
         TRY(rr_member(w, "data", p->data));
         return rr_lit(w, "}");
     }
-    if (has_prefix_nocase(u, "data:") && !w->own) { /* a Gemini client's fileUri goes as given */
+    if (gw_str_has_prefix_nocase(u, "data:") &&
+        !w->own) { /* a Gemini client's fileUri goes as given */
         const char *semi = memchr(u.ptr, ';', u.len);
         const char *b64 = memmem(u.ptr, u.len, ";base64,", 8);
 
@@ -304,7 +270,7 @@ rr_signature(struct rr *w, struct gw_str sig)
 static enum gw_code
 rr_call(struct rr *w, const struct dl_part *p, bool first_call)
 {
-    struct gw_str args = trim(p->arguments);
+    struct gw_str args = gw_str_trim(p->arguments);
 
     if (args.len && !dl_json_is_object(args, NULL))
         return rr_refuse(w, "tool_calls.function.arguments: must be a JSON object for a Gemini "
@@ -350,7 +316,7 @@ static bool
 result_media(const struct dl_part *c)
 {
     return (c->kind == DL_PART_IMAGE || c->kind == DL_PART_DOCUMENT) &&
-           (c->data.len || has_prefix_nocase(c->url, "data:"));
+           (c->data.len || gw_str_has_prefix_nocase(c->url, "data:"));
 }
 
 /* "response" of a tool result: see the file's header. */
@@ -538,7 +504,7 @@ rr_part(struct rr *w, size_t i, size_t k, bool *comma, bool *first_call)
         if (!w->own || !dl_json_is_object(p->data, NULL))
             return rr_refuse(w, "messages: %.*s parts cannot be sent to a Gemini model",
                              (int)(p->name.len > 64 ? 64 : p->name.len), p->name.ptr);
-        return gw_buf_append_str(w->out, trim(p->data));
+        return gw_buf_append_str(w->out, gw_str_trim(p->data));
     }
     TRY(rr_signature(w, sig));
     return rr_lit(w, "}");
@@ -628,10 +594,10 @@ rr_declaration(struct rr *w, const struct dl_tool *t)
         TRY(rr_member(w, "description", t->description));
     if (w->own && t->source_parameters.len) {
         TRY(rr_lit(w, ",\"parameters\":"));
-        TRY(gw_buf_append_str(w->out, trim(t->source_parameters)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(t->source_parameters)));
     } else if (t->parameters.len) {
         TRY(rr_lit(w, ",\"parametersJsonSchema\":"));
-        TRY(gw_buf_append_str(w->out, trim(t->parameters)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(t->parameters)));
     }
     if (t->strict)
         rr_drop(w, GW_STR_LIT("strict"));
@@ -663,7 +629,7 @@ rr_tools(struct rr *w)
             continue;
         TRY(rr_lit(w, comma ? "," : ",\"tools\":["));
         comma = true;
-        TRY(gw_buf_append_str(w->out, trim(r->tools[k].hosted)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(r->tools[k].hosted)));
     }
     return comma ? rr_lit(w, "]") : GW_OK;
 }
@@ -732,7 +698,7 @@ rr_tool_config(struct rr *w)
                 inner = true;
                 TRY(rr_json(w, rest));
                 TRY(rr_lit(w, ":"));
-                TRY(gw_buf_append_str(w->out, trim(e->raw)));
+                TRY(gw_buf_append_str(w->out, gw_str_trim(e->raw)));
             }
         }
         TRY(rr_lit(w, "}"));
@@ -885,10 +851,10 @@ rr_generation(struct rr *w, uint64_t max_output_default)
     }
     if (r->format == DL_FORMAT_JSON_SCHEMA && w->own && r->format_source_schema.len) {
         TRY(rr_lit(w, ",\"responseSchema\":"));
-        TRY(gw_buf_append_str(w->out, trim(r->format_source_schema)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(r->format_source_schema)));
     } else if (r->format == DL_FORMAT_JSON_SCHEMA && r->format_schema.len) {
         TRY(rr_lit(w, ",\"responseJsonSchema\":"));
-        TRY(gw_buf_append_str(w->out, trim(r->format_schema)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(r->format_schema)));
     }
     TRY(rr_thinking(w, &comma));
     if (w->own)
@@ -931,7 +897,7 @@ rr_rest(struct rr *w)
         TRY(rr_lit(w, ","));
         TRY(rr_json(w, e->name));
         TRY(rr_lit(w, ":"));
-        TRY(gw_buf_append_str(w->out, trim(e->raw)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(e->raw)));
     }
     return GW_OK;
 }

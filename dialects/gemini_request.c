@@ -200,22 +200,6 @@ dl_gm_extra_at(struct dl_gm_rp *p, const char *prefix, const struct dl_json *j,
     return name.ptr ? dl_gm_extra(p, name, raw) : GW_E_NOMEM;
 }
 
-static bool
-has_prefix_nocase(struct gw_str s, const char *pre)
-{
-    size_t n = strlen(pre);
-
-    return s.len >= n && strncasecmp(s.ptr, pre, n) == 0;
-}
-
-static bool
-has_suffix_nocase(struct gw_str s, const char *suf)
-{
-    size_t n = strlen(suf);
-
-    return s.len >= n && strncasecmp(s.ptr + s.len - n, suf, n) == 0;
-}
-
 /* ---- parts ---- */
 
 static struct dl_part *
@@ -301,7 +285,8 @@ rp_inline(struct dl_gm_rp *p, const struct dl_gm_field *f, const char *path, str
     rc = dl_gm_want_str(p, &j, &b[0], sub, true, &part->media_type);
     if (rc == GW_OK)
         rc = dl_gm_want_str(p, &j, &b[1], sub, true, &part->data);
-    part->kind = has_prefix_nocase(part->media_type, "image/") ? DL_PART_IMAGE : DL_PART_DOCUMENT;
+    part->kind =
+        gw_str_has_prefix_nocase(part->media_type, "image/") ? DL_PART_IMAGE : DL_PART_DOCUMENT;
     return rc;
 }
 
@@ -316,7 +301,7 @@ url_is_image(struct gw_str u)
     if (q)
         u.len = (size_t)(q - u.ptr);
     for (i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
-        if (has_suffix_nocase(u, ext[i]))
+        if (gw_str_has_suffix_nocase(u, ext[i]))
             return true;
     return false;
 }
@@ -342,7 +327,7 @@ rp_file(struct dl_gm_rp *p, const struct dl_gm_field *f, const char *path, struc
         return rc;
     if (part->media_type.len)
         part->kind =
-            has_prefix_nocase(part->media_type, "image/") ? DL_PART_IMAGE : DL_PART_DOCUMENT;
+            gw_str_has_prefix_nocase(part->media_type, "image/") ? DL_PART_IMAGE : DL_PART_DOCUMENT;
     else
         part->kind = url_is_image(part->url) ? DL_PART_IMAGE : DL_PART_DOCUMENT;
     return rc;

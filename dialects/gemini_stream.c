@@ -53,12 +53,6 @@ dl_gemini_array_done(const struct dl_gemini_array *a)
     return a->state == AS_DONE;
 }
 
-static bool
-is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
 static enum gw_code
 failed(struct dl_gemini_array *a)
 {
@@ -130,7 +124,7 @@ dl_gemini_array_feed(struct dl_gemini_array *a, const char *p, size_t n, dl_gemi
             continue;
         }
         i++;
-        if (is_blank(c))
+        if (gw_is_blank(c))
             continue;
         switch (a->state) {
         case AS_OPEN:

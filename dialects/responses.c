@@ -188,12 +188,6 @@ struct body_scan {
     bool empty;                    /* the object has no member */
 };
 
-static bool
-is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
 /* Scans <body>: one JSON object, each member of interest at most once. */
 static bool
 scan_body(const char *body, size_t len, struct body_scan *b)
@@ -242,18 +236,6 @@ scan_body(const char *body, size_t len, struct body_scan *b)
     return r == 0 && dl_json_end(&j);
 }
 
-static struct gw_str
-trim(struct gw_str s)
-{
-    while (s.len && is_ws(s.ptr[0])) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len && is_ws(s.ptr[s.len - 1]))
-        s.len--;
-    return s;
-}
-
 /* The items between the brackets of the JSON array <s> (trimmed); false when <s> is not
  * one JSON array. */
 static bool
@@ -261,11 +243,11 @@ array_inner(struct gw_str s, struct gw_str *inner)
 {
     struct dl_json j;
 
-    s = trim(s);
+    s = gw_str_trim(s);
     dl_json_init(&j, s.ptr, s.len);
     if (dl_json_peek(&j) != '[' || !dl_json_skip(&j, NULL) || !dl_json_end(&j))
         return false;
-    *inner = trim((struct gw_str){s.ptr + 1, s.len - 2});
+    *inner = gw_str_trim((struct gw_str){s.ptr + 1, s.len - 2});
     return true;
 }
 
@@ -274,7 +256,7 @@ array_inner(struct gw_str s, struct gw_str *inner)
 static enum gw_code
 own_items(const char *body, const struct body_scan *b, struct gw_buf *out, bool *any)
 {
-    struct gw_str v = trim((struct gw_str){body + b->input_at, b->input_end - b->input_at});
+    struct gw_str v = gw_str_trim((struct gw_str){body + b->input_at, b->input_end - b->input_at});
     struct gw_str inner;
 
     *any = false;

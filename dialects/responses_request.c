@@ -1530,25 +1530,6 @@ rr_member(struct rr *w, const char *key, struct gw_str s)
     return rr_json(w, s);
 }
 
-static bool
-is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* <s> without the blanks around it. */
-static struct gw_str
-trim(struct gw_str s)
-{
-    while (s.len && is_ws(s.ptr[0])) {
-        s.ptr++;
-        s.len--;
-    }
-    while (s.len && is_ws(s.ptr[s.len - 1]))
-        s.len--;
-    return s;
-}
-
 /* The extra named <name> of the request, or NULL. */
 static const struct dl_extra *
 extra_of(const struct dl_request *r, const char *name)
@@ -1589,7 +1570,7 @@ rr_sub_extras(struct rr *w, const char *prefix, bool *comma)
         *comma = true;
         TRY(rr_json(w, key));
         TRY(rr_lit(w, ":"));
-        TRY(gw_buf_append_str(w->out, trim(x->raw)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(x->raw)));
     }
     return GW_OK;
 }
@@ -1738,7 +1719,7 @@ rr_item_content(struct rr *w, struct items *it, const struct dl_part *p, enum dl
 static enum gw_code
 rr_call(struct rr *w, struct items *it, const struct dl_part *p)
 {
-    struct gw_str args = trim(p->arguments);
+    struct gw_str args = gw_str_trim(p->arguments);
 
     if (p->id.len == 0)
         return rr_refuse(w, "tool_calls: a tool call without an id cannot be sent to a "
@@ -1885,7 +1866,7 @@ rr_other(struct rr *w, struct items *it, const struct dl_part *p)
         return rr_refuse(w, "input: %.*s parts cannot be sent to a Responses model",
                          (int)(p->name.len > 64 ? 64 : p->name.len), p->name.ptr);
     TRY(item_start(w, it));
-    return gw_buf_append_str(w->out, trim(p->data));
+    return gw_buf_append_str(w->out, gw_str_trim(p->data));
 }
 
 /* Message <i>: its parts in order, runs of content in message items. */
@@ -1967,7 +1948,7 @@ rr_tool_choice(struct rr *w)
 
     if (x) { /* a hosted tool forced, as the client wrote it */
         TRY(rr_lit(w, ",\"tool_choice\":"));
-        return gw_buf_append_str(w->out, trim(x->raw));
+        return gw_buf_append_str(w->out, gw_str_trim(x->raw));
     }
     switch (r->tool_choice) {
     case DL_TOOL_CHOICE_UNSET: return GW_OK;
@@ -2000,7 +1981,7 @@ rr_tools(struct rr *w)
         TRY(rr_lit(w, ",\"tools\":["));
     for (k = 0; k < n_offered; k++) { /* the client's own namespace and tool_search tools */
         TRY(rr_lit(w, k ? "," : ""));
-        TRY(gw_buf_append_str(w->out, trim(r->offered[k].hosted)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(r->offered[k].hosted)));
     }
     for (k = 0; k < r->n_tools; k++) {
         const struct dl_tool *t = &r->tools[k];
@@ -2010,7 +1991,7 @@ rr_tools(struct rr *w)
         if (t->cache)
             rr_drop(w, "cache_control");
         if (t->hosted.len || (w->own && t->freeform.len)) {
-            TRY(gw_buf_append_str(w->out, trim(t->hosted.len ? t->hosted : t->freeform)));
+            TRY(gw_buf_append_str(w->out, gw_str_trim(t->hosted.len ? t->hosted : t->freeform)));
             continue;
         }
         TRY(rr_lit(w, "{\"type\":\"function\",\"name\":"));
@@ -2018,7 +1999,7 @@ rr_tools(struct rr *w)
         if (t->description.len)
             TRY(rr_member(w, "description", t->description));
         TRY(rr_lit(w, ",\"parameters\":"));
-        TRY(t->parameters.len ? gw_buf_append_str(w->out, trim(t->parameters))
+        TRY(t->parameters.len ? gw_buf_append_str(w->out, gw_str_trim(t->parameters))
                               : rr_lit(w, "{\"type\":\"object\",\"properties\":{}}"));
         TRY(rr_lit(w, t->strict ? ",\"strict\":true}" : ",\"strict\":false}"));
     }
@@ -2082,7 +2063,7 @@ rr_text(struct rr *w)
     TRY(rr_lit(w, ",\"text\":{"));
     if (raw) {
         TRY(rr_lit(w, "\"format\":"));
-        TRY(gw_buf_append_str(w->out, trim(raw->raw)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(raw->raw)));
         comma = true;
     } else if (r->format == DL_FORMAT_JSON_OBJECT) {
         TRY(rr_lit(w, "\"format\":{\"type\":\"json_object\"}"));
@@ -2091,11 +2072,11 @@ rr_text(struct rr *w)
         TRY(rr_lit(w, "\"format\":{\"type\":\"json_schema\",\"name\":"));
         TRY(rr_json(w, r->format_name.len ? r->format_name : GW_STR_LIT("response")));
         TRY(rr_lit(w, ",\"schema\":"));
-        TRY(r->format_schema.len ? gw_buf_append_str(w->out, trim(r->format_schema))
+        TRY(r->format_schema.len ? gw_buf_append_str(w->out, gw_str_trim(r->format_schema))
                                  : rr_lit(w, "{}"));
         if (desc) {
             TRY(rr_lit(w, ",\"description\":"));
-            TRY(gw_buf_append_str(w->out, trim(desc->raw)));
+            TRY(gw_buf_append_str(w->out, gw_str_trim(desc->raw)));
         }
         TRY(rr_lit(w, r->format_strict ? ",\"strict\":true}" : ",\"strict\":false}"));
         comma = true;
@@ -2163,7 +2144,7 @@ rr_rest(struct rr *w)
         TRY(rr_member(w, "user", r->user));
     if (r->metadata.len && w->own) {
         TRY(rr_lit(w, ",\"metadata\":"));
-        TRY(gw_buf_append_str(w->out, trim(r->metadata)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(r->metadata)));
     } else if (r->metadata.len) {
         rr_drop(w, "metadata");
     }
@@ -2180,7 +2161,7 @@ rr_rest(struct rr *w)
         TRY(rr_lit(w, ","));
         TRY(rr_json(w, x->name));
         TRY(rr_lit(w, ":"));
-        TRY(gw_buf_append_str(w->out, trim(x->raw)));
+        TRY(gw_buf_append_str(w->out, gw_str_trim(x->raw)));
     }
     return GW_OK;
 }

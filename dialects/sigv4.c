@@ -313,12 +313,6 @@ sort_headers(const struct dl_sigv4_input *in, size_t *order)
     return GW_OK;
 }
 
-static bool
-is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 /* The value with leading and trailing blanks cut and each inner run of blanks (folded
  * lines included: the suite's get-header-value-multiline) written as one space. */
 static enum gw_code
@@ -327,19 +321,19 @@ append_trimmed(struct gw_buf *out, struct gw_str v)
     size_t i = 0, j = v.len;
     enum gw_code rc = GW_OK;
 
-    while (i < j && is_blank(v.ptr[i]))
+    while (i < j && gw_is_blank(v.ptr[i]))
         i++;
-    while (j > i && is_blank(v.ptr[j - 1]))
+    while (j > i && gw_is_blank(v.ptr[j - 1]))
         j--;
     while (i < j && rc == GW_OK) {
         size_t k = i;
 
-        while (k < j && !is_blank(v.ptr[k]))
+        while (k < j && !gw_is_blank(v.ptr[k]))
             k++;
         rc = gw_buf_append(out, v.ptr + i, k - i);
         if (k < j && rc == GW_OK)
             rc = gw_buf_append(out, " ", 1);
-        for (i = k; i < j && is_blank(v.ptr[i]); i++)
+        for (i = k; i < j && gw_is_blank(v.ptr[i]); i++)
             ;
     }
     return rc;

@@ -12,6 +12,24 @@
 #include "core/str.h"
 
 static void
+test_str_trim_and_prefixes(void **state)
+{
+    struct gw_str t;
+
+    (void)state;
+    t = gw_str_trim(GW_STR_LIT(" \t\r\n image/png \n"));
+    assert_int_equal(t.len, 9);
+    assert_memory_equal(t.ptr, "image/png", 9);
+    assert_int_equal(gw_str_trim(GW_STR_LIT(" \t ")).len, 0);
+    assert_int_equal(gw_str_trim(GW_STR_LIT("\vx")).len, 2); /* only JSON's blanks */
+    assert_true(gw_str_has_prefix_nocase(GW_STR_LIT("Image/PNG"), "image/"));
+    assert_false(gw_str_has_prefix_nocase(GW_STR_LIT("ima"), "image/"));
+    assert_true(gw_str_has_suffix_nocase(GW_STR_LIT("doc.PDF"), ".pdf"));
+    assert_false(gw_str_has_suffix_nocase(GW_STR_LIT("pdf"), ".pdf"));
+    assert_true(gw_str_has_prefix_nocase(GW_STR_LIT(""), ""));
+}
+
+static void
 test_str_eq_nocase_matches_header_names(void **state)
 {
     (void)state;
@@ -202,6 +220,7 @@ main(void)
         cmocka_unit_test(test_base64_decode_is_strict),
         cmocka_unit_test(test_utf8_valid_refuses_overlongs_surrogates_and_past_the_range),
         cmocka_unit_test(test_fmt_iso_ms_writes_rfc3339_utc_and_clamps_past_9999),
+        cmocka_unit_test(test_str_trim_and_prefixes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
