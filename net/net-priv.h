@@ -114,8 +114,8 @@ struct net_conn {
     unsigned char key_seen[NET_KEY_CACHE_MAX];
     uint16_t key_seen_len; /* 0: nothing cached */
     unsigned char key_seen_digest[32];
-    struct net_h2 *h2;   /* this connection speaks HTTP/2 (net/http2.c) */
-    struct net_h2s *h2s; /* this is the request of an HTTP/2 stream (not a connection) */
+    struct net_h2 *h2;       /* this connection speaks HTTP/2 (net/http2.c) */
+    struct net_h2s *h2s;     /* this is the request of an HTTP/2 stream (not a connection) */
     struct net_ws *ws;       /* this connection speaks WebSocket (net/ws.c) */
     struct net_ws_turn *wst; /* this is the request of a WebSocket turn (not a connection) */
 };

@@ -71,8 +71,7 @@ net_resp_prepare(struct net_stream *s, struct gw_buf *why)
     s->prev_id = gw_arena_str(&s->arena, prev);
     if (!s->prev_id.ptr)
         return GW_E_NOMEM;
-    if (ws_turn(s) &&
-        net_ws_recall(s->conn, prev, s->prev_provider, &shape, &s->prev_items)) {
+    if (ws_turn(s) && net_ws_recall(s->conn, prev, s->prev_provider, &shape, &s->prev_items)) {
         /* the response this connection served last (DESIGN.md 12), store false or not */
     } else if (!s->w->store || prev.len > 128) {
         return GW_OK; /* not ours: only a Responses upstream can continue it */

@@ -307,10 +307,16 @@ turn_cancel(struct net_ws *ws)
 static bool
 hop_header(struct gw_str n)
 {
-    static const char *const hop[] = {"connection", "upgrade", "sec-websocket-key",
-                                      "sec-websocket-version", "sec-websocket-extensions",
-                                      "sec-websocket-protocol", "content-length",
-                                      "transfer-encoding", "content-encoding", "content-type"};
+    static const char *const hop[] = {"connection",
+                                      "upgrade",
+                                      "sec-websocket-key",
+                                      "sec-websocket-version",
+                                      "sec-websocket-extensions",
+                                      "sec-websocket-protocol",
+                                      "content-length",
+                                      "transfer-encoding",
+                                      "content-encoding",
+                                      "content-type"};
     size_t i;
 
     for (i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)

@@ -254,11 +254,10 @@ enum gw_code
 net_ws_error_event(enum gw_code code, const char *message, struct gw_buf *out)
 {
     int status = gw_code_http_status(code);
-    json_t *j = json_pack("{s:s, s:i, s:{s:s, s:s, s:s, s:n, s:s}}", "type", "error", "status",
-                          status, "error", "type",
-                          status >= 500 ? "server_error" : "invalid_request_error", "code",
-                          gw_code_str(code), "message", message, "param", "gw_code",
-                          gw_code_str(code));
+    json_t *j =
+        json_pack("{s:s, s:i, s:{s:s, s:s, s:s, s:n, s:s}}", "type", "error", "status", status,
+                  "error", "type", status >= 500 ? "server_error" : "invalid_request_error", "code",
+                  gw_code_str(code), "message", message, "param", "gw_code", gw_code_str(code));
     enum gw_code rc;
 
     if (!j)

@@ -28,15 +28,15 @@
 typedef void (*net_wsio_msg_fn)(void *arg, const char *p, size_t n, bool binary);
 
 struct net_wsio {
-    void *ctx;          /* wslay_event_context_ptr */
-    const char *in;     /* the bytes being fed ... */
+    void *ctx;      /* wslay_event_context_ptr */
+    const char *in; /* the bytes being fed ... */
     size_t in_len, in_off;
-    struct gw_buf out;  /* frames to write to the socket, in order */
+    struct gw_buf out; /* frames to write to the socket, in order */
     net_wsio_msg_fn on_msg;
     void *arg;
-    bool in_feed;       /* inside net_wsio_feed: queued frames are sent after it */
-    bool failed;        /* out of memory or a wslay error: close the socket */
-    bool frame_seen;    /* any frame arrived since the flag was cleared (activity) */
+    bool in_feed;    /* inside net_wsio_feed: queued frames are sent after it */
+    bool failed;     /* out of memory or a wslay error: close the socket */
+    bool frame_seen; /* any frame arrived since the flag was cleared (activity) */
 };
 
 /* A server-side context: messages over <max_msg> bytes close the connection with 1009
