@@ -7,6 +7,9 @@
  *                       -> net_h2s (one stream, with a request net_conn of its own
  *                          that is in no list: the pipeline reads its request there)
  *                            -> net_stream
+ *                  or, upgraded to a WebSocket (net/ws.c): -> net_ws (wslay glue)
+ *                       -> net_ws_turn (the running response.create, with a request
+ *                          net_conn of its own, like an HTTP/2 stream) -> net_stream
  *                       -> net_upx (one try at an upstream, net/upstream.h)
  *              -> net_uppool (upstream connections of this worker)
  *

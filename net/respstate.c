@@ -17,6 +17,9 @@
  * encrypted reasoning is not kept: only its maker can read it, and the maker continues
  * its own response. Another shape's signatures are kept tagged with their shape
  * (dl_sig_append_json), so an expansion sends them to that shape only.
+ * On a WebSocket turn (net/ws.c) the connection's last response is asked first
+ * (net_ws_recall) and every answer is remembered there (net_ws_remember), store false
+ * included: a Responses upstream told store false kept nothing, so it is expanded too.
  * Owns:    the stream's record buffers (freed with the stream).
  * Threads: the owning worker only; the store's get reads in its own read transaction.
  * See:     net/pipeline-priv.h, store/store.h, dialects/responses.h

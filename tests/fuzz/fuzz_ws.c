@@ -57,8 +57,8 @@ t_check_body(const char *p, size_t n)
         abort(); /* a refusal says why */
     }
     (void)net_ws_event_type((struct gw_str){p, n});
-    if (net_ws_failed_event(429, GW_STR_LIT("gw.busy"), GW_STR_LIT("abc"), (struct gw_str){p, n},
-                            0, &ev) == GW_OK) {
+    if (net_ws_failed_event(429, GW_STR_LIT("gw.busy"), GW_STR_LIT("abc"), (struct gw_str){p, n}, 0,
+                            &ev) == GW_OK) {
         json_t *j = json_loadb(ev.data, ev.len, 0, NULL);
 
         if (!json_is_object(j))
