@@ -67,7 +67,9 @@ struct net_ws {
     bool has_pending;
     bool closing; /* no more input; the socket closes once the output is written */
     bool draining;
-    uint64_t last_us; /* the last frame, or the end of the last turn */
+    uint64_t last_us;  /* the last frame, or the end of the last turn */
+    uint64_t moved_us; /* the socket last took bytes, or since when it has had none to take */
+    struct evbuffer_cb_entry *out_cb;
     /* the last response this connection served (previous_response_id) */
     char mem_id[160];
     char mem_provider[GW_NAME_MAX + 1];
@@ -594,6 +596,16 @@ ws_on_event(struct bufferevent *bev, short what, void *arg)
         net_conn_close(ws->c); /* the client is gone: its turn is cancelled in there */
 }
 
+/* The socket's output buffer changed: bytes taken by the socket move the stall clock. */
+static void
+ws_on_output(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct net_ws *ws = arg;
+
+    if (info->n_deleted || evbuffer_get_length(out) == info->n_added)
+        ws->moved_us = net_mono_us(); /* taken, or the first bytes to wait */
+}
+
 static void
 ws_on_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -608,6 +620,12 @@ ws_on_timer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     idle_us = (uint64_t)ws->c->idle_timeout_secs * 1000000u;
+    if (idle_us && net_conn_output_len(ws->c) && now - ws->moved_us >= idle_us) {
+        /* a client that takes no byte for that long does not hold its turn's slot */
+        ws_log(ws, "ws_stalled", "a WebSocket client read nothing for idle_timeout_secs: closed");
+        net_conn_close(ws->c);
+        return;
+    }
     if (!ws->turn && idle_us && now - ws->last_us >= idle_us) {
         net_wsio_close(&ws->io, NET_WS_CLOSE_GOING_AWAY, "idle timeout");
         ws_flush(ws);
@@ -672,6 +690,8 @@ net_ws_upgrade(struct net_conn *c, const char **why)
     evtimer_del(c->timer);
     net_conn_write(c, h.data, h.len);
     gw_buf_fini(&h);
+    ws->moved_us = ws->last_us;
+    ws->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), ws_on_output, ws);
     bufferevent_setcb(c->bev, ws_on_read, ws_on_write, ws_on_event, ws);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     ws_timer_arm(ws, 1);
@@ -692,6 +712,8 @@ net_ws_free(struct net_ws *ws)
 {
     GW_CHECK_OBJ(ws, NET_WS_MAGIC);
     turn_cancel(ws);
+    if (ws->out_cb)
+        evbuffer_remove_cb_entry(bufferevent_get_output(ws->c->bev), ws->out_cb);
     if (ws->c && ws->c->ws == ws)
         ws->c->ws = NULL;
     if (ws->timer)

@@ -2,11 +2,12 @@
 # tests/e2e/test_ws.py - the OpenAI Responses API's WebSocket mode (DESIGN.md 12, issue 14
 # point 4): GET /v1/responses upgraded to a WebSocket, each response.create its own turn
 # through the pipeline. With the official openai npm SDK's ResponsesWS (sdk/ws.js): two
-# turns chained by previous_response_id against a Chat and a Responses upstream (store
-# true and false), a turn refused by a key limit while the socket stays open, a client
+# turns chained by previous_response_id against an upstream of each shape (Chat and
+# Responses with store true and false, Messages, Gemini, Bedrock), a turn refused by a key limit while the socket stays open, a client
 # close mid-turn (upstream stream aborted, slot and permit freed). With a raw socket: a
 # malformed message, a second response.create while one runs, an oversized message, a
-# bad key at the upgrade, ping/pong, the idle timeout and a drain closing with 1001.
+# bad key at the upgrade, ping/pong, the idle timeout, a client that reads nothing, an
+# upstream cut mid-turn and a drain closing with 1001.
 
 import base64
 import json
@@ -18,7 +19,8 @@ import subprocess
 
 import pytest
 
-from gwtest import (ALICE_KEY, config, overview, provider, sha256_hex, wait_until)
+from gwtest import (ALICE_KEY, AWS_BENCH_ARGS, config, overview, provider, sha256_hex,
+                    wait_until)
 from test_sdk import SDK, ensure_node_modules
 
 MODEL = "gpt-test"
@@ -59,8 +61,12 @@ class RawWS:
     enough to send what the SDK never sends (malformed messages, pings, oversized
     frames) and to read close codes."""
 
-    def __init__(self, port, key=ALICE_KEY, headers=None):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    def __init__(self, port, key=ALICE_KEY, headers=None, rcvbuf=None):
+        self.s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:  # a small window: a client that stops reading stalls the gateway soon
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.s.settimeout(20)
+        self.s.connect(("127.0.0.1", port))
         nonce = base64.b64encode(os.urandom(16)).decode()
         h = {"Host": f"127.0.0.1:{port}", "Connection": "Upgrade", "Upgrade": "websocket",
              "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": nonce}
@@ -175,7 +181,9 @@ def ws_gwd(tmp_path, bench, gwd, server=None, clients=None, bench_args=(), **top
 # ---------------------------------------------------------------- the official SDK
 
 @pytest.mark.parametrize("dialect,store", [("openai", True), ("openai", False),
-                                           ("responses", True), ("responses", False)])
+                                           ("responses", True), ("responses", False),
+                                           ("anthropic", False), ("gemini", True),
+                                           ("bedrock", False)])
 def test_sdk_two_turns_chained_by_previous_response_id(tmp_path, bench, gwd, dialect, store):
     """Two response.create turns on one ResponsesWS socket, the second continuing the
     first by previous_response_id: each is answered with the Responses stream events, each
@@ -183,7 +191,8 @@ def test_sdk_two_turns_chained_by_previous_response_id(tmp_path, bench, gwd, dia
     by the id when the response was stored, otherwise the history in its own shape, from
     the connection's memory when store is false)."""
     ensure_node_modules()
-    b = bench("--chunks", 3, "--text", TEXT)
+    aws = AWS_BENCH_ARGS if dialect == "bedrock" else []  # SigV4 checked
+    b = bench(*aws, "--chunks", 3, "--text", TEXT)
     g = gwd(config(tmp_path, [provider("up", b, dialect=dialect)]))
     res = run_ws_js(g, [
         {"body": {"model": MODEL, "input": "first question", "store": store}},
@@ -376,4 +385,19 @@ def test_upstream_failing_mid_turn_fails_the_turn(tmp_path, bench, gwd):
         assert "gw.ws.upstream_closed" in (err.get("code"), err.get("gw_code")), err
     got = rows(g, 2)
     assert [r["code"] for r in got] == ["gw.ws.upstream_closed"] * 2, got
+    w.close()
+
+
+def test_a_client_that_reads_nothing_is_closed_and_its_turn_cancelled(tmp_path, bench, gwd):
+    """A client that sends a turn and never reads: once the socket has taken no byte for
+    idle_timeout_secs the gateway closes it, and the turn is cancelled (row 499, the
+    upstream stream aborted) instead of holding its slot."""
+    b = bench("--chunks", 10000, "--text", "x" * 4000, "--interval-ms", 1)
+    g = gwd(config(tmp_path, [provider("up", b)], server={"idle_timeout_secs": 1}))
+    w = RawWS(g.port, rcvbuf=4096)
+    w.send_json({"type": "response.create", "model": MODEL, "input": "flood"})
+    (row,) = rows(g, 1)
+    assert (row["status"], row["code"]) == (499, "gw.client.cancelled"), row
+    b.wait_stat(lambda s: s["streams_aborted"] == 1, "the upstream stream aborted")
+    assert "ws_stalled" in g.err.text(), g.log()
     w.close()
