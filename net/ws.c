@@ -28,6 +28,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 
@@ -37,12 +38,15 @@
 #include "core/sse.h"
 #include "net/logger.h"
 #include "net/sink.h"
+#include "net/tls.h"
 #include "net/wsproto.h"
 
 #define NET_WS_MAGIC 0x77736373u
 #define NET_WS_TURN_MAGIC 0x77737475u
 #define NET_WS_ERR_MAX (64 * 1024) /* a refusal body kept for its message */
 #define NET_WS_FEED (16 * 1024)    /* input fed to wslay at a time */
+#define NET_WS_LINGER_SECS 2
+#define NET_WS_LINGER_BYTES (1024 * 1024) /* a lingering close discards this beyond max_body */
 
 struct net_ws_turn {
     uint32_t magic_;
@@ -65,7 +69,9 @@ struct net_ws {
     struct net_ws_turn *turn;
     struct gw_buf pending; /* the body of a response.create to start after the feed */
     bool has_pending;
-    bool closing; /* no more input; the socket closes once the output is written */
+    bool closing;   /* no more messages; the socket closes once the output is written */
+    bool lingering; /* written and half-closed: discarding input until EOF or the timer */
+    size_t linger_left;
     bool draining;
     uint64_t last_us;  /* the last frame, or the end of the last turn */
     uint64_t moved_us; /* the socket last took bytes, or since when it has had none to take */
@@ -517,8 +523,26 @@ ws_timer_arm(struct net_ws *ws, unsigned secs)
     evtimer_add(ws->timer, &tv);
 }
 
-/* No more input; the socket closes once what is queued is written (bounded by the
- * idle timeout). */
+/* Lingering close, once the last frame is written: half-close and discard what the
+ * client still sends (the rest of an oversized message, its close frame) for a short
+ * while and a bounded size, so the kernel does not reset the connection and destroy our
+ * close frame before the client reads it. EOF or the timer closes. */
+static void
+ws_linger(struct net_ws *ws)
+{
+    struct net_conn *c = ws->c;
+
+    if (ws->lingering)
+        return;
+    ws->lingering = true;
+    if (c->flags & NET_CONN_F_TLS)
+        net_tls_close_notify(c->bev);
+    shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+    ws_timer_arm(ws, NET_WS_LINGER_SECS);
+}
+
+/* No more messages; the socket closes once what is queued is written (bounded by the
+ * idle timeout) and a lingering close. */
 static void
 ws_close_soon(struct net_ws *ws)
 {
@@ -527,10 +551,30 @@ ws_close_soon(struct net_ws *ws)
     if (ws->closing)
         return;
     ws->closing = true;
+    ws->linger_left = ws->c->rq.lim.max_body + NET_WS_LINGER_BYTES;
     turn_cancel(ws);
-    bufferevent_disable(bev, EV_READ);
     bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
-    ws_timer_arm(ws, net_conn_output_len(ws->c) ? ws->c->idle_timeout_secs : 0);
+    if (net_conn_output_len(ws->c))
+        ws_timer_arm(ws, ws->c->idle_timeout_secs);
+    else
+        ws_linger(ws);
+}
+
+/* While closing: what comes is dropped, up to linger_left bytes. */
+static void
+ws_discard(struct net_ws *ws)
+{
+    struct evbuffer *in = bufferevent_get_input(ws->c->bev);
+    size_t n = evbuffer_get_length(in);
+
+    evbuffer_drain(in, n);
+    if (n >= ws->linger_left) {
+        ws->linger_left = 0;
+        bufferevent_disable(ws->c->bev, EV_READ);
+        ws_timer_arm(ws, 0); /* more than a fair client sends: close now */
+        return;
+    }
+    ws->linger_left -= n;
 }
 
 static void
@@ -567,7 +611,10 @@ ws_on_read(struct bufferevent *bev, void *arg)
 
     (void)bev;
     GW_CHECK_OBJ(ws, NET_WS_MAGIC);
-    ws_read(ws);
+    if (ws->closing)
+        ws_discard(ws);
+    else
+        ws_read(ws);
 }
 
 static void
@@ -578,7 +625,7 @@ ws_on_write(struct bufferevent *bev, void *arg)
     GW_CHECK_OBJ(ws, NET_WS_MAGIC);
     if (ws->closing) {
         if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-            ws_timer_arm(ws, 0); /* closed from the timer: callers may hold ws */
+            ws_linger(ws);
         return;
     }
     if (ws->turn && ws->turn->rc.stream)
