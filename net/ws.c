@@ -12,8 +12,10 @@
  * gets an `error` event. A client that closes (close frame or EOF) cancels the running
  * turn (net_stream_client_gone: slot, permit, row 499). Messages are capped at
  * server.max_body_mb (wslay closes with 1009), a connection with no turn and no frame
- * for server.idle_timeout_secs is closed with 1001, pings are answered by wslay, and a
- * drain closes with 1001 once the running turn ended.
+ * for server.idle_timeout_secs is closed with 1001, one whose socket takes no byte for
+ * that long is closed (its turn cancelled), pings are answered by wslay, and a drain
+ * closes with 1001 once the running turn ended. Our close frame is followed by a
+ * lingering close, as in net/http1.c.
  * previous_response_id: the connection remembers the last response it served (its
  * items, what made it), so a turn can continue it with store false (net/respstate.c asks
  * net_ws_recall first, then the store).
