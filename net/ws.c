@@ -687,7 +687,7 @@ ws_on_timer(evutil_socket_t fd, short what, void *arg)
 enum gw_code
 net_ws_upgrade(struct net_conn *c, const char **why)
 {
-    struct gw_str key = {0}, ver = {0};
+    struct gw_str key = {0}, ver = {0}, conn = {0};
     struct net_ws *ws;
     enum gw_code code;
     char accept[29];
@@ -705,12 +705,13 @@ net_ws_upgrade(struct net_conn *c, const char **why)
         *why = "the gateway is shutting down";
         return GW_E_SHUTTING_DOWN;
     }
-    if (!net_conn_header(c, GW_STR_LIT("sec-websocket-version"), &ver) ||
+    if (!net_conn_header(c, GW_STR_LIT("connection"), &conn) || !has_token(conn, "upgrade") ||
+        !net_conn_header(c, GW_STR_LIT("sec-websocket-version"), &ver) ||
         !gw_str_eq(ver, GW_STR_LIT("13")) ||
         !net_conn_header(c, GW_STR_LIT("sec-websocket-key"), &key) ||
         !net_ws_accept_key(key, accept) || c->rq.has_body) {
-        *why = "a WebSocket upgrade needs Sec-WebSocket-Version 13, a Sec-WebSocket-Key and "
-               "no body";
+        *why = "a WebSocket upgrade needs Connection: Upgrade, Sec-WebSocket-Version 13, a "
+               "Sec-WebSocket-Key and no body";
         return GW_E_HTTP_PARSE;
     }
     ws = gw_calloc(1, sizeof(*ws));

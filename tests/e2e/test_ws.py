@@ -6,7 +6,8 @@
 # Responses with store true and false, Messages, Gemini, Bedrock), a turn refused by a key limit while the socket stays open, a client
 # close mid-turn (upstream stream aborted, slot and permit freed). With a raw socket: a
 # malformed message, a second response.create while one runs, an oversized message, a
-# bad key at the upgrade, ping/pong, the idle timeout, a client that reads nothing, an
+# bad key or a bad handshake at the upgrade, ping/pong, the idle timeout, a client that
+# reads nothing, a busy turn (response.failed gw.key_busy), priced rows, an
 # upstream cut mid-turn and a drain closing with 1001.
 
 import base64
@@ -281,10 +282,14 @@ def test_bad_key_is_refused_before_the_upgrade(tmp_path, bench, gwd):
         assert "upgrade" not in w.headers, w.headers
         assert json.loads(w.body)["error"]["code"] == code, w.body
         w.close()
-    # a handshake without Sec-WebSocket-Key is no upgrade either
-    w = RawWS(g.port, headers={"Sec-WebSocket-Key": "short"})
-    assert w.status == 400 and w.headers["x-gw-code"] == "gw.http.bad_request", w.headers
-    w.close()
+    # a handshake with a bad Sec-WebSocket-Key, another version or no Connection: Upgrade
+    # is no upgrade either
+    for h in ({"Sec-WebSocket-Key": "short"}, {"Sec-WebSocket-Version": "8"},
+              {"Connection": "keep-alive"}):
+        w = RawWS(g.port, headers=h)
+        assert w.status == 400 and w.headers["x-gw-code"] == "gw.http.bad_request", \
+            (h, w.headers)
+        w.close()
 
 
 def test_malformed_messages_get_error_events_and_the_socket_stays(tmp_path, bench, gwd):
@@ -400,4 +405,47 @@ def test_a_client_that_reads_nothing_is_closed_and_its_turn_cancelled(tmp_path, 
     assert (row["status"], row["code"]) == (499, "gw.client.cancelled"), row
     b.wait_stat(lambda s: s["streams_aborted"] == 1, "the upstream stream aborted")
     g.err.wait_for(r"code=ws_stalled")
+    w.close()
+
+
+def test_busy_turn_gets_response_failed_and_the_socket_stays(tmp_path, bench, gwd):
+    """The key's one permit is held by a turn on another socket and slot_wait_secs is 0:
+    the turn is refused busy with response.failed gw.key_busy; once the other turn ended
+    the same socket's next turn runs."""
+    b = bench("--chunks", 3, "--text", TEXT)
+    g = gwd(config(tmp_path, [provider("up", b)], failover={"slot_wait_secs": 0},
+                   clients=[{"name": "alice", "key_sha256": sha256_hex(ALICE_KEY),
+                             "max_concurrent": 1}]))
+    holder = RawWS(g.port, headers={"x-bench-interval-ms": "300"})
+    holder.send_json({"type": "response.create", "model": MODEL, "input": "hold"})
+    assert holder.recv_event()["type"] == "response.created"
+    w = RawWS(g.port)
+    evs = w.turn({"model": MODEL, "input": "refused"})
+    assert [e["type"] for e in evs] == ["response.failed"], evs
+    r = evs[0]["response"]
+    assert r["status"] == "failed" and r["error"]["code"] == "gw.key_busy", r
+    assert holder.events_until_final()[-1]["type"] == "response.completed"
+    evs = w.turn({"model": MODEL, "input": "now"})
+    assert evs[-1]["type"] == "response.completed", evs
+    got = rows(g, 3)
+    assert sorted((r["status"], r["code"]) for r in got) == [
+        (200, None), (200, None), (429, "gw.key_busy")], got
+    holder.close()
+    w.close()
+
+
+def test_turn_rows_are_priced(tmp_path, bench, gwd):
+    """Each turn's row carries its usage priced from the price table."""
+    (tmp_path / "prices.yaml").write_text(
+        "models:\n  - {model: m1, input: 2.0, output: 8.0, cache_read: 0.5}\n")
+    b = bench("--chunks", 5, "--text", TEXT)
+    g = gwd(config(tmp_path, [provider("up", b)], prices="prices.yaml"))
+    w = RawWS(g.port)
+    for _ in range(2):
+        assert w.turn({"model": "m1", "input": "price me"})[-1]["type"] == "response.completed"
+    for row in rows(g, 2):
+        u = row["usage"]
+        assert u["output_tokens"] == 5 and not u["estimated"], row
+        want = (u["input_tokens"] * 2.0 + u["output_tokens"] * 8.0) / 1e6
+        assert row["cost_usd"] == pytest.approx(want, abs=1e-6) and row["cost_usd"] > 0, row
     w.close()
