@@ -3,12 +3,13 @@
 # point 4): GET /v1/responses upgraded to a WebSocket, each response.create its own turn
 # through the pipeline. With the official openai npm SDK's ResponsesWS (sdk/ws.js): two
 # turns chained by previous_response_id against an upstream of each shape (Chat and
-# Responses with store true and false, Messages, Gemini, Bedrock), a turn refused by a key limit while the socket stays open, a client
-# close mid-turn (upstream stream aborted, slot and permit freed). With a raw socket: a
-# malformed message, a second response.create while one runs, an oversized message, a
-# bad key or a bad handshake at the upgrade, ping/pong, the idle timeout, a client that
-# reads nothing, a busy turn (response.failed gw.key_busy), priced rows, an
-# upstream cut mid-turn and a drain closing with 1001.
+# Responses with store true and false, Messages, Gemini, Bedrock), a turn refused by a
+# key limit while the socket stays open, a client close mid-turn (upstream stream
+# aborted, slot and permit freed). With a raw socket: a malformed message, a second
+# response.create while one runs, an oversized message, a bad key or a bad handshake at
+# the upgrade, ping/pong, the idle timeout, a client that reads nothing, a busy turn
+# (response.failed gw.key_busy), priced rows, an upstream cut mid-turn and a drain
+# closing with 1001.
 
 import base64
 import json
