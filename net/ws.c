@@ -240,7 +240,8 @@ ws_end(struct net_sink *k)
         turn_send(t, t->err.data ? t->err.data : "", t->err.len);
         return;
     }
-    turn_failed(t, t->status, t->gw_code[0] ? t->gw_code : gw_code_str(GW_E_INTERNAL));
+    /* no x-gw-code: an upstream's own error passed back (its code is in the body) */
+    turn_failed(t, t->status, t->gw_code);
 }
 
 static void

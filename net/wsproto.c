@@ -273,9 +273,15 @@ net_ws_failed_event(int status, struct gw_str gw_code, struct gw_str req_id, str
 {
     json_t *err = json_loadb(err_body.ptr, err_body.len, 0, NULL);
     json_t *msg = json_object_get(json_object_get(err, "error"), "message");
+    json_t *theirs = json_object_get(json_object_get(err, "error"), "code");
     json_t *j;
     char id[96];
     enum gw_code rc;
+
+    if (!gw_code.len) /* an upstream's error passed back: its own code, else gw's word */
+        gw_code = json_is_string(theirs) && json_string_length(theirs)
+                      ? (struct gw_str){json_string_value(theirs), json_string_length(theirs)}
+                      : gw_str_c(gw_code_str(GW_E_UPSTREAM_STATUS));
 
     snprintf(id, sizeof(id), "resp_%.*s", (int)(req_id.len < 80 ? req_id.len : 80), req_id.ptr);
     j = json_pack("{s:s, s:i, s:{s:s, s:s, s:I, s:s, s:{s:s%, s:s%, s:i}, s:[], s:n, s:n}}", "type",

@@ -72,7 +72,9 @@ enum gw_code net_ws_create_body(const char *p, size_t n, struct gw_buf *body, co
 enum gw_code net_ws_error_event(enum gw_code code, const char *message, struct gw_buf *out);
 /* The response.failed event of a turn refused before any event (<status> and the gw
  * code <gw_code> of the refusal, the client's error body <err_body> as the pipeline
- * wrote it, whose error.message is kept), the response id made from <req_id>. */
+ * wrote it, whose error.message is kept), the response id made from <req_id>. An empty
+ * <gw_code> (an upstream's error passed back) takes the body's error.code, else
+ * gw.upstream.status. */
 enum gw_code net_ws_failed_event(int status, struct gw_str gw_code, struct gw_str req_id,
                                  struct gw_str err_body, uint64_t created, struct gw_buf *out);
 /* The type of event <data> ("response.completed", ...): what a turn's end is known by.

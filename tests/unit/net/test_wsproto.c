@@ -200,6 +200,24 @@ test_ws_events(void **state)
     assert_string_equal(json_string_value(json_object_get(e, "code")), "gw.key_busy");
     assert_string_equal(json_string_value(json_object_get(e, "message")), "limit reached");
     json_decref(j);
+    /* an upstream's error passed back has no gw code: its own, else gw.upstream.status */
+    gw_buf_reset(&out);
+    assert_int_equal(net_ws_failed_event(400, gw_str_c(""), gw_str_c("abc"),
+                                         gw_str_c("{\"error\":{\"code\":\"too_long\"}}"), 7, &out),
+                     GW_OK);
+    j = json_loadb(out.data, out.len, 0, NULL);
+    e = json_object_get(json_object_get(j, "response"), "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "too_long");
+    json_decref(j);
+    gw_buf_reset(&out);
+    assert_int_equal(
+        net_ws_failed_event(502, gw_str_c(""), gw_str_c("abc"), gw_str_c("<html>"), 7, &out),
+        GW_OK);
+    j = json_loadb(out.data, out.len, 0, NULL);
+    e = json_object_get(json_object_get(j, "response"), "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "gw.upstream.status");
+    assert_string_equal(json_string_value(json_object_get(e, "message")), "gw.upstream.status");
+    json_decref(j);
     gw_buf_fini(&out);
     assert_true(gw_str_eq(net_ws_event_type(gw_str_c("{\"type\":\"response.completed\",\"x\":1}")),
                           gw_str_c("response.completed")));
