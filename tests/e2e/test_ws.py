@@ -8,8 +8,8 @@
 # aborted, slot and permit freed). With a raw socket: a malformed message, a second
 # response.create while one runs, an oversized message, a bad key or a bad handshake at
 # the upgrade, ping/pong, the idle timeout, a client that reads nothing, a busy turn
-# (response.failed gw.key_busy), priced rows, an upstream cut mid-turn and a drain
-# closing with 1001.
+# (response.failed gw.key_busy), priced rows, an upstream cut mid-turn, a drain
+# closing with 1001, and turns over TLS.
 
 import base64
 import json
@@ -63,12 +63,14 @@ class RawWS:
     enough to send what the SDK never sends (malformed messages, pings, oversized
     frames) and to read close codes."""
 
-    def __init__(self, port, key=ALICE_KEY, headers=None, rcvbuf=None):
+    def __init__(self, port, key=ALICE_KEY, headers=None, rcvbuf=None, tls=None):
         self.s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf:  # a small window: a client that stops reading stalls the gateway soon
             self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.s.settimeout(20)
         self.s.connect(("127.0.0.1", port))
+        if tls:  # an ssl.SSLContext: wss://
+            self.s = tls.wrap_socket(self.s, server_hostname="localhost")
         nonce = base64.b64encode(os.urandom(16)).decode()
         h = {"Host": f"127.0.0.1:{port}", "Connection": "Upgrade", "Upgrade": "websocket",
              "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": nonce}
@@ -449,4 +451,26 @@ def test_turn_rows_are_priced(tmp_path, bench, gwd):
         assert u["output_tokens"] == 5 and not u["estimated"], row
         want = (u["input_tokens"] * 2.0 + u["output_tokens"] * 8.0) / 1e6
         assert row["cost_usd"] == pytest.approx(want, abs=1e-6) and row["cost_usd"] > 0, row
+    w.close()
+
+
+def test_turns_over_tls(tmp_path, bench, gwd):
+    """wss://: the upgrade and the turns on a TLS listener (HTTP/1.1 by ALPN)."""
+    import ssl
+
+    from test_tls_listen import make_pki, tls_config, tls_port
+
+    make_pki(tmp_path)
+    b = bench("--chunks", 3, "--text", TEXT)
+    g = gwd(tls_config(tmp_path, b))
+    ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+    ctx.set_alpn_protocols(["http/1.1"])
+    w = RawWS(tls_port(g), tls=ctx)
+    assert w.status == 101, w.headers
+    for _ in range(2):
+        evs = w.turn({"model": MODEL, "input": "secret"})
+        assert evs[-1]["type"] == "response.completed", evs
+        assert evs[-1]["response"]["output"][0]["content"][0]["text"] == TEXT * 3, evs
+    w.send_frame(struct.pack("!H", 1000), opcode=8)
+    assert w.recv_close() == 1000
     w.close()
