@@ -238,8 +238,14 @@ net_ws_create_body(const char *p, size_t n, struct gw_buf *body, const char **wh
         *why = "background is not supported over WebSocket";
         goto out;
     }
+    if (json_is_false(json_object_get(j, "generate"))) {
+        /* a warm-up asks the model for nothing: no upstream can be asked for that */
+        *why = "generate: false (a warm-up) is not supported by the gateway";
+        goto out;
+    }
     json_object_del(j, "type");
     json_object_del(j, "stream_id");
+    json_object_del(j, "generate"); /* WebSocket-only: no upstream takes it */
     if (json_object_set_new(j, "stream", json_true()) != 0) {
         rc = GW_E_NOMEM;
         goto out;

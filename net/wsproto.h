@@ -61,10 +61,11 @@ bool net_wsio_close_received(const struct net_wsio *io);
 bool net_ws_accept_key(struct gw_str key, char out[29]);
 
 /* A client message <p> (<n> bytes) as the Responses request it stands for: a JSON
- * object with "type":"response.create" becomes the same object without "type" and
- * "stream_id" and with "stream": true (streaming is implicit on a socket). GW_OK with
- * the body in <body>; GW_E_WS_BAD_MESSAGE with a sentence in *<why> (not JSON, not an
- * object, another type, background true); GW_E_NOMEM. */
+ * object with "type":"response.create" becomes the same object without the WebSocket-only
+ * "type", "stream_id" and "generate" and with "stream": true (streaming is implicit on a
+ * socket). GW_OK with the body in <body>; GW_E_WS_BAD_MESSAGE with a sentence in *<why>
+ * (not JSON, not an object, duplicate keys, another type, background true, generate
+ * false); GW_E_NOMEM. */
 enum gw_code net_ws_create_body(const char *p, size_t n, struct gw_buf *body, const char **why);
 
 /* The `error` event of a refused message: {"type":"error","status":..,"error":{

@@ -300,7 +300,8 @@ def test_malformed_messages_get_error_events_and_the_socket_stays(tmp_path, benc
     w = RawWS(g.port)
     assert w.status == 101, w.headers
     for bad in ("not json", "[1,2]", '{"no":"type"}', '{"type":"response.steer"}',
-                '{"type":"response.create","model":"x","background":true}'):
+                '{"type":"response.create","model":"x","background":true}',
+                '{"type":"response.create","model":"x","generate":false}'):
         w.send_frame(bad)
         ev = w.recv_event()
         assert ev["type"] == "error", (bad, ev)

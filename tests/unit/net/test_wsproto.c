@@ -144,7 +144,7 @@ static void
 test_ws_create_body(void **state)
 {
     static const char create[] = "{\"type\":\"response.create\",\"model\":\"m\","
-                                 "\"stream\":false,\"stream_id\":\"a\"}";
+                                 "\"stream\":false,\"stream_id\":\"a\",\"generate\":true}";
     struct gw_buf body = {0};
     const char *why = NULL;
     json_t *j;
@@ -155,6 +155,7 @@ test_ws_create_body(void **state)
     assert_non_null(j);
     assert_null(json_object_get(j, "type"));
     assert_null(json_object_get(j, "stream_id"));
+    assert_null(json_object_get(j, "generate"));
     assert_true(json_is_true(json_object_get(j, "stream")));
     assert_string_equal(json_string_value(json_object_get(j, "model")), "m");
     json_decref(j);
@@ -164,6 +165,9 @@ test_ws_create_body(void **state)
     assert_int_equal(net_ws_create_body("{\"type\":\"response.steer\"}", 25, &body, &why),
                      GW_E_WS_BAD_MESSAGE);
     assert_int_equal(net_ws_create_body("{\"type\":1}", 10, &body, &why), GW_E_WS_BAD_MESSAGE);
+    assert_int_equal(
+        net_ws_create_body("{\"type\":\"response.create\",\"generate\":false}", 43, &body, &why),
+        GW_E_WS_BAD_MESSAGE);
     assert_int_equal(
         net_ws_create_body("{\"type\":\"response.create\",\"type\":\"x\"}", 38, &body, &why),
         GW_E_WS_BAD_MESSAGE); /* duplicate keys: which one counts is not guessed */
