@@ -343,8 +343,12 @@ turn_request(struct net_ws_turn *t, const struct net_conn *c)
     enum gw_code rc = GW_OK;
     unsigned i;
 
+    const char *q = c->rq.url.len ? memchr(c->rq.url.data, '?', c->rq.url.len) : NULL;
+
     r->method = HTTP_POST;
     rc = gw_buf_append_cstr(&r->url, "/v1/responses");
+    if (rc == GW_OK && q) /* the upgrade's query (?key= among others) goes with every turn */
+        rc = gw_buf_append(&r->url, q, c->rq.url.len - (size_t)(q - c->rq.url.data));
     for (i = 0; rc == GW_OK && i < c->rq.n_hdrs; i++) {
         struct gw_str n, v;
 

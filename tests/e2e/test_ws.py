@@ -63,7 +63,8 @@ class RawWS:
     enough to send what the SDK never sends (malformed messages, pings, oversized
     frames) and to read close codes."""
 
-    def __init__(self, port, key=ALICE_KEY, headers=None, rcvbuf=None, tls=None):
+    def __init__(self, port, key=ALICE_KEY, headers=None, rcvbuf=None, tls=None,
+                 path="/v1/responses"):
         self.s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf:  # a small window: a client that stops reading stalls the gateway soon
             self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -77,7 +78,7 @@ class RawWS:
         if key is not None:
             h["Authorization"] = f"Bearer {key}"
         h.update(headers or {})
-        req = "GET /v1/responses HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items())
+        req = f"GET {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items())
         self.s.sendall((req + "\r\n").encode())
         self.buf = b""
         while b"\r\n\r\n" not in self.buf:
@@ -293,6 +294,12 @@ def test_bad_key_is_refused_before_the_upgrade(tmp_path, bench, gwd):
         assert w.status == 400 and w.headers["x-gw-code"] == "gw.http.bad_request", \
             (h, w.headers)
         w.close()
+    # the key in the query, as ?key= (DESIGN 4): the upgrade and every turn use it
+    w = RawWS(g.port, key=None, path=f"/v1/responses?key={ALICE_KEY}")
+    assert w.status == 101, w.headers
+    for _ in range(2):
+        assert w.turn({"model": MODEL, "input": "hi"})[-1]["type"] == "response.completed"
+    w.close()
 
 
 def test_malformed_messages_get_error_events_and_the_socket_stays(tmp_path, bench, gwd):
