@@ -9,7 +9,8 @@
  * each event's data becomes one text message; a refusal (a status, an error body)
  * becomes one response.failed event carrying the gw code, and the connection stays.
  * One turn at a time: a response.create while one runs, a binary or malformed message
- * gets an `error` event. A client that closes (close frame or EOF) cancels the running
+ * gets an `error` event. A create's stream_id (OpenAI's lanes) tags every event of its
+ * turn and an error answering it. A client that closes (close frame or EOF) cancels the running
  * turn (net_stream_client_gone: slot, permit, row 499). Messages are capped at
  * server.max_body_mb (wslay closes with 1009), a connection with no turn and no frame
  * for server.idle_timeout_secs is closed with 1001, one whose socket takes no byte for
@@ -60,7 +61,8 @@ struct net_ws_turn {
     char gw_code[64];
     char req_id[64];
     struct gw_sse parser;
-    struct gw_buf err; /* a refusal's body (its message goes into response.failed) */
+    struct gw_buf err;  /* a refusal's body (its message goes into response.failed) */
+    struct gw_buf lane; /* the create's stream_id (JSON text): every event carries it */
 };
 
 struct net_ws {
@@ -69,7 +71,8 @@ struct net_ws {
     struct net_wsio io;
     struct event *timer; /* idle timeout; the bound on the final flush */
     struct net_ws_turn *turn;
-    struct gw_buf pending; /* the body of a response.create to start after the feed */
+    struct gw_buf pending;      /* the body of a response.create to start after the feed */
+    struct gw_buf pending_lane; /* ... and its stream_id */
     bool has_pending;
     bool closing;   /* no more messages; the socket closes once the output is written */
     bool lingering; /* written and half-closed: discarding input until EOF or the timer */
@@ -140,12 +143,30 @@ ws_log(struct net_ws *ws, const char *code, const char *msg)
 
 /* ---- the turn's sink: SSE events to text messages ---- */
 
+/* One event to the client, tagged with the turn's stream_id when the create had one. */
+static void
+ws_send_event(struct net_ws *ws, const char *p, size_t n, struct gw_str lane)
+{
+    struct gw_buf tagged = {0};
+    enum gw_code rc;
+
+    if (lane.len) {
+        rc = net_ws_tag((struct gw_str){p, n}, lane, &tagged);
+        if (rc == GW_OK)
+            rc = net_wsio_text(&ws->io, tagged.data, tagged.len);
+        gw_buf_fini(&tagged);
+    } else {
+        rc = net_wsio_text(&ws->io, p, n);
+    }
+    if (rc != GW_OK)
+        ws_log(ws, "ws_send_failed", "a WebSocket event could not be queued");
+    ws_flush(ws);
+}
+
 static void
 turn_send(struct net_ws_turn *t, const char *p, size_t n)
 {
-    if (net_wsio_text(&t->ws->io, p, n) != GW_OK)
-        ws_log(t->ws, "ws_send_failed", "a WebSocket event could not be queued");
-    ws_flush(t->ws);
+    ws_send_event(t->ws, p, n, (struct gw_str){t->lane.data, t->lane.len});
 }
 
 static int
@@ -290,6 +311,7 @@ turn_free(struct net_ws_turn *t)
     net_h1req_fini(&t->rc.rq);
     gw_sse_fini(&t->parser);
     gw_buf_fini(&t->err);
+    gw_buf_fini(&t->lane);
     explicit_bzero(t->rc.key_seen, sizeof(t->rc.key_seen));
     t->magic_ = 0;
     t->rc.magic_ = 0;
@@ -412,11 +434,14 @@ turn_start(struct net_ws *ws)
             turn_free(t);
         gw_buf_reset(&ws->pending);
         if (net_ws_error_event(GW_E_NOMEM, "out of memory", &ev) == GW_OK)
-            net_wsio_text(&ws->io, ev.data, ev.len);
+            ws_send_event(ws, ev.data, ev.len,
+                          (struct gw_str){ws->pending_lane.data, ws->pending_lane.len});
+        gw_buf_reset(&ws->pending_lane);
         gw_buf_fini(&ev);
-        ws_flush(ws);
         return;
     }
+    t->lane = ws->pending_lane;
+    memset(&ws->pending_lane, 0, sizeof(ws->pending_lane));
     t->rc.rq.body = ws->pending;
     t->rc.rq.has_body = true;
     t->rc.rq.content_length = ws->pending.len;
@@ -462,12 +487,12 @@ net_ws_response_done(struct net_conn *rc)
 /* ---- messages ---- */
 
 static void
-send_error(struct net_ws *ws, enum gw_code code, const char *why)
+send_error(struct net_ws *ws, enum gw_code code, const char *why, const struct gw_buf *lane)
 {
     struct gw_buf ev = {0};
 
     if (net_ws_error_event(code, why, &ev) == GW_OK)
-        net_wsio_text(&ws->io, ev.data, ev.len);
+        ws_send_event(ws, ev.data, ev.len, (struct gw_str){lane->data, lane->len});
     gw_buf_fini(&ev);
 }
 
@@ -476,37 +501,37 @@ send_error(struct net_ws *ws, enum gw_code code, const char *why)
 static void
 on_msg(void *arg, const char *p, size_t n, bool binary)
 {
+    static const struct gw_buf none = {0};
     struct net_ws *ws = arg;
-    struct gw_buf body = {0};
+    struct gw_buf body = {0}, lane = {0};
     const char *why = NULL;
     enum gw_code code;
 
     if (ws->closing)
         return;
     if (binary) {
-        send_error(ws, GW_E_WS_BAD_MESSAGE, "messages are JSON text, not binary");
+        send_error(ws, GW_E_WS_BAD_MESSAGE, "messages are JSON text, not binary", &none);
         return;
     }
-    code = net_ws_create_body(p, n, &body, &why);
-    if (code != GW_OK) {
-        send_error(ws, code, code == GW_E_NOMEM ? "out of memory" : why);
-        gw_buf_fini(&body);
-        return;
-    }
-    if (ws->turn || ws->has_pending) {
+    code = net_ws_create_body(p, n, &body, &lane, &why);
+    if (code != GW_OK)
+        send_error(ws, code, code == GW_E_NOMEM ? "out of memory" : why, &lane);
+    else if (ws->turn || ws->has_pending)
         send_error(ws, GW_E_WS_TURN_RUNNING,
                    "a response is in progress on this connection: send the next "
-                   "response.create after its final event");
+                   "response.create after its final event",
+                   &lane);
+    else if (ws->draining)
+        send_error(ws, GW_E_SHUTTING_DOWN, "the gateway is shutting down", &lane);
+    if (code != GW_OK || ws->turn || ws->has_pending || ws->draining) {
         gw_buf_fini(&body);
-        return;
-    }
-    if (ws->draining) {
-        send_error(ws, GW_E_SHUTTING_DOWN, "the gateway is shutting down");
-        gw_buf_fini(&body);
+        gw_buf_fini(&lane);
         return;
     }
     gw_buf_fini(&ws->pending);
+    gw_buf_fini(&ws->pending_lane);
     ws->pending = body;
+    ws->pending_lane = lane;
     ws->has_pending = true;
 }
 
@@ -775,6 +800,7 @@ net_ws_free(struct net_ws *ws)
         event_free(ws->timer);
     net_wsio_fini(&ws->io);
     gw_buf_fini(&ws->pending);
+    gw_buf_fini(&ws->pending_lane);
     gw_buf_fini(&ws->mem_items);
     ws->magic_ = 0;
     gw_free(ws);

@@ -200,7 +200,7 @@ net_ws_accept_key(struct gw_str key, char out[29])
 static enum gw_code
 dump_into(json_t *j, struct gw_buf *out)
 {
-    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT);
+    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
     enum gw_code rc;
 
     if (!n)
@@ -208,21 +208,32 @@ dump_into(json_t *j, struct gw_buf *out)
     rc = gw_buf_reserve(out, n);
     if (rc != GW_OK)
         return rc;
-    if (json_dumpb(j, out->data + out->len, n, JSON_COMPACT) != n)
+    if (json_dumpb(j, out->data + out->len, n, JSON_COMPACT | JSON_ENCODE_ANY) != n)
         return GW_E_NOMEM;
     out->len += n;
     return GW_OK;
 }
 
 enum gw_code
-net_ws_create_body(const char *p, size_t n, struct gw_buf *body, const char **why)
+net_ws_create_body(const char *p, size_t n, struct gw_buf *body, struct gw_buf *lane,
+                   const char **why)
 {
     json_t *j = json_loadb(p, n, JSON_REJECT_DUPLICATES, NULL);
-    json_t *type;
+    json_t *type, *sid;
     enum gw_code rc = GW_E_WS_BAD_MESSAGE;
 
     if (!j || !json_is_object(j)) {
         *why = "a message is a JSON object with a type";
+        goto out;
+    }
+    /* the lane first: a refusal of this message is tagged with it too */
+    sid = json_object_get(j, "stream_id");
+    if (sid && (!json_is_string(sid) || json_string_length(sid) > NET_WS_LANE_MAX)) {
+        *why = "stream_id is a string of at most 128 bytes";
+        goto out;
+    }
+    if (sid && dump_into(sid, lane) != GW_OK) {
+        rc = GW_E_NOMEM;
         goto out;
     }
     type = json_object_get(j, "type");
@@ -230,7 +241,7 @@ net_ws_create_body(const char *p, size_t n, struct gw_buf *body, const char **wh
         *why = "a message is a JSON object with a type";
         goto out;
     }
-    if (strcmp(json_string_value(type), "response.create") != 0) {
+    if (json_string_length(type) != 15 || strcmp(json_string_value(type), "response.create") != 0) {
         *why = "the gateway serves response.create messages only";
         goto out;
     }
@@ -305,6 +316,30 @@ net_ws_failed_event(int status, struct gw_str gw_code, struct gw_str req_id, str
         return GW_E_NOMEM;
     rc = dump_into(j, out);
     json_decref(j);
+    return rc;
+}
+
+enum gw_code
+net_ws_tag(struct gw_str event, struct gw_str lane, struct gw_buf *out)
+{
+    size_t end = event.len;
+    enum gw_code rc;
+
+    while (end && (event.ptr[end - 1] == ' ' || event.ptr[end - 1] == '\n' ||
+                   event.ptr[end - 1] == '\r' || event.ptr[end - 1] == '\t'))
+        end--;
+    if (!lane.len || end < 2 || event.ptr[0] != '{' || event.ptr[end - 1] != '}')
+        return gw_buf_append(out, event.ptr, event.len); /* not an object: as it is */
+    rc = gw_buf_append(out, event.ptr, end - 1);
+    /* "{}" takes the member alone, any other object one more member */
+    if (rc == GW_OK && end > 2)
+        rc = gw_buf_append(out, ",", 1);
+    if (rc == GW_OK)
+        rc = gw_buf_append_cstr(out, "\"stream_id\":");
+    if (rc == GW_OK)
+        rc = gw_buf_append(out, lane.ptr, lane.len);
+    if (rc == GW_OK)
+        rc = gw_buf_append(out, "}", 1);
     return rc;
 }
 

@@ -63,10 +63,19 @@ bool net_ws_accept_key(struct gw_str key, char out[29]);
 /* A client message <p> (<n> bytes) as the Responses request it stands for: a JSON
  * object with "type":"response.create" becomes the same object without the WebSocket-only
  * "type", "stream_id" and "generate" and with "stream": true (streaming is implicit on a
- * socket). GW_OK with the body in <body>; GW_E_WS_BAD_MESSAGE with a sentence in *<why>
- * (not JSON, not an object, duplicate keys, another type, background true, generate
- * false); GW_E_NOMEM. */
-enum gw_code net_ws_create_body(const char *p, size_t n, struct gw_buf *body, const char **why);
+ * socket). GW_OK with the body in <body>; its stream_id (the lane its events are tagged
+ * with) is appended to <lane> as JSON text, quotes included, also when the message is
+ * refused after it was read. GW_E_WS_BAD_MESSAGE with a sentence in *<why> (not JSON,
+ * not an object, duplicate keys, another type, a stream_id that is no string or over
+ * NET_WS_LANE_MAX bytes, background true, generate false); GW_E_NOMEM. */
+enum gw_code net_ws_create_body(const char *p, size_t n, struct gw_buf *body, struct gw_buf *lane,
+                                const char **why);
+/* The longest stream_id taken */
+#define NET_WS_LANE_MAX 128
+/* <event> (a JSON object's text) with "stream_id": <lane> (a JSON string's text, quotes
+ * included) as its last member, into <out>; an empty <lane>, or an event that is not an
+ * object, is copied as it is. */
+enum gw_code net_ws_tag(struct gw_str event, struct gw_str lane, struct gw_buf *out);
 
 /* The `error` event of a refused message: {"type":"error","status":..,"error":{
  * "type","code","message","param":null,"gw_code"}}. */

@@ -9,7 +9,7 @@
 # response.create while one runs, an oversized message, a bad key or a bad handshake at
 # the upgrade, ping/pong, the idle timeout, a client that reads nothing, a busy turn
 # (response.failed gw.key_busy), priced rows, an upstream cut mid-turn, a drain
-# closing with 1001, and turns over TLS.
+# closing with 1001, turns over TLS, and stream_id tagging a turn's events.
 
 import base64
 import json
@@ -481,4 +481,29 @@ def test_turns_over_tls(tmp_path, bench, gwd):
         assert evs[-1]["response"]["output"][0]["content"][0]["text"] == TEXT * 3, evs
     w.send_frame(struct.pack("!H", 1000), opcode=8)
     assert w.recv_close() == 1000
+    w.close()
+
+
+def test_stream_id_tags_every_event_of_its_turn(tmp_path, bench, gwd):
+    """A create with a stream_id (OpenAI's lanes): every event of its turn carries it, and
+    so does the error answering a create on another lane while the turn runs (one turn at
+    a time)."""
+    _, g = ws_gwd(tmp_path, bench, gwd, bench_args=("--interval-ms", 100))
+    w = RawWS(g.port)
+    w.send_json({"type": "response.create", "model": MODEL, "input": "a", "stream_id": "lane-1"})
+    first = w.recv_event()
+    assert first["type"] == "response.created" and first["stream_id"] == "lane-1", first
+    w.send_json({"type": "response.create", "model": MODEL, "input": "b", "stream_id": "lane-2"})
+    evs = [first] + w.events_until_final()
+    errors = [e for e in evs if e["type"] == "error"]
+    assert [(e["error"]["code"], e["stream_id"]) for e in errors] == [
+        ("gw.ws.turn_running", "lane-2")], errors
+    rest = [e for e in evs if e["type"] != "error"]
+    if rest[-1]["type"] != "response.completed":
+        rest += w.events_until_final()
+    assert rest[-1]["type"] == "response.completed", rest
+    assert {e["stream_id"] for e in rest} == {"lane-1"}, rest
+    # the next turn without a stream_id has none
+    evs = w.turn({"model": MODEL, "input": "c"})
+    assert evs[-1]["type"] == "response.completed" and all("stream_id" not in e for e in evs)
     w.close()

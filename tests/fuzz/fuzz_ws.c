@@ -6,7 +6,8 @@
  * readings must deliver the same messages and end the same way. Every message delivered
  * is at most the cap (wslay's max_recv_msg_length), and goes through what the server does
  * with one: net_ws_create_body (a body it accepts is a JSON object with "stream": true and
- * no "type"), net_ws_event_type and the response.failed builder.
+ * no "type"; a message whose stream_id it read stays an object once tagged with it),
+ * net_ws_event_type and the response.failed builder.
  * Owns:    one input at a time.
  * Threads: single-threaded.
  * See:     net/wsproto.c, tests/fuzz/corpus/ws/
@@ -42,9 +43,9 @@ t_hash(uint64_t h, const void *p, size_t n)
 static void
 t_check_body(const char *p, size_t n)
 {
-    struct gw_buf body = {0}, ev = {0};
+    struct gw_buf body = {0}, ev = {0}, lane = {0}, tagged = {0};
     const char *why = NULL;
-    enum gw_code rc = net_ws_create_body(p, n, &body, &why);
+    enum gw_code rc = net_ws_create_body(p, n, &body, &lane, &why);
 
     if (rc == GW_OK) {
         json_t *j = json_loadb(body.data, body.len, 0, NULL);
@@ -56,6 +57,17 @@ t_check_body(const char *p, size_t n)
     } else if (rc == GW_E_WS_BAD_MESSAGE && !why) {
         abort(); /* a refusal says why */
     }
+    if (lane.len &&
+        net_ws_tag((struct gw_str){p, n}, (struct gw_str){lane.data, lane.len}, &tagged) == GW_OK) {
+        /* the message is a JSON object (its lane was read): tagged, it stays one */
+        json_t *j = json_loadb(tagged.data, tagged.len, JSON_DECODE_ANY, NULL);
+
+        if (!json_is_object(j))
+            abort();
+        json_decref(j);
+    }
+    gw_buf_fini(&tagged);
+    gw_buf_fini(&lane);
     (void)net_ws_event_type((struct gw_str){p, n});
     if (net_ws_failed_event(429, GW_STR_LIT("gw.busy"), GW_STR_LIT("abc"), (struct gw_str){p, n}, 0,
                             &ev) == GW_OK) {

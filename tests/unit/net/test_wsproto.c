@@ -145,12 +145,12 @@ test_ws_create_body(void **state)
 {
     static const char create[] = "{\"type\":\"response.create\",\"model\":\"m\","
                                  "\"stream\":false,\"stream_id\":\"a\",\"generate\":true}";
-    struct gw_buf body = {0};
+    struct gw_buf body = {0}, lane = {0}, tagged = {0};
     const char *why = NULL;
     json_t *j;
 
     (void)state;
-    assert_int_equal(net_ws_create_body(create, sizeof(create) - 1, &body, &why), GW_OK);
+    assert_int_equal(net_ws_create_body(create, sizeof(create) - 1, &body, &lane, &why), GW_OK);
     j = json_loadb(body.data, body.len, 0, NULL);
     assert_non_null(j);
     assert_null(json_object_get(j, "type"));
@@ -160,18 +160,41 @@ test_ws_create_body(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "model")), "m");
     json_decref(j);
     gw_buf_fini(&body);
-    assert_int_equal(net_ws_create_body("nope", 4, &body, &why), GW_E_WS_BAD_MESSAGE);
-    assert_non_null(why);
-    assert_int_equal(net_ws_create_body("{\"type\":\"response.steer\"}", 25, &body, &why),
+    /* the stream_id, as JSON text; an event tagged with it ends with it */
+    assert_int_equal(lane.len, 3);
+    assert_memory_equal(lane.data, "\"a\"", 3);
+    assert_int_equal(
+        net_ws_tag(gw_str_c("{\"type\":\"x\"}\n"), (struct gw_str){lane.data, lane.len}, &tagged),
+        GW_OK);
+    assert_int_equal(tagged.len, strlen("{\"type\":\"x\",\"stream_id\":\"a\"}"));
+    assert_memory_equal(tagged.data, "{\"type\":\"x\",\"stream_id\":\"a\"}", tagged.len);
+    gw_buf_reset(&tagged);
+    assert_int_equal(net_ws_tag(gw_str_c("{}"), (struct gw_str){lane.data, lane.len}, &tagged),
+                     GW_OK);
+    assert_memory_equal(tagged.data, "{\"stream_id\":\"a\"}", tagged.len);
+    gw_buf_reset(&tagged);
+    assert_int_equal(net_ws_tag(gw_str_c("[1]"), (struct gw_str){lane.data, lane.len}, &tagged),
+                     GW_OK);
+    assert_memory_equal(tagged.data, "[1]", tagged.len); /* no object: as it is */
+    gw_buf_fini(&tagged);
+    gw_buf_reset(&lane);
+    assert_int_equal(net_ws_create_body("{\"type\":\"response.create\",\"stream_id\":7}", 40, &body,
+                                        &lane, &why),
                      GW_E_WS_BAD_MESSAGE);
-    assert_int_equal(net_ws_create_body("{\"type\":1}", 10, &body, &why), GW_E_WS_BAD_MESSAGE);
+    assert_int_equal(net_ws_create_body("nope", 4, &body, &lane, &why), GW_E_WS_BAD_MESSAGE);
+    assert_non_null(why);
+    assert_int_equal(net_ws_create_body("{\"type\":\"response.steer\"}", 25, &body, &lane, &why),
+                     GW_E_WS_BAD_MESSAGE);
+    assert_int_equal(net_ws_create_body("{\"type\":1}", 10, &body, &lane, &why),
+                     GW_E_WS_BAD_MESSAGE);
+    assert_int_equal(net_ws_create_body("{\"type\":\"response.create\",\"generate\":false}", 43,
+                                        &body, &lane, &why),
+                     GW_E_WS_BAD_MESSAGE);
     assert_int_equal(
-        net_ws_create_body("{\"type\":\"response.create\",\"generate\":false}", 43, &body, &why),
-        GW_E_WS_BAD_MESSAGE);
-    assert_int_equal(
-        net_ws_create_body("{\"type\":\"response.create\",\"type\":\"x\"}", 38, &body, &why),
+        net_ws_create_body("{\"type\":\"response.create\",\"type\":\"x\"}", 38, &body, &lane, &why),
         GW_E_WS_BAD_MESSAGE); /* duplicate keys: which one counts is not guessed */
     gw_buf_fini(&body);
+    gw_buf_fini(&lane);
 }
 
 static void
