@@ -74,8 +74,9 @@ struct net_ws {
     struct gw_buf pending;      /* the body of a response.create to start after the feed */
     struct gw_buf pending_lane; /* ... and its stream_id */
     bool has_pending;
-    bool closing;   /* no more messages; the socket closes once the output is written */
-    bool lingering; /* written and half-closed: discarding input until EOF or the timer */
+    bool closing;     /* no more messages; the socket closes once the output is written */
+    bool lingering;   /* written and half-closed: discarding input until EOF or the timer */
+    bool read_paused; /* the output is over NET_OUT_HIGH: input waits */
     size_t linger_left;
     bool draining;
     uint64_t last_us;  /* the last frame, or the end of the last turn */
@@ -567,6 +568,7 @@ ws_linger(struct net_ws *ws)
     if (ws->lingering)
         return;
     ws->lingering = true;
+    bufferevent_enable(c->bev, EV_READ); /* paused input (read_paused) is discarded now */
     if (c->flags & NET_CONN_F_TLS)
         net_tls_close_notify(c->bev);
     shutdown(bufferevent_getfd(c->bev), SHUT_WR);
@@ -618,6 +620,13 @@ ws_read(struct net_ws *ws)
         struct evbuffer_iovec v;
         size_t n;
 
+        if (net_conn_output_len(ws->c) > NET_OUT_HIGH) {
+            /* a client that sends (pings) and does not read: no more input until the
+             * output drains (ws_on_write), so the answers to it stay bounded */
+            ws->read_paused = true;
+            bufferevent_disable(ws->c->bev, EV_READ);
+            return;
+        }
         if (evbuffer_peek(in, NET_WS_FEED, NULL, &v, 1) < 1)
             break;
         n = v.iov_len < NET_WS_FEED ? v.iov_len : NET_WS_FEED;
@@ -659,6 +668,13 @@ ws_on_write(struct bufferevent *bev, void *arg)
         if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
             ws_linger(ws);
         return;
+    }
+    if (ws->read_paused) {
+        ws->read_paused = false;
+        bufferevent_enable(bev, EV_READ);
+        ws_read(ws);
+        if (ws->closing)
+            return;
     }
     if (ws->turn && ws->turn->rc.stream)
         net_stream_on_drain(ws->turn->rc.stream);

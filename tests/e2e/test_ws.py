@@ -9,7 +9,8 @@
 # response.create while one runs, an oversized message, a bad key or a bad handshake at
 # the upgrade, ping/pong, the idle timeout, a client that reads nothing, a busy turn
 # (response.failed gw.key_busy), priced rows, an upstream cut mid-turn, a drain
-# closing with 1001, turns over TLS, and stream_id tagging a turn's events.
+# closing with 1001, turns over TLS, stream_id tagging a turn's events, and a ping
+# flood from a client that reads nothing.
 
 import base64
 import json
@@ -507,3 +508,28 @@ def test_stream_id_tags_every_event_of_its_turn(tmp_path, bench, gwd):
     evs = w.turn({"model": MODEL, "input": "c"})
     assert evs[-1]["type"] == "response.completed" and all("stream_id" not in e for e in evs)
     w.close()
+
+
+def test_a_ping_flood_from_a_client_that_reads_nothing_stops_being_read(tmp_path, bench,
+                                                                         gwd):
+    """Pings sent without reading the pongs: once the answers waiting for the client pass
+    a bound the gateway reads no more of its input, so the client's sends block (the
+    memory held for it stays bounded) instead of the pongs piling up."""
+    _, g = ws_gwd(tmp_path, bench, gwd)
+    w = RawWS(g.port, rcvbuf=4096)
+    mask = b"\x01\x02\x03\x04"
+    frame = bytes([0x89, 0x80 | 125]) + mask + bytes(b ^ mask[i % 4]
+                                                     for i, b in enumerate(b"p" * 125))
+    blob = frame * 2000
+    w.s.settimeout(2)
+    sent = 0
+    try:
+        while sent < 128 * 1024 * 1024:
+            sent += w.s.send(blob)
+    except socket.timeout:
+        pass
+    assert sent < 64 * 1024 * 1024, sent  # kernel buffers and 256 KiB of pongs at most
+    w.close()
+    other = RawWS(g.port)  # the gateway serves on
+    assert other.turn({"model": MODEL, "input": "hi"})[-1]["type"] == "response.completed"
+    other.close()
