@@ -24,7 +24,7 @@ LDFLAGS_MODE_ubsan := -fsanitize=undefined
 LDFLAGS_MODE_tsan := -fsanitize=thread
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lwslay -lpthread
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -I. -MMD -MP $(CFLAGS_MODE_$(MODE)) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS_MODE_$(MODE)) $(LDFLAGS)
 

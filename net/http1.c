@@ -127,6 +127,9 @@ conn_free(struct net_conn *c)
     if (c->h2)
         net_h2_free(c->h2); /* cancels its streams */
     c->h2 = NULL;
+    if (c->ws)
+        net_ws_free(c->ws); /* cancels its turn */
+    c->ws = NULL;
     if (c->stream) {
         struct net_stream *s = c->stream;
 
@@ -416,9 +419,17 @@ static bool
 head_read(struct net_conn *c)
 {
     const char *why = NULL;
-    enum gw_code code = net_pipeline_head(c, &why);
+    enum gw_code code;
     struct gw_str v;
 
+    if (net_ws_wanted(c)) {
+        /* the Responses WebSocket mode: on success the connection is net/ws.c's */
+        code = net_ws_upgrade(c, &why);
+        if (code != GW_OK)
+            refuse_and_close(c, code, why);
+        return false;
+    }
+    code = net_pipeline_head(c, &why);
     if (code != GW_OK) {
         refuse_and_close(c, code, why);
         return false;
@@ -672,6 +683,10 @@ net_conn_sink(struct net_conn *c, struct net_sink *out)
         net_h2_sink(c, out);
         return;
     }
+    if (c->wst) {
+        net_ws_sink(c, out);
+        return;
+    }
     out->ops = &h1_sink_ops;
     out->ctx = c;
 }
@@ -733,6 +748,10 @@ net_conn_response_done(struct net_conn *c)
         net_h2_response_done(c);
         return;
     }
+    if (c->wst) {
+        net_ws_response_done(c);
+        return;
+    }
     if ((c->flags & NET_CONN_F_CLOSE_AFTER) || c->w->draining) {
         conn_close_after_flush(c);
         return;
@@ -771,6 +790,8 @@ net_conns_drain(struct net_worker *w)
             continue;
         if (c->h2)
             net_h2_drain(c);
+        else if (c->ws)
+            net_ws_drain(c);
         else if (c->state == NET_CONN_IDLE)
             conn_free(c);
         else

@@ -7,6 +7,9 @@
  *                       -> net_h2s (one stream, with a request net_conn of its own
  *                          that is in no list: the pipeline reads its request there)
  *                            -> net_stream
+ *                  or, upgraded to a WebSocket (net/ws.c): -> net_ws (wslay glue)
+ *                       -> net_ws_turn (the running response.create, with a request
+ *                          net_conn of its own, like an HTTP/2 stream) -> net_stream
  *                       -> net_upx (one try at an upstream, net/upstream.h)
  *              -> net_uppool (upstream connections of this worker)
  *
@@ -29,6 +32,7 @@
 
 #include "core/budget.h"
 #include "core/conf.h"
+#include "core/row-t.h" /* GW_NAME_MAX */
 #include "core/snap.h"
 #include "core/str.h"
 #include "net/h1req.h"
@@ -113,8 +117,10 @@ struct net_conn {
     unsigned char key_seen[NET_KEY_CACHE_MAX];
     uint16_t key_seen_len; /* 0: nothing cached */
     unsigned char key_seen_digest[32];
-    struct net_h2 *h2;   /* this connection speaks HTTP/2 (net/http2.c) */
-    struct net_h2s *h2s; /* this is the request of an HTTP/2 stream (not a connection) */
+    struct net_h2 *h2;       /* this connection speaks HTTP/2 (net/http2.c) */
+    struct net_h2s *h2s;     /* this is the request of an HTTP/2 stream (not a connection) */
+    struct net_ws *ws;       /* this connection speaks WebSocket (net/ws.c) */
+    struct net_ws_turn *wst; /* this is the request of a WebSocket turn (not a connection) */
 };
 
 /* ---- http1.c: the server side of HTTP/1.1 ---- */
@@ -174,6 +180,31 @@ void net_h2_free(struct net_h2 *h);    /* from net_conn_close */
 void net_h2_drain(struct net_conn *c); /* GOAWAY, close once the streams ended */
 void net_h2_sink(struct net_conn *rc, struct net_sink *out); /* the stream's sink */
 void net_h2_response_done(struct net_conn *rc);              /* the pipeline is done with it */
+
+/* ---- ws.c: the Responses API's WebSocket mode ---- */
+
+/* The request head in <c> asks for the Responses WebSocket mode (GET /v1/responses with
+ * Upgrade: websocket). */
+bool net_ws_wanted(const struct net_conn *c);
+/* Judges the upgrade (the gateway key as for POST /v1/responses, the handshake headers)
+ * and on GW_OK answers 101 and takes the connection over (c->ws): its turns run through
+ * the pipeline from then on. Else the refusal's code and a sentence in *<why>, for
+ * http1.c to answer in HTTP before any upgrade. */
+enum gw_code net_ws_upgrade(struct net_conn *c, const char **why);
+/* Called by http1.c for a WebSocket connection or turn request: */
+void net_ws_free(struct net_ws *ws);                         /* from net_conn_close */
+void net_ws_drain(struct net_conn *c);                       /* close 1001 after the turn */
+void net_ws_sink(struct net_conn *rc, struct net_sink *out); /* the turn's sink */
+void net_ws_response_done(struct net_conn *rc);              /* the pipeline is done with it */
+/* previous_response_id on a WebSocket turn <rc> (net/respstate.c): the response its
+ * connection served last, when its id is <id>: its maker, shape and items. False when
+ * <rc> is no turn or the id is another. */
+struct gw_buf;
+bool net_ws_recall(const struct net_conn *rc, struct gw_str id, char provider[GW_NAME_MAX + 1],
+                   int *shape, struct gw_buf *items);
+/* Remembers on <rc>'s connection the response <id> it just served (one a connection). */
+void net_ws_remember(struct net_conn *rc, const char *id, const char *provider, int shape,
+                     const char *items, size_t n);
 
 /* Output above this pauses the upstream read; the write callback resumes it. */
 #define NET_OUT_HIGH (256 * 1024)

@@ -343,6 +343,8 @@ stream_broke(struct net_stream *s, enum gw_code code, enum gw_code log_code, con
     struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
 
     GW_LOG(GW_LOG_WARN, &ctx, gw_code_str(log_code), "upstream %s: %s", p->name, message);
+    if (s->conn && s->conn->wst)
+        code = GW_E_WS_UPSTREAM_CLOSED; /* a WebSocket turn's code for it (DESIGN.md 12) */
     net_hop_timers_stop(s);
     /* The frames already made stay (they are whole); the client shape's frame ends it. */
     error_frame(s, code, gw_str_c(message));

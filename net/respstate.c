@@ -17,6 +17,9 @@
  * encrypted reasoning is not kept: only its maker can read it, and the maker continues
  * its own response. Another shape's signatures are kept tagged with their shape
  * (dl_sig_append_json), so an expansion sends them to that shape only.
+ * On a WebSocket turn (net/ws.c) the connection's last response is asked first
+ * (net_ws_recall) and every answer is remembered there (net_ws_remember), store false
+ * included: a Responses upstream told store false kept nothing, so it is expanded too.
  * Owns:    the stream's record buffers (freed with the stream).
  * Threads: the owning worker only; the store's get reads in its own read transaction.
  * See:     net/pipeline-priv.h, store/store.h, dialects/responses.h
@@ -31,11 +34,26 @@
 #include "net/logger.h"
 #include "store/store.h"
 
+/* The answer goes into the store (store.responses, and the client's store not false). */
 static bool
-keeps(const struct net_stream *s)
+keeps_stored(const struct net_stream *s)
 {
     return s->client_shape == DL_SHAPE_RESPONSES && s->w->store && s->conf->store.responses &&
            s->creq_ready && s->creq.store != 0;
+}
+
+/* A WebSocket turn: its connection remembers the answer whatever store says. */
+static bool
+ws_turn(const struct net_stream *s)
+{
+    return s->conn && s->conn->wst;
+}
+
+static bool
+keeps(const struct net_stream *s)
+{
+    return keeps_stored(s) ||
+           (s->client_shape == DL_SHAPE_RESPONSES && s->creq_ready && ws_turn(s));
 }
 
 enum gw_code
@@ -56,9 +74,11 @@ net_resp_prepare(struct net_stream *s, struct gw_buf *why)
     s->prev_id = gw_arena_str(&s->arena, prev);
     if (!s->prev_id.ptr)
         return GW_E_NOMEM;
-    if (!s->w->store || prev.len > 128)
+    if (ws_turn(s) && net_ws_recall(s->conn, prev, s->prev_provider, &shape, &s->prev_items)) {
+        /* the response this connection served last (DESIGN.md 12), store false or not */
+    } else if (!s->w->store || prev.len > 128) {
         return GW_OK; /* not ours: only a Responses upstream can continue it */
-    {
+    } else {
         char id[129];
 
         memcpy(id, prev.ptr, prev.len);
@@ -202,7 +222,12 @@ net_resp_keep(struct net_stream *s)
         rc = append_items(&items, (struct gw_str){part.data, part.len});
     if (rc == GW_OK)
         rc = gw_buf_append(&items, "]", 1);
-    if (rc == GW_OK)
+    if (rc == GW_OK && ws_turn(s))
+        /* a Responses upstream told store false keeps nothing: the others expand it */
+        net_ws_remember(s->conn, id, s->creq.store != 0 ? p->name : "",
+                        s->creq.store != 0 ? (int)s->up_shape : (int)DL_SHAPE_CHAT, items.data,
+                        items.len);
+    if (rc == GW_OK && keeps_stored(s))
         rc = store_resp_put(s->w->store, id, p->name, (int)s->up_shape, net_now_ms(), items.data,
                             items.len);
     if (rc != GW_OK) {

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT
  * net/sink.h - the sink (DESIGN.md 1): how the request pipeline answers a client without
  * writing protocol bytes. Four calls: head (status and headers), data, end, abort. The
- * protocol front end implements them: net/http1.c today (status line, header block,
- * Content-Length or chunked framing, Connection: close); HTTP/2 streams and WebSocket
- * turns later. The pipeline only ever builds header pairs and body bytes (the answer in
- * the client's API shape, dialects/).
+ * protocol front end implements them: net/http1.c (status line, header block,
+ * Content-Length or chunked framing, Connection: close), net/http2.c (HTTP/2 streams),
+ * net/ws.c (WebSocket turns: nothing for the head, each SSE event's data one text
+ * message, a refusal one response.failed event). The pipeline only ever builds header
+ * pairs and body bytes (the answer in the client's API shape, dialects/).
  * Owns:    nothing; a sink borrows its front end's object (ctx).
  * Threads: the owning worker only.
  * See:     net/http1.c (net_conn_sink), net/pipeline.c

@@ -164,6 +164,8 @@ ban_include '* !core/decode.c' 'zlib\.h|brotli/|zstd\.h|zstd_errors\.h|zdict\.h'
 # dialects/bedrock_stream.c includes zlib.h for crc32_z alone (the exception above):
 # nothing else of zlib there.
 ban_call 'dialects/bedrock_stream.c' '(compress|uncompress|gz|adler32|zlib)[[:alnum:]_]*' 'zlib beyond crc32 (dialects/bedrock_stream.c)'
+ban_call 'core/* dialects/* store/* cli/* bench/*' 'wslay_[[:alnum:]_]+' 'wslay (net only)'
+ban_include 'core/* dialects/* store/* cli/* bench/*' 'wslay/' 'wslay (net only)'
 ban_call 'core/* dialects/* store/*' 'http_parser_[[:alnum:]_]+' 'http-parser (net, cli, bench only)'
 ban_include 'core/* dialects/* store/*' 'http_parser\.h' 'http-parser (net, cli, bench only)'
 ban_call 'dialects/* cli/* bench/*' 'ck_[[:alnum:]_]+' 'ConcurrencyKit (core, store, net only)'
