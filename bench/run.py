@@ -590,6 +590,30 @@ def idle_h2_kb(port, proxy):
     return max(0, after - before) / IDLE_CONNS
 
 
+def idle_ws_kb(port, key, proxy):
+    """KB of gwd's RSS per idle Responses WebSocket connection: IDLE_CONNS upgrades of
+    GET /v1/responses (each answered 101), held until the RSS is read."""
+    req = (f"GET /v1/responses HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\n"
+           f"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+           f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {key}\r\n\r\n").encode()
+    before = rss_kb(proxy.pid)[0]
+    socks = []
+    try:
+        for _ in range(IDLE_CONNS):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(req)
+            socks.append(s)
+        for s in socks:
+            head = s.recv(256)
+            if not head.startswith(b"HTTP/1.1 101"):
+                raise SystemExit(f"bench: the WebSocket upgrade was answered {head[:40]!r}")
+        after = rss_kb(proxy.pid)[0]
+    finally:
+        for s in socks:
+            s.close()
+    return max(0, after - before) / IDLE_CONNS
+
+
 def fmt_table(table):
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     text = []
@@ -801,6 +825,8 @@ def main():
             notes.append(f"http2: {h2_failed} h2load requests failed (figures include them)")
         for name, port, h2port, proc in h2_targets:
             add(name, "h2_idle_kb", idle_h2_kb(h2port, proc))
+        if gport and gproc:
+            add("gwd", "ws_idle_kb", idle_ws_kb(gport, key, gproc))
         if aport:
             # the gwd+adm figures count only if its requests went through admission
             adm_bad = check_admission(actl, oks["gwd+adm"], gctl, day0)
@@ -915,10 +941,13 @@ def main():
                 ("HTTP/1.1 (h2load --h1): proxy CPU per request (us)", "h1_cpu", "{:.1f}",
                  "ratio"),
                 (f"RSS per idle HTTP/2 connection, {IDLE_CONNS} held (KB)", "h2_idle_kb",
-                 "{:.1f}", "ratio")]:
+                 "{:.1f}", "ratio"),
+                (f"RSS per idle Responses WebSocket, {IDLE_CONNS} held (KB)", "ws_idle_kb",
+                 "{:.1f}", None)]:
             g, ng = med("gwd", k), med("nginx", k)
             h2_table.append([label, fmt.format(g) if g is not None else "-",
-                             fmt.format(ng) if ng is not None else "-", compare(g, ng, cmp)])
+                             fmt.format(ng) if ng is not None else "-",
+                             compare(g, ng, cmp) if cmp else "-"])
 
     spread = [f"{n} {min(res[n]['serial_p50']):.0f}..{max(res[n]['serial_p50']):.0f}"
               for n in names if res[n].get("serial_p50")]
@@ -953,8 +982,9 @@ def main():
     h2_head = (f"HTTP/2: h2load (nghttp2-client) sends {n_h2} non-streamed Chat requests per "
                f"run, {1 if a.quick else 3} runs each (median), gwd in cleartext with prior "
                f"knowledge on its plain port, nginx on a `listen ... http2` port; HTTP/1.1 the "
-               f"same with h2load --h1; idle connections: preface and SETTINGS sent, the "
-               f"proxy's RSS growth divided by {IDLE_CONNS}")
+               f"same with h2load --h1; idle connections: preface and SETTINGS sent (a "
+               f"WebSocket: the upgrade answered 101; gwd only), the proxy's RSS growth "
+               f"divided by {IDLE_CONNS}")
     print("\n".join(fmt_table(table)))
     if adm_table:
         print()
