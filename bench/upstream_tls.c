@@ -6,7 +6,8 @@
  * ALPN h2 to bench/upstream_h2.c (bench_up_h2_take), http/1.1 or nothing to an ordinary
  * HTTP/1.1 bench connection. The plain path never comes here, so its cost is unchanged;
  * a TLS connection costs one more hop (the relay), which a test upstream can afford.
- * The relay has no backpressure: bench answers are small and paced.
+ * A client that reads slowly stops the relay reading the bench side (TLS_OUT_HIGH), so
+ * the bench connection's own queue holds the rest, as on plain TCP.
  * Owns:    the SSL_CTX (process lifetime) and the relays (freed when either side ends).
  * Threads: main loads the certificate before the workers start; a relay lives on the
  *          worker that accepted it; the counters are atomics.
@@ -30,7 +31,9 @@
 #include "bench/upstream-priv.h"
 #include "core/alloc.h"
 
-#define TLS_ALPN_MAX 32 /* "h2,http/1.1" on the wire is 12 bytes */
+#define TLS_ALPN_MAX 32           /* "h2,http/1.1" on the wire is 12 bytes */
+#define TLS_OUT_HIGH (256u << 10) /* bytes queued for the client that stop the relay */
+#define TLS_OUT_LOW (64u << 10)   /* ... until they are down to these */
 
 bool bench_up_tls_on;
 static SSL_CTX *tls_ctx;
@@ -55,14 +58,13 @@ struct tls_relay {
 void
 bench_up_tls_stats(struct gw_buf *b)
 {
-    (void)gw_buf_printf(b,
-                        ",\"tls_connections\":%llu,\"tls_handshake_failures\":%llu,"
-                        "\"tls_alpn_h2\":%llu,\"tls_alpn_http1\":%llu,\"tls_alpn_none\":%llu",
-                        (unsigned long long)atomic_load(&tls_conns),
-                        (unsigned long long)atomic_load(&tls_failed),
-                        (unsigned long long)atomic_load(&tls_h2),
-                        (unsigned long long)atomic_load(&tls_h1),
-                        (unsigned long long)atomic_load(&tls_none));
+    (void)gw_buf_printf(
+        b,
+        ",\"tls_connections\":%llu,\"tls_handshake_failures\":%llu,"
+        "\"tls_alpn_h2\":%llu,\"tls_alpn_http1\":%llu,\"tls_alpn_none\":%llu",
+        (unsigned long long)atomic_load(&tls_conns), (unsigned long long)atomic_load(&tls_failed),
+        (unsigned long long)atomic_load(&tls_h2), (unsigned long long)atomic_load(&tls_h1),
+        (unsigned long long)atomic_load(&tls_none));
 }
 
 /* Parses --tls-alpn, "h2,http/1.1" and the like, into the wire format. */
@@ -117,8 +119,8 @@ bench_up_tls_init(const char *cert, const char *key, const char *alpn)
     SSL_CTX *ctx;
 
     if (!parse_alpn(alpn ? alpn : "h2,http/1.1")) {
-        fprintf(stderr, "gwbench upstream: --tls-alpn wants h2,http/1.1 | http/1.1 | h2, got '%s'\n",
-                alpn);
+        fprintf(stderr,
+                "gwbench upstream: --tls-alpn wants h2,http/1.1 | http/1.1 | h2, got '%s'\n", alpn);
         return false;
     }
     ctx = SSL_CTX_new(TLS_server_method());
@@ -168,8 +170,11 @@ static void
 on_inner_read(struct bufferevent *bev, void *arg)
 {
     struct tls_relay *r = arg;
+    struct evbuffer *out = bufferevent_get_output(r->outer);
 
-    evbuffer_add_buffer(bufferevent_get_output(r->outer), bufferevent_get_input(bev));
+    evbuffer_add_buffer(out, bufferevent_get_input(bev));
+    if (evbuffer_get_length(out) > TLS_OUT_HIGH)
+        bufferevent_disable(bev, EV_READ); /* on_outer_write resumes it */
 }
 
 static void
@@ -198,13 +203,15 @@ on_outer_read(struct bufferevent *bev, void *arg)
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
 }
 
+/* Called whenever a write left at most TLS_OUT_LOW bytes queued. */
 static void
 on_outer_write(struct bufferevent *bev, void *arg)
 {
     struct tls_relay *r = arg;
 
-    (void)bev;
-    if (r->inner_gone)
+    if (r->inner)
+        bufferevent_enable(r->inner, EV_READ);
+    else if (r->inner_gone && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         relay_end(r);
 }
 
@@ -285,6 +292,7 @@ bench_up_tls_take(struct bench_up_thread *t, int fd)
     }
     /* a client that closes without close_notify has still ended cleanly for us */
     bufferevent_openssl_set_allow_dirty_shutdown(r->outer, 1);
+    bufferevent_setwatermark(r->outer, EV_WRITE, TLS_OUT_LOW, 0);
     bufferevent_setcb(r->outer, on_outer_read, on_outer_write, on_outer_event, r);
     bufferevent_enable(r->outer, EV_READ | EV_WRITE);
 }

@@ -11,6 +11,7 @@
 # the openssl CLI (test_egress.make_pki).
 
 import http.client
+import json
 import socket
 import ssl
 import subprocess
@@ -118,6 +119,22 @@ def test_curl_gets_the_same_answer_over_h2_and_http1(tls_bench, bench, flag, ver
     assert s[alpn] == 1 and s["tls_handshake_failures"] == 0, s
     assert s["h2_streams"] == (1 if version == "2" else 0), s
     assert s["requests"] == 1 and (s["streams_completed"] == 1) == stream, s
+
+
+@pytest.mark.parametrize("flag", ["--http2", "--http1.1"])
+def test_a_large_answer_crosses_the_relay_whole(tls_bench, bench, flag):
+    # 16 MB of stream read at 16 MB/s, more than the kernel's socket buffers take: the
+    # relay stops reading the bench side when 256 KB wait for the client, and resumes as
+    # they go out
+    args = ("--chunks", 16000, "--text", "x" * 1000)
+    b, plain = tls_bench(*args), bench(*args)
+    body = chat_body(stream=True)
+
+    _, got = curl(b, flag, "--limit-rate", "16M", f"{b.url}/v1/chat/completions", "-d", body)
+    _, want = curl(b, f"{plain.url}/v1/chat/completions", "-d", body)
+
+    assert len(want) > 16_000_000
+    assert normalized(got) == normalized(want)
 
 
 def test_tls_alpn_restricts_what_alpn_chooses(tls_bench):
@@ -229,6 +246,41 @@ def test_on_fails_with_protocol_when_the_bench_offers_only_http1(tmp_path, tls_b
     s = b.stats()
     assert s["requests"] == 0 and s["h2_connections"] == 0 and s["tls_alpn_h2"] == 0, s
     assert s["tls_alpn_none"] >= 1, s  # gwd offered h2 only; the bench chose nothing
+
+
+@pytest.mark.parametrize("mode", ["auto", "off"])
+def test_a_drop_after_content_over_tls_ends_the_stream_with_the_error_chunk(tmp_path, tls_bench,
+                                                                            bench, gwd, mode):
+    a = tls_bench("--chunks", 6, "--fault", "drop-mid", "--drop-after", 2)
+    b = bench()
+    g = gwd(config(tmp_path, [https_provider(a, http2=mode), provider("b", b)]))
+
+    r = g.chat(chat_body(stream=True))
+
+    assert r.status == 200, r
+    evs = sse_events(r.body)
+    assert "[DONE]" not in evs, evs
+    assert [content_of(e) for e in evs if content_of(e)] == ["hello ", "hello "], evs
+    assert json.loads(evs[-1])["error"]["code"] == "gw.upstream.dropped", evs
+    assert b.stats()["requests"] == 0  # content was relayed: no failover after it
+    assert a.stats()["h2_streams"] == (1 if mode == "auto" else 0)
+
+
+@pytest.mark.parametrize("fault", ["goaway", "drop-before"])
+def test_a_failure_before_content_over_tls_fails_over(tmp_path, tls_bench, bench, gwd, fault):
+    a = tls_bench("--fault", fault)
+    b = bench("--chunks", 2)
+    g = gwd(config(tmp_path, [https_provider(a), provider("b", b)]))
+
+    r = g.chat(chat_body(stream=True))
+
+    assert r.status == 200, r
+    assert "".join(content_of(e) for e in sse_events(r.body)) == "hello hello "
+    row = g.wait_row(r.headers["x-request-id"])
+    assert row["attempts"][0]["code"] == "gw.upstream.dropped", row["attempts"]
+    s = a.stats()
+    assert s["tls_alpn_h2"] >= 1 and s["h2_goaways"] == (1 if fault == "goaway" else 0), s
+    assert b.stats()["requests"] == 1
 
 
 def test_on_reaches_a_bench_restricted_to_h2(tmp_path, tls_bench, gwd):
