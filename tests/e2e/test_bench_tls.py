@@ -2,70 +2,31 @@
 # tests/e2e/test_bench_tls.py - `gwbench upstream --tls-cert --tls-key [--tls-alpn]`
 # (docs/gwbench.md, TLS): every connection is TLS with the test certificate; ALPN h2
 # goes to the bench's HTTP/2 server, http/1.1 or nothing to HTTP/1.1. First the bench
-# alone (a Python ssl client without ALPN, curl --http2 and --http1.1, a plaintext
-# client, the flags' checks), then gwd's https upstream path against it
-# (providers[].http2, docs/config.md "HTTP/2 to upstreams"): auto takes h2, off keeps
-# HTTP/1.1, on with a bench restricted to http/1.1 is gw.upstream.protocol, and the
-# answers equal those of the same bench on plain TCP.
+# alone (a Python ssl client without ALPN, curl --http2 and --http1.1, a slow reader of
+# a large stream, a plaintext client, the flags' checks), then gwd's https upstream path
+# against it (providers[].http2, docs/config.md "HTTP/2 to upstreams"): auto takes h2,
+# off keeps HTTP/1.1, with the answers of the same bench on plain TCP, and faults before
+# and after content fail over or end the stream as on h2c. What ALPN gwd offers in each
+# mode (on with a bench restricted to http/1.1 included) is tests/e2e/test_h2_upstream.py's.
 # The CA and the certificate for localhost/127.0.0.1 are made in the test's folder with
 # the openssl CLI (test_egress.make_pki).
 
-import http.client
 import json
 import socket
-import ssl
 import subprocess
 
 import pytest
 
-from gwtest import (START_TIMEOUT, WAIT_TIMEOUT, Bench, base_env, binary, chat_body, config,
-                    content_of, http_request, provider, sse_events)
+from gwtest import (START_TIMEOUT, WAIT_TIMEOUT, base_env, binary, chat_body, config, content_of,
+                    provider, sse_events)
 from test_egress import make_pki
-from test_h2_upstream import normalized, run_concurrently
-
-
-class TlsBench(Bench):
-    """`gwbench upstream` with the test certificate: its /_bench/ endpoints over https."""
-
-    def __init__(self, pki, *args):
-        super().__init__("--tls-cert", pki / "srv.pem", "--tls-key", pki / "srv.key", *args)
-        self.ca = pki / "ca.pem"
-        self.url = f"https://localhost:{self.port}"
-
-    def conn(self, alpn=None):
-        ctx = ssl.create_default_context(cafile=str(self.ca))
-        if alpn:
-            ctx.set_alpn_protocols(alpn)
-        return http.client.HTTPSConnection("localhost", self.port, context=ctx,
-                                           timeout=WAIT_TIMEOUT)
-
-    def request(self, method, path, body=None, alpn=None):
-        return http_request(self.port, method, path, body, conn=self.conn(alpn))
-
-    def stats(self):
-        r = self.request("GET", "/_bench/stats")
-        assert r.status == 200, r
-        return r.json()
+from test_h2_upstream import https_provider, normalized, run_concurrently
 
 
 @pytest.fixture
 def pki(tmp_path):
     make_pki(tmp_path)
     return tmp_path
-
-
-@pytest.fixture
-def tls_bench(pki):
-    started = []
-
-    def start(*args):
-        b = TlsBench(pki, *args)
-        started.append(b)
-        return b
-
-    yield start
-    for b in started:
-        b.stop(5)
 
 
 def curl(b, *args):
@@ -188,10 +149,6 @@ def test_bad_tls_flags_exit_2(pki, args, says):
 
 # ---------------------------------------------------------------- gwd's https upstreams
 
-def https_provider(b, **extra):
-    return provider("a", base_url=b.url, ca_file=str(b.ca), **extra)
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_auto_reaches_the_bench_over_h2_with_plain_tcps_answers(tmp_path, bench, tls_bench,
                                                                   gwd, stream):
@@ -231,21 +188,6 @@ def test_off_reaches_the_bench_over_http1_with_plain_tcps_answers(tmp_path, benc
     s = b.stats()
     assert s["tls_alpn_http1"] >= 1 and s["tls_alpn_h2"] == 0, s
     assert s["h2_connections"] == 0 and s["h2_streams"] == 0 and s["requests"] == 1, s
-
-
-def test_on_fails_with_protocol_when_the_bench_offers_only_http1(tmp_path, tls_bench, gwd):
-    b = tls_bench("--tls-alpn", "http/1.1")
-    g = gwd(config(tmp_path, [https_provider(b, http2="on")]))
-
-    r = g.chat(chat_body())
-
-    assert r.status == 502, r
-    row = g.wait_row(r.headers["x-request-id"])
-    assert row["attempts"][0]["code"] == "gw.upstream.protocol", row["attempts"]
-    g.err.wait_for(r"code=gw\.upstream\.protocol .*ALPN did not choose h2")
-    s = b.stats()
-    assert s["requests"] == 0 and s["h2_connections"] == 0 and s["tls_alpn_h2"] == 0, s
-    assert s["tls_alpn_none"] >= 1, s  # gwd offered h2 only; the bench chose nothing
 
 
 @pytest.mark.parametrize("mode", ["auto", "off"])
