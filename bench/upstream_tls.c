@@ -239,7 +239,7 @@ relay_start(struct tls_relay *r)
         close(sv[1]);
         return false;
     }
-    /* both take sv[0] (closing it when they fail) */
+    /* a failing bench_up_conn_open closes sv[0]; a failing bench_up_h2_take leaves it */
     if (h2 ? !bench_up_h2_take(t, sv[0], "", 0) : !bench_up_conn_open(t, sv[0], false)) {
         if (h2)
             close(sv[0]);
