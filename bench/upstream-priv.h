@@ -310,4 +310,15 @@ bool bench_up_h2_take(struct bench_up_thread *t, int fd, const char *first, size
 /* Appends the h2 members of /_bench/stats (",\"h2_connections\":N,..."). */
 void bench_up_h2_stats(struct gw_buf *b);
 
+/* TLS on the listener (bench/upstream_tls.c). */
+extern bool bench_up_tls_on; /* --tls-cert given: every accepted connection is TLS */
+/* Loads the PEM certificate chain <cert> and key <key> and keeps ALPN to <alpn>
+ * ("h2,http/1.1" when NULL); before the workers start. false with a line on stderr. */
+bool bench_up_tls_init(const char *cert, const char *key, const char *alpn);
+/* Takes the accepted <fd> (always: closed on failure) for a TLS handshake, after which
+ * ALPN h2 goes to bench_up_h2_take and anything else to an HTTP/1.1 bench connection. */
+void bench_up_tls_take(struct bench_up_thread *t, int fd);
+/* Appends the TLS members of /_bench/stats (",\"tls_connections\":N,..."). */
+void bench_up_tls_stats(struct gw_buf *b);
+
 #endif

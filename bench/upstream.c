@@ -1066,6 +1066,7 @@ answer_stats(struct bench_up_conn *c)
     pthread_mutex_unlock(&keys_mu);
     (void)gw_buf_append(out, "}", 1);
     bench_up_h2_stats(out);
+    bench_up_tls_stats(out);
     (void)gw_buf_append(out, "}", 1);
     bench_up_send_simple(c, 200, "application/json", NULL, out->data, out->len);
 }
@@ -1578,6 +1579,11 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
         if (fd < 0)
             return;
         (void)bench_sock_prepare(fd, true);
+        if (bench_up_tls_on) { /* bench/upstream_tls.c relays it to bench_up_conn_open */
+            count(&st.conns_total);
+            bench_up_tls_take(t, fd);
+            continue;
+        }
         (void)bench_up_conn_open(t, fd, true);
     }
 }
@@ -1659,7 +1665,8 @@ usage(void)
             "         [--pace COUNTxMS[,COUNTxMS...]] [--tool-call NAME[,NAME...]]\n"
             "         [--aws-access-key-id ID --aws-secret-access-key SECRET]\n"
             "         [--aws-region REGION] [--aws-session-token TOKEN]\n"
-            "         [--h2-max-streams N] [--no-usage] [--quiet]\n"
+            "         [--h2-max-streams N] [--tls-cert PEM --tls-key PEM]\n"
+            "         [--tls-alpn h2,http/1.1|http/1.1|h2] [--no-usage] [--quiet]\n"
             "see docs/gwbench.md\n");
 }
 
@@ -1668,6 +1675,7 @@ parse_flags(int argc, char **argv)
 {
     const char *listen_s = "127.0.0.1:9100", *text = "hello ", *v;
     const char *err_body = "{\"error\":{\"message\":\"fake failure\",\"type\":\"server_error\"}}";
+    const char *tls_cert = NULL, *tls_key = NULL, *tls_alpn = NULL;
     uint64_t x;
 
     srv.threads = 1;
@@ -1701,6 +1709,9 @@ parse_flags(int argc, char **argv)
         STR("--aws-secret-access-key", bench_up_g.aws_secret)
         STR("--aws-region", bench_up_g.aws_region)
         STR("--aws-session-token", bench_up_g.aws_token)
+        STR("--tls-cert", tls_cert)
+        STR("--tls-key", tls_key)
+        STR("--tls-alpn", tls_alpn)
         NUM("--threads", srv.threads, UP_MAX_THREADS)
         NUM("--h2-max-streams", bench_up_h2_max_streams, UINT32_MAX)
         NUM("--ttft-ms", bench_up_g.def.ttft_ms, 3600000)
@@ -1790,6 +1801,13 @@ parse_flags(int argc, char **argv)
                         "go together\n");
         return 2;
     }
+    if ((tls_cert == NULL) != (tls_key == NULL) || (tls_alpn && !tls_cert)) {
+        fprintf(stderr, "gwbench upstream: --tls-cert and --tls-key go together "
+                        "(and --tls-alpn needs them)\n");
+        return 2;
+    }
+    if (tls_cert && !bench_up_tls_init(tls_cert, tls_key, tls_alpn))
+        return 2;
     if (bench_up_g.aws_region == NULL)
         bench_up_g.aws_region = "us-east-1";
     if (bench_up_g.def.status < 100)

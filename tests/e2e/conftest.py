@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/conftest.py - fixtures of the end-to-end suite.
 #   bench(*args)         starts `gwbench upstream --listen 127.0.0.1:0 ARGS`, stopped after the test
+#   tls_bench(*args)     the same with --tls-cert/--tls-key (gwtest.TlsBench), the test CA and
+#                        certificate made in tmp_path (test_egress.make_pki) on the first call
 #   gwd(cfg, name=..., env=..., wrap=...)
 #                        writes cfg (dict -> YAML) into tmp_path and starts `gwd -c` on it
 #                        (wrap: argv put before gwd's, which must exec it);
@@ -19,6 +21,23 @@ def bench():
 
     def start(*args, env=None):
         b = gwtest.Bench(*args, env=env)
+        started.append(b)
+        return b
+
+    yield start
+    for b in started:
+        b.stop(5)
+
+
+@pytest.fixture
+def tls_bench(tmp_path):
+    started = []
+
+    def start(*args, env=None):
+        if not (tmp_path / "ca.pem").exists():
+            from test_egress import make_pki  # a test module: imported only when needed
+            make_pki(tmp_path)
+        b = gwtest.TlsBench(tmp_path, *args, env=env)
         started.append(b)
         return b
 

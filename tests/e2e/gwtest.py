@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -447,6 +448,41 @@ class Bench(Proc):
     def wait_stat(self, pred, what, timeout=WAIT_TIMEOUT):
         return wait_until(lambda: (lambda s: s if pred(s) else None)(self.stats()),
                           timeout, what)
+
+
+class TlsBench(Bench):
+    """`gwbench upstream --tls-cert --tls-key` with the test certificate for localhost in
+    folder <pki> (test_egress.make_pki: srv.pem, srv.key, ca.pem); url is https, and
+    stats() goes over TLS too; own_connections counts the connections made here (each
+    offers no ALPN unless asked: it counts in tls_alpn_none)."""
+
+    def __init__(self, pki, *args, env=None):
+        super().__init__("--tls-cert", Path(pki) / "srv.pem", "--tls-key", Path(pki) / "srv.key",
+                         *args, env=env)
+        self.ca = Path(pki) / "ca.pem"
+        self.url = f"https://localhost:{self.port}"
+        self.own_connections = 0
+
+    def conn(self, alpn=None):
+        self.own_connections += 1
+        ctx = ssl.create_default_context(cafile=str(self.ca))
+        if alpn:
+            ctx.set_alpn_protocols(alpn)
+        return http.client.HTTPSConnection("localhost", self.port, context=ctx,
+                                           timeout=WAIT_TIMEOUT)
+
+    def request(self, method, path, body=None, alpn=None):
+        return http_request(self.port, method, path, body, conn=self.conn(alpn))
+
+    def stats(self):
+        r = self.request("GET", "/_bench/stats")
+        assert r.status == 200, f"GET /_bench/stats: {r!r}"
+        return r.json()
+
+    def last(self):
+        r = self.request("GET", "/_bench/last")
+        assert r.status == 200, f"GET /_bench/last: {r!r}"
+        return r.json()
 
 
 # The `ready` line, in either log.format (text: code=ready, json: "code":"ready").

@@ -4,14 +4,12 @@
 # answers equal HTTP/1.1's, many requests share one connection per worker, the
 # upstream's SETTINGS_MAX_CONCURRENT_STREAMS holds, a GOAWAY or a reset before content
 # fails over, a reset after content ends the client's stream with the error chunk, and
-# `http2: off` (and auto on http://) keeps HTTP/1.1. Over https (a Python TLS front with
-# the test CA's certificate in front of the bench), ALPN decides: auto takes h2 when the
-# server chooses it and HTTP/1.1 otherwise, off offers only http/1.1, on only h2.
+# `http2: off` (and auto on http://) keeps HTTP/1.1. Over https (gwbench with the test
+# CA's certificate, --tls-cert), ALPN decides: auto takes h2 when the server chooses it
+# and HTTP/1.1 otherwise, off offers only http/1.1, on only h2.
 
 import json
 import re
-import socket
-import ssl
 import subprocess
 import threading
 import time
@@ -20,7 +18,7 @@ import pytest
 
 from gwtest import (base_env, binary, chat_body, config, content_of, provider, sse_events,
                     write_config)
-from test_egress import ConnectProxy, Server, make_pki, splice
+from test_egress import ConnectProxy
 
 
 def normalized(body):
@@ -289,94 +287,59 @@ def test_check_refuses_a_bad_http2_value(tmp_path):
 
 
 # ---------------------------------------------------------------- https: ALPN
+# gwbench with the test certificate (tls_bench: --tls-cert, docs/gwbench.md TLS), whose
+# tls_alpn_* counters say what ALPN chose on each connection.
 
-class AlpnFront(Server):
-    """TLS with the test CA's certificate and ALPN <protos> on the outside, the bench's
-    plain port inside (h2c or HTTP/1.1, as the client speaks). Keeps what ALPN chose."""
-
-    def __init__(self, pki_dir, port, protos):
-        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.load_cert_chain(pki_dir / "srv.pem", pki_dir / "srv.key")
-        self.ctx.set_alpn_protocols(protos)
-        self.target = port
-        self.chosen = []
-        super().__init__()
-
-    def handle(self, c):
-        try:
-            t = self.ctx.wrap_socket(c, server_side=True)
-        except (ssl.SSLError, OSError):
-            c.close()
-            return
-        with self.lock:
-            self.chosen.append(t.selected_alpn_protocol())
-        splice(t, socket.create_connection(("127.0.0.1", self.target)))
+def chosen(b):
+    """What ALPN chose on the connections of gwd to bench <b> (the test's own ones to it,
+    stats requests that offer no ALPN, left out), sorted."""
+    s = b.stats()
+    return sorted(["h2"] * s["tls_alpn_h2"] + ["http/1.1"] * s["tls_alpn_http1"] +
+                  ["none"] * (s["tls_alpn_none"] - b.own_connections))
 
 
-@pytest.fixture
-def fronts():
-    started = []
-
-    def start(*args):
-        f = AlpnFront(*args)
-        started.append(f)
-        return f
-
-    yield start
-    for f in started:
-        f.close()
+def https_provider(b, **extra):
+    return provider("a", base_url=b.url, ca_file=str(b.ca), **extra)
 
 
-def https_provider(front, ca, **extra):
-    return provider("a", base_url=f"https://127.0.0.1:{front.port}", ca_file=str(ca), **extra)
-
-
-def test_auto_over_https_takes_h2_when_alpn_chooses_it(tmp_path, bench, gwd, fronts):
-    ca = make_pki(tmp_path)
-    b = bench("--chunks", 2, "--ttft-ms", 200)
-    f = fronts(tmp_path, b.port, ["h2", "http/1.1"])
-    g = gwd(config(tmp_path, [https_provider(f, ca)], server={"workers": 1}))
+def test_auto_over_https_takes_h2_when_alpn_chooses_it(tmp_path, tls_bench, gwd):
+    b = tls_bench("--chunks", 2, "--ttft-ms", 200)
+    g = gwd(config(tmp_path, [https_provider(b)], server={"workers": 1}))
 
     rs = run_concurrently(10, lambda i: g.chat(chat_body(stream=i % 2 == 1)))
 
     assert all(r is not None and r.status == 200 for r in rs), rs
     assert sse_events(rs[1].body)[-1] == "[DONE]"
-    assert f.chosen == ["h2"], f.chosen  # one TLS connection, h2: the others waited for it
+    assert chosen(b) == ["h2"]  # one TLS connection, h2: the others waited for it
     s = b.stats()
     assert s["h2_connections"] == 1 and s["h2_streams"] == 10, s
 
 
-def test_auto_over_https_stays_http1_when_alpn_does_not_offer_h2(tmp_path, bench, gwd,
-                                                                  fronts):
-    ca = make_pki(tmp_path)
-    b = bench("--chunks", 2, "--ttft-ms", 200)
-    f = fronts(tmp_path, b.port, ["http/1.1"])
-    g = gwd(config(tmp_path, [https_provider(f, ca)], server={"workers": 1}))
+def test_auto_over_https_stays_http1_when_alpn_does_not_offer_h2(tmp_path, tls_bench, gwd):
+    b = tls_bench("--chunks", 2, "--ttft-ms", 200, "--tls-alpn", "http/1.1")
+    g = gwd(config(tmp_path, [https_provider(b)], server={"workers": 1}))
 
     rs = run_concurrently(6, lambda i: g.chat(chat_body(stream=i % 2 == 1)))
 
     assert all(r is not None and r.status == 200 for r in rs), rs
-    assert f.chosen and set(f.chosen) == {"http/1.1"}, f.chosen
+    c = chosen(b)
+    assert c and set(c) == {"http/1.1"}, c
     s = b.stats()
     assert s["h2_connections"] == 0 and s["requests"] == 6, s
 
 
-def test_off_over_https_offers_only_http1(tmp_path, bench, gwd, fronts):
-    ca = make_pki(tmp_path)
-    b = bench()
-    f = fronts(tmp_path, b.port, ["h2", "http/1.1"])
-    g = gwd(config(tmp_path, [https_provider(f, ca, http2="off")]))
+def test_off_over_https_offers_only_http1(tmp_path, tls_bench, gwd):
+    b = tls_bench()  # ALPN h2 first, then http/1.1
+    g = gwd(config(tmp_path, [https_provider(b, http2="off")]))
 
     assert g.chat(chat_body()).status == 200
-    assert f.chosen == ["http/1.1"], f.chosen
+    assert chosen(b) == ["http/1.1"]
     assert b.stats()["h2_connections"] == 0
 
 
-def test_on_over_https_needs_h2_from_alpn(tmp_path, bench, gwd, fronts):
-    ca = make_pki(tmp_path)
-    b = bench()
-    f = fronts(tmp_path, b.port, ["http/1.1"])
-    g = gwd(config(tmp_path, [https_provider(f, ca, http2="on")]))
+def test_on_over_https_needs_h2_from_alpn(tmp_path, tls_bench, gwd):
+    b = tls_bench("--tls-alpn", "http/1.1")
+    g = gwd(config(tmp_path, [https_provider(b, http2="on")]))
 
     r = g.chat(chat_body())
 
@@ -385,17 +348,17 @@ def test_on_over_https_needs_h2_from_alpn(tmp_path, bench, gwd, fronts):
     assert row["attempts"][0]["code"] == "gw.upstream.protocol", row["attempts"]
     g.err.wait_for(r"code=gw\.upstream\.protocol .*ALPN did not choose h2")
     assert b.stats()["requests"] == 0
+    assert chosen(b) == ["none"]  # gwd offered h2 only: nothing in common
 
 
-def test_h2_through_a_connect_proxy(tmp_path, bench, gwd, fronts):
+def test_h2_through_a_connect_proxy(tmp_path, bench, tls_bench, gwd):
     # h2 inside the tunnel: ALPN h2 over https through a CONNECT proxy, then h2c (http://)
-    ca = make_pki(tmp_path)
+    t = tls_bench("--chunks", 2, "--ttft-ms", 100)
     b = bench("--chunks", 2, "--ttft-ms", 100)
-    f = fronts(tmp_path, b.port, ["h2", "http/1.1"])
     px = ConnectProxy()
     try:
         g = gwd(config(tmp_path, [
-            provider("tls", base_url=f"https://127.0.0.1:{f.port}", ca_file=str(ca),
+            provider("tls", base_url=f"https://127.0.0.1:{t.port}", ca_file=str(t.ca),
                      proxy=f"http://127.0.0.1:{px.port}", models=["m1"]),
             provider("h2c", b, http2="on", proxy=f"http://127.0.0.1:{px.port}",
                      models=["m2"])], server={"workers": 1}))
@@ -404,10 +367,11 @@ def test_h2_through_a_connect_proxy(tmp_path, bench, gwd, fronts):
                                                             stream=i % 4 < 2)))
 
         assert all(r is not None and r.status == 200 for r in rs), rs
-        assert f.chosen == ["h2"], f.chosen
+        assert chosen(t) == ["h2"]
         # one tunnel per upstream, every request a stream in it
-        assert sorted(px.tunnels) == sorted([f"127.0.0.1:{f.port}", f"127.0.0.1:{b.port}"])
-        s = b.stats()
-        assert s["h2_connections"] == 2 and s["h2_streams"] == 8, s
+        assert sorted(px.tunnels) == sorted([f"127.0.0.1:{t.port}", f"127.0.0.1:{b.port}"])
+        for x in (t, b):
+            s = x.stats()
+            assert s["h2_connections"] == 1 and s["h2_streams"] == 4, s
     finally:
         px.close()
