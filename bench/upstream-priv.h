@@ -305,7 +305,8 @@ extern unsigned bench_up_h2_max_streams; /* --h2-max-streams; 0: not announced *
 bool bench_up_h2_is_preface(const char *p, size_t n);
 bool bench_up_h2_may_be_preface(const char *p, size_t n);
 /* Takes the connection on <fd> whose first bytes are <first>/<n> as an h2 session.
- * false when out of memory (fd not taken). */
+ * false when out of memory before the fd was taken (it is still the caller's); true
+ * once taken, even when the session then failed (the fd is closed). */
 bool bench_up_h2_take(struct bench_up_thread *t, int fd, const char *first, size_t n);
 /* Appends the h2 members of /_bench/stats (",\"h2_connections\":N,..."). */
 void bench_up_h2_stats(struct gw_buf *b);

@@ -586,11 +586,14 @@ bench_up_h2_take(struct bench_up_thread *t, int fd, const char *first, size_t n)
         return false;
     hc->t = t;
     hc->bev = bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (!hc->bev || nghttp2_session_server_new(&hc->s, cbs, hc) != 0) {
-        if (hc->bev)
-            bufferevent_free(hc->bev);
+    if (!hc->bev) {
         gw_free(hc);
-        return false;
+        return false; /* the fd is still the caller's */
+    }
+    if (nghttp2_session_server_new(&hc->s, cbs, hc) != 0) {
+        bufferevent_free(hc->bev); /* closes the fd (BEV_OPT_CLOSE_ON_FREE) */
+        gw_free(hc);
+        return true; /* fd taken (and closed) */
     }
     if (bench_up_h2_max_streams) {
         iv[0] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
