@@ -249,9 +249,8 @@ gw_hex_decode32(struct gw_str hex, unsigned char out[32])
     return true;
 }
 
-/* <v> as exactly <width> decimal digits (zero-padded) at <out>. */
-static void
-put_digits(char *out, unsigned v, int width)
+void
+gw_put_digits(char *out, unsigned v, int width)
 {
     while (width-- > 0) {
         out[width] = (char)('0' + v % 10);
@@ -271,13 +270,13 @@ gw_fmt_iso_ms(uint64_t ms, char out[GW_ISO_MS_LEN])
         return;
     }
     memcpy(out, "0000-00-00T00:00:00.000Z", GW_ISO_MS_LEN);
-    put_digits(out, (unsigned)(tm.tm_year + 1900), 4);
-    put_digits(out + 5, (unsigned)tm.tm_mon + 1, 2);
-    put_digits(out + 8, (unsigned)tm.tm_mday, 2);
-    put_digits(out + 11, (unsigned)tm.tm_hour, 2);
-    put_digits(out + 14, (unsigned)tm.tm_min, 2);
-    put_digits(out + 17, (unsigned)tm.tm_sec, 2);
-    put_digits(out + 20, (unsigned)(ms % 1000), 3);
+    gw_put_digits(out, (unsigned)(tm.tm_year + 1900), 4);
+    gw_put_digits(out + 5, (unsigned)tm.tm_mon + 1, 2);
+    gw_put_digits(out + 8, (unsigned)tm.tm_mday, 2);
+    gw_put_digits(out + 11, (unsigned)tm.tm_hour, 2);
+    gw_put_digits(out + 14, (unsigned)tm.tm_min, 2);
+    gw_put_digits(out + 17, (unsigned)tm.tm_sec, 2);
+    gw_put_digits(out + 20, (unsigned)(ms % 1000), 3);
 }
 
 int

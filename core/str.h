@@ -131,6 +131,9 @@ void gw_hex_encode(const unsigned char *in, size_t n, char *out);
  * millisecond. Pure arithmetic, no printf: log lines write one per line. */
 #define GW_ISO_MS_LEN 25
 void gw_fmt_iso_ms(uint64_t ms, char out[GW_ISO_MS_LEN]);
+/* <v> as exactly <width> decimal digits (zero-padded, the high ones cut) at <out>; no
+ * NUL. The fields of fixed-width dates. */
+void gw_put_digits(char *out, unsigned v, int width);
 /* Decodes %XX escapes (and nothing else) of <in> into <out> of <cap> bytes; the length,
  * or -1 when an escape is malformed or the result does not fit. */
 int gw_pct_decode(struct gw_str in, char *out, size_t cap);

@@ -102,15 +102,6 @@ append_query_part(struct gw_buf *out, struct gw_str s)
 
 /* ---- date ---- */
 
-static void
-put_digits(char *dst, unsigned v, int width)
-{
-    while (width-- > 0) {
-        dst[width] = (char)('0' + v % 10);
-        v /= 10;
-    }
-}
-
 void
 dl_sigv4_amz_date(int64_t unix_s, char out[DL_SIGV4_DATE_LEN + 1])
 {
@@ -119,13 +110,13 @@ dl_sigv4_amz_date(int64_t unix_s, char out[DL_SIGV4_DATE_LEN + 1])
     struct tm tm;
 
     gmtime_r(&t, &tm);
-    put_digits(out, (unsigned)tm.tm_year + 1900, 4);
-    put_digits(out + 4, (unsigned)tm.tm_mon + 1, 2);
-    put_digits(out + 6, (unsigned)tm.tm_mday, 2);
+    gw_put_digits(out, (unsigned)tm.tm_year + 1900, 4);
+    gw_put_digits(out + 4, (unsigned)tm.tm_mon + 1, 2);
+    gw_put_digits(out + 6, (unsigned)tm.tm_mday, 2);
     out[8] = 'T';
-    put_digits(out + 9, (unsigned)tm.tm_hour, 2);
-    put_digits(out + 11, (unsigned)tm.tm_min, 2);
-    put_digits(out + 13, (unsigned)tm.tm_sec, 2);
+    gw_put_digits(out + 9, (unsigned)tm.tm_hour, 2);
+    gw_put_digits(out + 11, (unsigned)tm.tm_min, 2);
+    gw_put_digits(out + 13, (unsigned)tm.tm_sec, 2);
     out[15] = 'Z';
     out[16] = '\0';
 }

@@ -33,39 +33,37 @@ struct egress_ctx {
 
 static struct egress_ctx *egress_list; /* main thread only */
 
-/* The whole file into a malloc'd buffer; NULL with <why> set on failure. */
-static char *
-read_ca(const char *path, size_t *lenp, char *why, size_t why_size)
+char *
+net_file_read(const char *path, size_t max, size_t *lenp, char *why, size_t why_size)
 {
     FILE *f = fopen(path, "rb");
     char *data;
     size_t len;
 
+    why[0] = '\0';
     if (!f) {
         snprintf(why, why_size, "cannot read the file: %s", strerror(errno));
         return NULL;
     }
-    data = malloc(EGRESS_CA_MAX + 1);
+    data = malloc(max + 1);
     if (!data) {
         fclose(f);
         snprintf(why, why_size, "out of memory");
         return NULL;
     }
-    len = fread(data, 1, EGRESS_CA_MAX + 1, f);
-    if (ferror(f)) {
+    len = fread(data, 1, max + 1, f);
+    if (ferror(f))
         snprintf(why, why_size, "cannot read the file: %s", strerror(errno));
-        len = 0;
-    } else if (len > EGRESS_CA_MAX) {
-        snprintf(why, why_size, "larger than %u MB", EGRESS_CA_MAX >> 20);
-        len = 0;
-    }
+    else if (len > max)
+        snprintf(why, why_size, "larger than %zu MB", max >> 20);
+    else if (len == 0)
+        snprintf(why, why_size, "the file is empty");
     fclose(f);
-    if (len == 0) {
-        if (!why[0])
-            snprintf(why, why_size, "the file is empty");
+    if (why[0]) {
         free(data);
         return NULL;
     }
+    data[len] = '\0';
     *lenp = len;
     return data;
 }
@@ -111,7 +109,7 @@ ctx_for(const char *path, char *why, size_t why_size)
     unsigned char digest[SHA256_DIGEST_LENGTH];
     struct egress_ctx *e;
     size_t len = 0;
-    char *data = read_ca(path, &len, why, why_size);
+    char *data = net_file_read(path, EGRESS_CA_MAX, &len, why, why_size);
     SSL_CTX *ctx;
 
     if (!data)
@@ -144,7 +142,7 @@ const char *
 net_egress_ca_check(void *arg, const char *path, char *why, size_t why_size)
 {
     size_t len = 0;
-    char *data = read_ca(path, &len, why, why_size);
+    char *data = net_file_read(path, EGRESS_CA_MAX, &len, why, why_size);
     SSL_CTX *ctx;
 
     (void)arg;

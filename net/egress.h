@@ -35,6 +35,11 @@ const char *net_egress_ca_check(void *arg, const char *path, char *why, size_t w
  * follows it. */
 extern const struct gw_conf_env net_conf_env;
 
+/* The whole file at <path>, NUL-terminated, in a malloc'd buffer (free() it) of <*lenp>
+ * bytes; NULL with <why> set when it cannot be read, is empty or is larger than <max>
+ * bytes. Config files read on main (CA bundles, server.tls certificate and key). */
+char *net_file_read(const char *path, size_t max, size_t *lenp, char *why, size_t why_size);
+
 /* Frees every context; call after the workers and the link test have stopped. */
 void net_egress_shutdown(void);
 

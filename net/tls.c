@@ -23,6 +23,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "net/egress.h"
 #include "net/net-priv.h"
 
 #define TLS_FILE_MAX (1u << 20) /* bytes of a certificate chain or key file */
@@ -37,41 +38,6 @@ struct tls_ctx {
 static struct tls_ctx *tls_list; /* main thread only */
 
 /* ---- reading the files ---- */
-
-/* The whole file, NUL-terminated, into a malloc'd buffer; NULL with <why> set. */
-static char *
-read_pem(const char *path, size_t *lenp, char *why, size_t why_size)
-{
-    FILE *f = fopen(path, "rb");
-    char *data;
-    size_t len;
-
-    if (!f) {
-        snprintf(why, why_size, "cannot read the file: %s", strerror(errno));
-        return NULL;
-    }
-    data = malloc(TLS_FILE_MAX + 1);
-    if (!data) {
-        fclose(f);
-        snprintf(why, why_size, "out of memory");
-        return NULL;
-    }
-    len = fread(data, 1, TLS_FILE_MAX + 1, f);
-    if (ferror(f))
-        snprintf(why, why_size, "cannot read the file: %s", strerror(errno));
-    else if (len > TLS_FILE_MAX)
-        snprintf(why, why_size, "larger than %u MB", TLS_FILE_MAX >> 20);
-    else if (len == 0)
-        snprintf(why, why_size, "the file is empty");
-    fclose(f);
-    if (why[0]) {
-        free(data);
-        return NULL;
-    }
-    data[len] = '\0';
-    *lenp = len;
-    return data;
-}
 
 /* A passphrase is never asked for: an encrypted key is refused, not prompted for on a
  * terminal that a daemon does not have. */
@@ -234,12 +200,12 @@ read_pair(const char *cert, const char *key, char **cdata, size_t *clen, char **
           enum gw_code *code, char *why, size_t why_size)
 {
     *kdata = NULL;
-    *cdata = read_pem(cert, clen, why, why_size);
+    *cdata = net_file_read(cert, TLS_FILE_MAX, clen, why, why_size);
     if (!*cdata) {
         *code = GW_E_CFG_TLS_CERT;
         return false;
     }
-    *kdata = read_pem(key, klen, why, why_size);
+    *kdata = net_file_read(key, TLS_FILE_MAX, klen, why, why_size);
     if (!*kdata) {
         free(*cdata);
         *cdata = NULL;
