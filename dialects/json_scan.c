@@ -699,9 +699,14 @@ value:
             goto member;
         goto value;
     }
-    /* jansson counts a scalar as a level of its own: one at the limit is too deep */
-    if (base + sp >= DL_JSON_MAX_DEPTH)
+    /* jansson counts a scalar as a level of its own: one at the limit is too deep, once
+     * its token lexes (jansson's lexer reads the token first, so a bad one there is
+     * invalid JSON: a libFuzzer find) */
+    if (base + sp >= DL_JSON_MAX_DEPTH) {
+        if (!scalar(j, c, false, &add))
+            return false;
         return dl_json_fail(j, DL_JSON_E_DEPTH);
+    }
     if (!scalar(j, c, compact != NULL, &add))
         return false;
     len += add;

@@ -432,6 +432,22 @@ test_openai_parse_nesting_limit_is_jansson_2048(void **state)
         else
             t_parse_refused(buf, "body: nested too deep at line 1 column", NULL);
     }
+    /* ... but at the limit a token that does not lex is invalid JSON, as jansson's lexer
+     * says before its depth check (a libFuzzer find: the scanner said too deep) */
+    {
+        size_t len = (size_t)snprintf(buf, sizeof(buf), "{\"model\":\"m\",\"messages\":[],\"x\":");
+
+        for (k = 0; k < 2047; k++)
+            buf[len++] = '[';
+        buf[len++] = '\xa1';
+        for (k = 0; k < 2047; k++)
+            buf[len++] = ']';
+        buf[len++] = '}';
+        buf[len] = '\0';
+        t_parse_refused(buf, "body: not valid JSON at line 1 column", NULL);
+        buf[len - 2048 - 1] = 't'; /* a bad literal */
+        t_parse_refused(buf, "body: not valid JSON at line 1 column", NULL);
+    }
     /* objects count the same way, and deep nesting where the parse looks (messages) */
     t_parse_refused("{\"model\":\"m\",\"messages\":[{\"content\":[[[[[[[[[[[[[[[[[[[[[[[["
                     "]]]]]]]]]]]]]]]]]]]]]]]}],\"x\":{\"a\":{\"b\":1}}",
