@@ -125,7 +125,15 @@ entry_name(const char *entry)
         return NULL;
     p += 9;
     q = strchr(p, '"');
-    return q && !memchr(p, '\\', (size_t)(q - p)) ? strndup(p, (size_t)(q - p)) : NULL;
+    if (!q || memchr(p, '\\', (size_t)(q - p)))
+        return NULL;
+    /* A raw control character is not JSON: the entry is read as YAML, whose double-quoted
+     * scalars fold a line break into a space. The control API never hands one over (it
+     * re-dumps the body with jansson, which escapes them, and names are [a-z0-9._-]). */
+    for (const char *c = p; c < q; c++)
+        if ((unsigned char)*c < 0x20)
+            return NULL;
+    return strndup(p, (size_t)(q - p));
 }
 
 static void
