@@ -64,50 +64,11 @@
 
 /* ---- decoded strings for the length of one emit ---- */
 
-struct txt {
-    struct gw_str s;
-    char *heap;
-    char stack[512];
-};
-
-/* The decoded bytes of token <t> of <j> in <x> (the scanned bytes when unescaped). */
+/* The string field <f> decoded ("" when it is NULL or not a string). */
 static bool
-txt_get(struct txt *x, const struct dl_json *j, const struct dl_json_str *t)
+txt_field(struct dl_json_text *x, const struct dl_json *j, const struct dl_anth_field *f)
 {
-    char *dst = x->stack;
-
-    x->heap = NULL;
-    if (!t->escaped) {
-        x->s = (struct gw_str){j->s + t->start, t->dlen};
-        return true;
-    }
-    if (t->dlen > sizeof(x->stack)) {
-        dst = x->heap = gw_malloc(t->dlen);
-        if (!dst)
-            return false;
-    }
-    dl_json_decode(j, t, dst);
-    x->s = (struct gw_str){dst, t->dlen};
-    return true;
-}
-
-/* The string field <f> decoded ("" when it is not a string). */
-static bool
-txt_field(struct txt *x, const struct dl_json *j, const struct dl_anth_field *f)
-{
-    if (f->kind != DA_STR) {
-        x->heap = NULL;
-        x->s = (struct gw_str){"", 0};
-        return true;
-    }
-    return txt_get(x, j, &f->str);
-}
-
-static void
-txt_fini(struct txt *x)
-{
-    gw_free(x->heap);
-    x->heap = NULL;
+    return dl_json_text_get(x, j, f && f->kind == DA_STR ? &f->str : NULL);
 }
 
 /* ---- upstream side: stream events ---- */
@@ -221,23 +182,9 @@ index_of(const struct dl_json *j, const struct dl_anth_field *f)
     return v;
 }
 
-struct emitter {
-    dl_event_fn fn;
-    void *arg;
-    bool stopped; /* the receiver said stop */
-};
-
-static bool
-emit(struct emitter *e, const struct dl_event *ev)
-{
-    if (!e->stopped && e->fn(e->arg, ev) != 0)
-        e->stopped = true;
-    return !e->stopped;
-}
-
 /* Emits BLOCK_STOP for the open block (when one the hub models is open). */
 static bool
-close_open(struct ep *s, struct emitter *e)
+close_open(struct ep *s, struct dl_emitter *e)
 {
     struct dl_event ev = {.kind = DL_EV_BLOCK_STOP};
     bool skip = s->skip_open;
@@ -249,7 +196,7 @@ close_open(struct ep *s, struct emitter *e)
         return true;
     ev.index = s->canon_open;
     ev.block = (enum dl_block)s->kind_open;
-    return emit(e, &ev);
+    return dl_emit(e, &ev);
 }
 
 /* The canonical index of upstream block <up> (a delta's; -1: the open one), or -1 for
@@ -273,14 +220,14 @@ canon_of(const struct ep *s, int64_t up)
 }
 
 static enum gw_code
-on_message_start(struct ep *s, struct dl_json *j, struct emitter *e)
+on_message_start(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field u[] = USAGE_FIELDS;
     struct dl_anth_field m[] = {DL_ANTH_FIELD("id"), DL_ANTH_FIELD("model"),
                                 DL_ANTH_FIELD("usage")};
     struct dl_anth_field top[] = {DL_ANTH_FIELD("message")};
     struct dl_event ev = {.kind = DL_EV_START};
-    struct txt id, model;
+    struct dl_json_text id, model;
 
     m[2].sub = u;
     m[2].nsub = 4;
@@ -295,49 +242,49 @@ on_message_start(struct ep *s, struct dl_json *j, struct emitter *e)
     if (!txt_field(&id, j, &m[0]))
         return GW_E_NOMEM;
     if (!txt_field(&model, j, &m[1])) {
-        txt_fini(&id);
+        dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
     ev.id = id.s;
     ev.model = model.s;
-    emit(e, &ev);
-    txt_fini(&id);
-    txt_fini(&model);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&model);
     if (m[2].kind == DA_OBJ) {
         struct dl_event uv = {.kind = DL_EV_USAGE, .usage = s->usage};
 
-        emit(e, &uv);
+        dl_emit(e, &uv);
     }
     return GW_OK;
 }
 
 /* A DELTA of <kind> for canonical block <index>: <text> or <sig> (decoded fields). */
 static enum gw_code
-emit_delta(struct emitter *e, uint32_t index, enum dl_block kind, const struct dl_json *j,
+emit_delta(struct dl_emitter *e, uint32_t index, enum dl_block kind, const struct dl_json *j,
            const struct dl_anth_field *text, const struct dl_anth_field *sig)
 {
     struct dl_event ev = {.kind = DL_EV_DELTA, .index = index, .block = kind};
-    struct txt t = {.heap = NULL}, g = {.heap = NULL};
+    struct dl_json_text t = {.heap = NULL}, g = {.heap = NULL};
 
     if ((!text || text->kind != DA_STR || text->str.dlen == 0) &&
         (!sig || sig->kind != DA_STR || sig->str.dlen == 0))
         return GW_OK;
     if ((text && !txt_field(&t, j, text)) || (sig && !txt_field(&g, j, sig))) {
-        txt_fini(&t);
+        dl_json_text_fini(&t);
         return GW_E_NOMEM;
     }
     if (text)
         ev.text = t.s;
     if (sig)
         ev.signature = g.s;
-    emit(e, &ev);
-    txt_fini(&t);
-    txt_fini(&g);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&t);
+    dl_json_text_fini(&g);
     return GW_OK;
 }
 
 static enum gw_code
-on_block_start(struct ep *s, struct dl_json *j, struct emitter *e)
+on_block_start(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field b[] = {DL_ANTH_FIELD("type"),     DL_ANTH_FIELD("id"),
                                 DL_ANTH_FIELD("name"),     DL_ANTH_FIELD("text"),
@@ -346,7 +293,7 @@ on_block_start(struct ep *s, struct dl_json *j, struct emitter *e)
     struct dl_anth_field top[] = {DL_ANTH_FIELD("index"), DL_ANTH_FIELD("content_block")};
     struct dl_event ev = {.kind = DL_EV_BLOCK_START};
     int64_t up;
-    struct txt id, name;
+    struct dl_json_text id, name;
     enum dl_block kind = DL_BLOCK_TEXT;
     bool modelled = true;
 
@@ -395,16 +342,16 @@ on_block_start(struct ep *s, struct dl_json *j, struct emitter *e)
     if (!txt_field(&id, j, &b[1]))
         return GW_E_NOMEM;
     if (!txt_field(&name, j, &b[2])) {
-        txt_fini(&id);
+        dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
     if (kind == DL_BLOCK_TOOL_CALL) {
         ev.id = id.s;
         ev.name = name.s;
     }
-    emit(e, &ev);
-    txt_fini(&id);
-    txt_fini(&name);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&name);
     if (e->stopped)
         return GW_OK;
     if (kind == DL_BLOCK_TEXT)
@@ -424,14 +371,14 @@ on_block_start(struct ep *s, struct dl_json *j, struct emitter *e)
             struct dl_event dv = {.kind = DL_EV_DELTA, .index = s->canon_open, .block = kind};
 
             dv.text = in;
-            emit(e, &dv);
+            dl_emit(e, &dv);
         }
     }
     return GW_OK;
 }
 
 static enum gw_code
-on_block_delta(struct ep *s, struct dl_json *j, struct emitter *e)
+on_block_delta(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field d[] = {DL_ANTH_FIELD("type"), DL_ANTH_FIELD("text"),
                                 DL_ANTH_FIELD("partial_json"), DL_ANTH_FIELD("thinking"),
@@ -473,7 +420,7 @@ on_block_delta(struct ep *s, struct dl_json *j, struct emitter *e)
 }
 
 static enum gw_code
-on_block_stop(struct ep *s, struct dl_json *j, struct emitter *e)
+on_block_stop(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field top[] = {DL_ANTH_FIELD("index")};
     int64_t up = -1;
@@ -488,7 +435,7 @@ on_block_stop(struct ep *s, struct dl_json *j, struct emitter *e)
 }
 
 static enum gw_code
-on_message_delta(struct ep *s, struct dl_json *j, struct emitter *e)
+on_message_delta(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field u[] = USAGE_FIELDS;
     struct dl_anth_field d[] = {DL_ANTH_FIELD("stop_reason"), DL_ANTH_FIELD("stop_sequence")};
@@ -510,12 +457,12 @@ on_message_delta(struct ep *s, struct dl_json *j, struct emitter *e)
         if (!usage_read(j, u, &s->usage))
             return GW_E_NOMEM;
         ev.usage = s->usage;
-        if (!emit(e, &ev))
+        if (!dl_emit(e, &ev))
             return GW_OK;
     }
     if (top[0].kind == DA_OBJ && d[0].kind == DA_STR && !s->finished) {
         struct dl_event ev = {.kind = DL_EV_FINISH};
-        struct txt seq;
+        struct dl_json_text seq;
 
         if (!close_open(s, e))
             return GW_OK;
@@ -524,14 +471,14 @@ on_message_delta(struct ep *s, struct dl_json *j, struct emitter *e)
         ev.finish = finish_of(j, &d[0]);
         ev.stop_sequence = seq.s;
         s->finished = true;
-        emit(e, &ev);
-        txt_fini(&seq);
+        dl_emit(e, &ev);
+        dl_json_text_fini(&seq);
     }
     return GW_OK;
 }
 
 static enum gw_code
-on_message_stop(struct ep *s, struct emitter *e)
+on_message_stop(struct ep *s, struct dl_emitter *e)
 {
     s->done = true;
     if (!s->finished) {
@@ -539,18 +486,18 @@ on_message_stop(struct ep *s, struct emitter *e)
 
         s->finished = true;
         if (close_open(s, e))
-            emit(e, &ev);
+            dl_emit(e, &ev);
     }
     return GW_OK;
 }
 
 static enum gw_code
-on_error(struct ep *s, struct dl_json *j, struct emitter *e)
+on_error(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field x[] = {DL_ANTH_FIELD("type"), DL_ANTH_FIELD("message")};
     struct dl_anth_field top[] = {DL_ANTH_FIELD("error")};
     struct dl_event ev = {.kind = DL_EV_ERROR};
-    struct txt type, msg;
+    struct dl_json_text type, msg;
 
     top[0].sub = x;
     top[0].nsub = 2;
@@ -561,22 +508,22 @@ on_error(struct ep *s, struct dl_json *j, struct emitter *e)
     if (!txt_field(&type, j, &x[0]))
         return GW_E_NOMEM;
     if (!txt_field(&msg, j, &x[1])) {
-        txt_fini(&type);
+        dl_json_text_fini(&type);
         return GW_E_NOMEM;
     }
     s->done = true;
     if (s->finished) {
         /* the answer was whole: an error after its finish changes nothing */
-        txt_fini(&type);
-        txt_fini(&msg);
+        dl_json_text_fini(&type);
+        dl_json_text_fini(&msg);
         return GW_OK;
     }
     ev.error_type = type.s.len ? type.s : GW_STR_LIT("api_error");
     ev.message = msg.s;
     ev.status = dl_anthropic_error_status(ev.error_type);
-    emit(e, &ev);
-    txt_fini(&type);
-    txt_fini(&msg);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&type);
+    dl_json_text_fini(&msg);
     return GW_OK;
 }
 
@@ -586,7 +533,7 @@ unnamed_kind(struct gw_str data, enum ev_kind *kind)
 {
     struct dl_anth_field top[] = {DL_ANTH_FIELD("type")};
     struct dl_json j;
-    struct txt t;
+    struct dl_json_text t;
 
     dl_json_init(&j, data.ptr, data.len);
     if (!dl_anthropic_fields(&j, top, 1) || !dl_json_end(&j))
@@ -594,7 +541,7 @@ unnamed_kind(struct gw_str data, enum ev_kind *kind)
     if (!txt_field(&t, &j, &top[0]))
         return GW_E_NOMEM;
     *kind = top[0].kind == DA_STR ? ev_kind_of(t.s) : EV_OTHER;
-    txt_fini(&t);
+    dl_json_text_fini(&t);
     return GW_OK;
 }
 
@@ -603,7 +550,7 @@ dl_anthropic_event_parse(struct dl_parse_state *st, struct gw_str event, struct 
                          dl_event_fn fn, void *arg)
 {
     struct ep *s = (struct ep *)st;
-    struct emitter e = {fn, arg, false};
+    struct dl_emitter e = {fn, arg, false};
     enum ev_kind kind = event.len ? ev_kind_of(event) : EV_UNNAMED;
     struct dl_json j;
 
@@ -637,14 +584,14 @@ dl_anthropic_event_parse(struct dl_parse_state *st, struct gw_str event, struct 
 
 /* Emits the events of content block at the cursor of <j>. */
 static enum gw_code
-answer_block(struct dl_json *j, uint32_t *index, struct emitter *e)
+answer_block(struct dl_json *j, uint32_t *index, struct dl_emitter *e)
 {
     struct dl_anth_field b[] = {DL_ANTH_FIELD("type"),     DL_ANTH_FIELD("id"),
                                 DL_ANTH_FIELD("name"),     DL_ANTH_FIELD("text"),
                                 DL_ANTH_FIELD("thinking"), DL_ANTH_FIELD("signature"),
                                 DL_ANTH_FIELD("data"),     DL_ANTH_FIELD("input")};
     struct dl_event ev = {.kind = DL_EV_BLOCK_START};
-    struct txt id, name;
+    struct dl_json_text id, name;
     enum gw_code rc = GW_OK;
 
     if (dl_json_peek(j) != '{' || !dl_anthropic_fields(j, b, 8) || b[0].kind != DA_STR)
@@ -669,16 +616,16 @@ answer_block(struct dl_json *j, uint32_t *index, struct emitter *e)
     if (!txt_field(&id, j, &b[1]))
         return GW_E_NOMEM;
     if (!txt_field(&name, j, &b[2])) {
-        txt_fini(&id);
+        dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
     if (ev.block == DL_BLOCK_TOOL_CALL) {
         ev.id = id.s;
         ev.name = name.s;
     }
-    emit(e, &ev);
-    txt_fini(&id);
-    txt_fini(&name);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&name);
     if (e->stopped)
         return GW_OK;
     if (ev.block == DL_BLOCK_TEXT)
@@ -690,12 +637,12 @@ answer_block(struct dl_json *j, uint32_t *index, struct emitter *e)
         struct dl_event dv = {.kind = DL_EV_DELTA, .index = ev.index, .block = ev.block};
 
         dv.text = (struct gw_str){j->s + b[7].at, b[7].end - b[7].at};
-        emit(e, &dv);
+        dl_emit(e, &dv);
     }
     if (rc == GW_OK && !e->stopped) {
         struct dl_event sv = {.kind = DL_EV_BLOCK_STOP, .index = ev.index, .block = ev.block};
 
-        emit(e, &sv);
+        dl_emit(e, &sv);
     }
     return rc;
 }
@@ -708,11 +655,11 @@ dl_anthropic_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
                                   DL_ANTH_FIELD("model"),       DL_ANTH_FIELD("content"),
                                   DL_ANTH_FIELD("stop_reason"), DL_ANTH_FIELD("stop_sequence"),
                                   DL_ANTH_FIELD("usage")};
-    struct emitter e = {fn, arg, false};
+    struct dl_emitter e = {fn, arg, false};
     struct dl_event ev = {.kind = DL_EV_START};
     struct gw_usage usage = {0};
     struct dl_json j, cj;
-    struct txt id, model;
+    struct dl_json_text id, model;
     uint32_t index = 0;
     bool first = true;
     int r;
@@ -747,18 +694,18 @@ dl_anthropic_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
     if (!txt_field(&id, &j, &top[1]))
         return GW_E_NOMEM;
     if (!txt_field(&model, &j, &top[2])) {
-        txt_fini(&id);
+        dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
     ev.id = id.s;
     ev.model = model.s;
-    emit(&e, &ev);
-    txt_fini(&id);
-    txt_fini(&model);
+    dl_emit(&e, &ev);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&model);
     if (top[6].kind == DA_OBJ) {
         struct dl_event uv = {.kind = DL_EV_USAGE, .usage = usage};
 
-        emit(&e, &uv);
+        dl_emit(&e, &uv);
     }
     cj = dl_anthropic_at(&j, top[3].at);
     first = true;
@@ -771,14 +718,14 @@ dl_anthropic_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
     }
     if (!e.stopped) {
         struct dl_event fv = {.kind = DL_EV_FINISH};
-        struct txt seq;
+        struct dl_json_text seq;
 
         if (!txt_field(&seq, &j, &top[5]))
             return GW_E_NOMEM;
         fv.finish = top[4].kind == DA_STR ? finish_of(&j, &top[4]) : DL_FINISH_NONE;
         fv.stop_sequence = seq.s;
-        emit(&e, &fv);
-        txt_fini(&seq);
+        dl_emit(&e, &fv);
+        dl_json_text_fini(&seq);
     }
     return GW_OK;
 }

@@ -63,41 +63,11 @@
 /* The most bytes of decoded text one DELTA holds when the text had escapes. */
 #define DELTA_PIECE 512
 
-struct txt {
-    struct gw_str s;
-    char *heap;
-    char stack[512];
-};
-
-/* The string field <f> decoded into <x> ("" when it is not a string). */
+/* The string field <f> decoded ("" when it is NULL or not a string). */
 static bool
-txt_field(struct txt *x, const struct dl_json *j, const struct dl_anth_field *f)
+txt_field(struct dl_json_text *x, const struct dl_json *j, const struct dl_anth_field *f)
 {
-    char *dst = x->stack;
-
-    x->heap = NULL;
-    x->s = (struct gw_str){"", 0};
-    if (!f || f->kind != DA_STR)
-        return true;
-    if (!f->str.escaped) {
-        x->s = (struct gw_str){j->s + f->str.start, f->str.dlen};
-        return true;
-    }
-    if (f->str.dlen > sizeof(x->stack)) {
-        dst = x->heap = gw_malloc(f->str.dlen);
-        if (!dst)
-            return false;
-    }
-    dl_json_decode(j, &f->str, dst);
-    x->s = (struct gw_str){dst, f->str.dlen};
-    return true;
-}
-
-static void
-txt_fini(struct txt *x)
-{
-    gw_free(x->heap);
-    x->heap = NULL;
+    return dl_json_text_get(x, j, f && f->kind == DA_STR ? &f->str : NULL);
 }
 
 /* ---- the state and the emitter ---- */
@@ -113,20 +83,6 @@ struct ep {
 };
 
 static_assert(sizeof(struct ep) <= sizeof(struct dl_parse_state), "parse state too small");
-
-struct emitter {
-    dl_event_fn fn;
-    void *arg;
-    bool stopped; /* the receiver said stop */
-};
-
-static bool
-emit(struct emitter *e, const struct dl_event *ev)
-{
-    if (!e->stopped && e->fn(e->arg, ev) != 0)
-        e->stopped = true;
-    return !e->stopped;
-}
 
 void
 dl_bedrock_parse_init(struct dl_parse_state *st)
@@ -151,18 +107,18 @@ given(const struct dl_anth_field *f)
 
 /* START, once. */
 static bool
-ensure_started(struct ep *s, struct emitter *e)
+ensure_started(struct ep *s, struct dl_emitter *e)
 {
     struct dl_event ev = {.kind = DL_EV_START};
 
     if (s->started)
         return true;
     s->started = true;
-    return emit(e, &ev);
+    return dl_emit(e, &ev);
 }
 
 static bool
-close_open(struct ep *s, struct emitter *e)
+close_open(struct ep *s, struct dl_emitter *e)
 {
     struct dl_event ev = {.kind = DL_EV_BLOCK_STOP};
 
@@ -171,12 +127,12 @@ close_open(struct ep *s, struct emitter *e)
     s->open_up = -1;
     ev.index = s->open_canon;
     ev.block = (enum dl_block)s->open_kind;
-    return emit(e, &ev);
+    return dl_emit(e, &ev);
 }
 
 /* Starts a block for contentBlockIndex <up> of <kind> (tool call: <id>, <name>). */
 static bool
-open_block(struct ep *s, struct emitter *e, int64_t up, enum dl_block kind, struct gw_str id,
+open_block(struct ep *s, struct dl_emitter *e, int64_t up, enum dl_block kind, struct gw_str id,
            struct gw_str name, bool redacted)
 {
     struct dl_event ev = {.kind = DL_EV_BLOCK_START, .block = kind};
@@ -190,7 +146,7 @@ open_block(struct ep *s, struct emitter *e, int64_t up, enum dl_block kind, stru
     ev.id = id;
     ev.name = name;
     ev.redacted = redacted;
-    return emit(e, &ev);
+    return dl_emit(e, &ev);
 }
 
 /* The contentBlockIndex member, or -1 when absent or not a non-negative integer. */
@@ -247,12 +203,12 @@ finish_of(const struct dl_json *j, const struct dl_anth_field *f)
  * each its own DELTA (split between characters; the signature rides on the last): no
  * allocation, however long it is. */
 static enum gw_code
-emit_delta(struct emitter *e, uint32_t index, enum dl_block kind, const struct dl_json *j,
+emit_delta(struct dl_emitter *e, uint32_t index, enum dl_block kind, const struct dl_json *j,
            const struct dl_anth_field *text, const struct dl_anth_field *sig)
 {
     struct dl_event ev = {.kind = DL_EV_DELTA, .index = index, .block = kind};
     char piece[DELTA_PIECE];
-    struct txt g;
+    struct dl_json_text g;
     size_t at;
 
     if (!txt_field(&g, j, sig))
@@ -263,40 +219,40 @@ emit_delta(struct emitter *e, uint32_t index, enum dl_block kind, const struct d
             ev.text.ptr = piece;
             ev.text.len = dl_json_decode_part(j, &text->str, &at, piece, sizeof(piece));
             ev.signature = at < text->str.end ? (struct gw_str){"", 0} : g.s;
-            if (!emit(e, &ev))
+            if (!dl_emit(e, &ev))
                 break;
         }
     } else {
         if (text && text->kind == DA_STR)
             ev.text = (struct gw_str){j->s + text->str.start, text->str.dlen};
         if (ev.text.len || ev.signature.len)
-            emit(e, &ev);
+            dl_emit(e, &ev);
     }
-    txt_fini(&g);
+    dl_json_text_fini(&g);
     return GW_OK;
 }
 
 /* FINISH of a stopReason field <why> (absent: NONE), with <seq> the stop sequence. */
 static enum gw_code
-emit_finish(struct emitter *e, const struct dl_json *j, const struct dl_anth_field *why,
+emit_finish(struct dl_emitter *e, const struct dl_json *j, const struct dl_anth_field *why,
             const struct dl_anth_field *seq)
 {
     struct dl_event ev = {.kind = DL_EV_FINISH};
-    struct txt t;
+    struct dl_json_text t;
 
     if (!txt_field(&t, j, seq))
         return GW_E_NOMEM;
     ev.finish = why->kind == DA_STR ? finish_of(j, why) : DL_FINISH_NONE;
     ev.stop_sequence = t.s;
-    emit(e, &ev);
-    txt_fini(&t);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&t);
     return GW_OK;
 }
 
 /* ---- stream events ---- */
 
 static enum gw_code
-on_message_start(struct ep *s, struct dl_json *j, struct emitter *e)
+on_message_start(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field top[] = {DL_ANTH_FIELD("role")};
 
@@ -307,12 +263,12 @@ on_message_start(struct ep *s, struct dl_json *j, struct emitter *e)
 }
 
 static enum gw_code
-on_block_start(struct ep *s, struct dl_json *j, struct emitter *e)
+on_block_start(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field tu[] = {DL_ANTH_FIELD("toolUseId"), DL_ANTH_FIELD("name")};
     struct dl_anth_field st[] = {DL_ANTH_FIELD("toolUse")};
     struct dl_anth_field top[] = {DL_ANTH_FIELD("contentBlockIndex"), DL_ANTH_FIELD("start")};
-    struct txt id, name;
+    struct dl_json_text id, name;
 
     st[0].sub = tu;
     st[0].nsub = 2;
@@ -331,12 +287,12 @@ on_block_start(struct ep *s, struct dl_json *j, struct emitter *e)
     if (!txt_field(&id, j, &tu[0]))
         return GW_E_NOMEM;
     if (!txt_field(&name, j, &tu[1])) {
-        txt_fini(&id);
+        dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
     open_block(s, e, index_of(j, &top[0]), DL_BLOCK_TOOL_CALL, id.s, name.s, false);
-    txt_fini(&id);
-    txt_fini(&name);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&name);
     return GW_OK;
 }
 
@@ -347,7 +303,7 @@ nonempty(const struct dl_anth_field *f)
 }
 
 static enum gw_code
-on_block_delta(struct ep *s, struct dl_json *j, struct emitter *e)
+on_block_delta(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field rc[] = {DL_ANTH_FIELD("text"), DL_ANTH_FIELD("signature"),
                                  DL_ANTH_FIELD("redactedContent")};
@@ -408,7 +364,7 @@ on_block_delta(struct ep *s, struct dl_json *j, struct emitter *e)
 }
 
 static enum gw_code
-on_block_stop(struct ep *s, struct dl_json *j, struct emitter *e)
+on_block_stop(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field top[] = {DL_ANTH_FIELD("contentBlockIndex")};
     int64_t up;
@@ -422,7 +378,7 @@ on_block_stop(struct ep *s, struct dl_json *j, struct emitter *e)
 }
 
 static enum gw_code
-on_message_stop(struct ep *s, struct dl_json *j, struct emitter *e)
+on_message_stop(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field amrf[] = {DL_ANTH_FIELD("stop_sequence")};
     struct dl_anth_field top[] = {DL_ANTH_FIELD("stopReason"),
@@ -443,7 +399,7 @@ on_message_stop(struct ep *s, struct dl_json *j, struct emitter *e)
 }
 
 static enum gw_code
-on_metadata(struct ep *s, struct dl_json *j, struct emitter *e)
+on_metadata(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field u[] = USAGE_FIELDS;
     struct dl_anth_field top[] = {DL_ANTH_FIELD("usage")};
@@ -460,16 +416,16 @@ on_metadata(struct ep *s, struct dl_json *j, struct emitter *e)
     if (!usage_read(j, u, &ev.usage))
         return GW_E_NOMEM;
     if (ensure_started(s, e))
-        emit(e, &ev);
+        dl_emit(e, &ev);
     return GW_OK;
 }
 
 static enum gw_code
-on_exception(struct ep *s, struct gw_str name, struct gw_str data, struct emitter *e)
+on_exception(struct ep *s, struct gw_str name, struct gw_str data, struct dl_emitter *e)
 {
     struct dl_anth_field top[] = {DL_ANTH_FIELD("message"), DL_ANTH_FIELD("Message")};
     struct dl_event ev = {.kind = DL_EV_ERROR};
-    struct txt msg = {.heap = NULL};
+    struct dl_json_text msg = {.heap = NULL};
     struct dl_json j;
     int status = dl_bedrock_exception_status(name);
 
@@ -486,8 +442,8 @@ on_exception(struct ep *s, struct gw_str name, struct gw_str data, struct emitte
     ev.error_type = name;
     ev.message = msg.s;
     ev.status = status ? status : 500;
-    emit(e, &ev);
-    txt_fini(&msg);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&msg);
     return GW_OK;
 }
 
@@ -512,7 +468,7 @@ dl_bedrock_event_parse(struct dl_parse_state *st, struct gw_str event, struct gw
                        dl_event_fn fn, void *arg)
 {
     struct ep *s = (struct ep *)st;
-    struct emitter e = {fn, arg, false};
+    struct dl_emitter e = {fn, arg, false};
     struct dl_json j;
 
     if (s->done)
@@ -591,10 +547,10 @@ blk_read(struct dl_json *j, struct blk *x)
 
 /* The events of the block <x> (of <j>), numbered from *<index>. */
 static enum gw_code
-answer_block(const struct dl_json *j, const struct blk *x, uint32_t *index, struct emitter *e)
+answer_block(const struct dl_json *j, const struct blk *x, uint32_t *index, struct dl_emitter *e)
 {
     struct dl_event ev = {.kind = DL_EV_BLOCK_START};
-    struct txt id, name;
+    struct dl_json_text id, name;
     enum gw_code rc = GW_OK;
 
     if (given(&x->b[0]))
@@ -610,14 +566,14 @@ answer_block(const struct dl_json *j, const struct blk *x, uint32_t *index, stru
     if (!txt_field(&id, j, ev.block == DL_BLOCK_TOOL_CALL ? &x->tu[0] : NULL))
         return GW_E_NOMEM;
     if (!txt_field(&name, j, ev.block == DL_BLOCK_TOOL_CALL ? &x->tu[1] : NULL)) {
-        txt_fini(&id);
+        dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
     ev.id = id.s;
     ev.name = name.s;
-    emit(e, &ev);
-    txt_fini(&id);
-    txt_fini(&name);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&name);
     if (e->stopped)
         return GW_OK;
     if (ev.block == DL_BLOCK_TEXT) {
@@ -626,7 +582,7 @@ answer_block(const struct dl_json *j, const struct blk *x, uint32_t *index, stru
         struct dl_event dv = {.kind = DL_EV_DELTA, .index = ev.index, .block = ev.block};
 
         dv.text = (struct gw_str){j->s + x->tu[2].at, x->tu[2].end - x->tu[2].at};
-        emit(e, &dv);
+        dl_emit(e, &dv);
     } else if (ev.redacted) {
         rc = emit_delta(e, ev.index, ev.block, j, NULL, &x->rc[1]);
     } else {
@@ -635,7 +591,7 @@ answer_block(const struct dl_json *j, const struct blk *x, uint32_t *index, stru
     if (rc == GW_OK && !e->stopped) {
         struct dl_event sv = {.kind = DL_EV_BLOCK_STOP, .index = ev.index, .block = ev.block};
 
-        emit(e, &sv);
+        dl_emit(e, &sv);
     }
     return rc;
 }
@@ -650,7 +606,7 @@ dl_bedrock_answer_parse(const char *body, size_t len, dl_event_fn fn, void *arg)
     struct dl_anth_field top[] = {DL_ANTH_FIELD("output"), DL_ANTH_FIELD("stopReason"),
                                   DL_ANTH_FIELD("usage"),
                                   DL_ANTH_FIELD("additionalModelResponseFields")};
-    struct emitter e = {fn, arg, false};
+    struct dl_emitter e = {fn, arg, false};
     struct dl_event sv = {.kind = DL_EV_START};
     struct gw_usage usage;
     struct dl_json j, cj;
@@ -687,11 +643,11 @@ dl_bedrock_answer_parse(const char *body, size_t len, dl_event_fn fn, void *arg)
     }
     if (r != 0)
         return bad(&cj);
-    emit(&e, &sv);
+    dl_emit(&e, &sv);
     if (top[2].kind == DA_OBJ) {
         struct dl_event uv = {.kind = DL_EV_USAGE, .usage = usage};
 
-        emit(&e, &uv);
+        dl_emit(&e, &uv);
     }
     cj = dl_anthropic_at(&j, msg[0].at);
     first = true;

@@ -294,6 +294,22 @@ struct dl_event {
  * nothing more for that input and returns GW_OK (the receiver knows why it stopped). */
 typedef int (*dl_event_fn)(void *arg, const struct dl_event *ev);
 
+/* A parser's receiver and whether it said stop: once it has, nothing more is emitted. */
+struct dl_emitter {
+    dl_event_fn fn;
+    void *arg;
+    bool stopped;
+};
+
+/* Hands <ev> to the receiver unless it said stop; false once it has. */
+static inline bool
+dl_emit(struct dl_emitter *e, const struct dl_event *ev)
+{
+    if (!e->stopped && e->fn(e->arg, ev) != 0)
+        e->stopped = true;
+    return !e->stopped;
+}
+
 /* True when <ev> is content in the sense of the stream-start hold and the latency
  * sample (DESIGN.md 5): a non-empty delta of text, arguments or reasoning, or the start
  * of a tool call. Role and start frames are not. */

@@ -54,41 +54,11 @@
 
 /* ---- decoded strings for the length of one emit ---- */
 
-struct txt {
-    struct gw_str s;
-    char *heap;
-    char stack[512];
-};
-
-/* The string field <f> decoded into <x> ("" when it is NULL or not a string). */
+/* The string field <f> decoded ("" when it is NULL or not a string). */
 static bool
-txt_field(struct txt *x, const struct dl_json *j, const struct dl_gm_field *f)
+txt_field(struct dl_json_text *x, const struct dl_json *j, const struct dl_gm_field *f)
 {
-    char *dst = x->stack;
-
-    x->heap = NULL;
-    x->s = (struct gw_str){"", 0};
-    if (!f || f->kind != GK_STR)
-        return true;
-    if (!f->str.escaped) {
-        x->s = (struct gw_str){j->s + f->str.start, f->str.dlen};
-        return true;
-    }
-    if (f->str.dlen > sizeof(x->stack)) {
-        dst = x->heap = gw_malloc(f->str.dlen);
-        if (!dst)
-            return false;
-    }
-    dl_json_decode(j, &f->str, dst);
-    x->s = (struct gw_str){dst, f->str.dlen};
-    return true;
-}
-
-static void
-txt_fini(struct txt *x)
-{
-    gw_free(x->heap);
-    x->heap = NULL;
+    return dl_json_text_get(x, j, f && f->kind == GK_STR ? &f->str : NULL);
 }
 
 /* ---- the state and the emitter ---- */
@@ -109,20 +79,6 @@ struct ep {
 
 static_assert(sizeof(struct ep) <= sizeof(struct dl_parse_state), "parse state too small");
 
-struct emitter {
-    dl_event_fn fn;
-    void *arg;
-    bool stopped; /* the receiver said stop */
-};
-
-static bool
-emit(struct emitter *e, const struct dl_event *ev)
-{
-    if (!e->stopped && e->fn(e->arg, ev) != 0)
-        e->stopped = true;
-    return !e->stopped;
-}
-
 void
 dl_gemini_parse_init(struct dl_parse_state *st)
 {
@@ -130,7 +86,7 @@ dl_gemini_parse_init(struct dl_parse_state *st)
 }
 
 static bool
-close_open(struct ep *s, struct emitter *e)
+close_open(struct ep *s, struct dl_emitter *e)
 {
     struct dl_event ev = {.kind = DL_EV_BLOCK_STOP};
 
@@ -139,12 +95,12 @@ close_open(struct ep *s, struct emitter *e)
     s->open = false;
     ev.index = s->open_index;
     ev.block = (enum dl_block)s->open_kind;
-    return emit(e, &ev);
+    return dl_emit(e, &ev);
 }
 
 /* The open block when it is of <kind>, else a new one. */
 static bool
-ensure_open(struct ep *s, struct emitter *e, enum dl_block kind)
+ensure_open(struct ep *s, struct dl_emitter *e, enum dl_block kind)
 {
     struct dl_event ev = {.kind = DL_EV_BLOCK_START, .block = kind};
 
@@ -156,7 +112,7 @@ ensure_open(struct ep *s, struct emitter *e, enum dl_block kind)
     s->open_kind = (uint8_t)kind;
     s->open_index = s->next++;
     ev.index = s->open_index;
-    return emit(e, &ev);
+    return dl_emit(e, &ev);
 }
 
 /* ---- checking a chunk ---- */
@@ -375,37 +331,37 @@ finish_of(const struct dl_json *j, const struct dl_gm_field *f, bool called)
 /* A DELTA of the open block of <kind> with <text> and <sig> (fields; either may be
  * absent). */
 static enum gw_code
-emit_delta(struct ep *s, struct emitter *e, enum dl_block kind, const struct dl_json *j,
+emit_delta(struct ep *s, struct dl_emitter *e, enum dl_block kind, const struct dl_json *j,
            const struct dl_gm_field *text, const struct dl_gm_field *sig)
 {
     struct dl_event ev = {.kind = DL_EV_DELTA, .block = kind};
-    struct txt t, g;
+    struct dl_json_text t, g;
 
     if (!ensure_open(s, e, kind))
         return GW_OK;
     if (!txt_field(&t, j, text))
         return GW_E_NOMEM;
     if (!txt_field(&g, j, sig)) {
-        txt_fini(&t);
+        dl_json_text_fini(&t);
         return GW_E_NOMEM;
     }
     ev.index = s->open_index;
     ev.text = t.s;
     ev.signature = g.s;
-    emit(e, &ev);
-    txt_fini(&t);
-    txt_fini(&g);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&t);
+    dl_json_text_fini(&g);
     return GW_OK;
 }
 
 static enum gw_code
-emit_call(struct ep *s, struct emitter *e, const struct dl_json *doc, const struct dl_gm_field *fc,
-          const struct dl_gm_field *sig)
+emit_call(struct ep *s, struct dl_emitter *e, const struct dl_json *doc,
+          const struct dl_gm_field *fc, const struct dl_gm_field *sig)
 {
     struct dl_gm_field c[] = {DL_GM_FIELD("name"), DL_GM_FIELD("args"), DL_GM_FIELD("id")};
     struct dl_json j = dl_gm_at(doc, fc->at);
     struct dl_event ev = {.kind = DL_EV_BLOCK_START, .block = DL_BLOCK_TOOL_CALL};
-    struct txt name, id, g;
+    struct dl_json_text name, id, g;
     char gen[48];
 
     (void)dl_gm_fields(&j, c, 3); /* checked */
@@ -414,12 +370,12 @@ emit_call(struct ep *s, struct emitter *e, const struct dl_json *doc, const stru
     if (!txt_field(&name, &j, &c[0]))
         return GW_E_NOMEM;
     if (!txt_field(&id, &j, &c[2])) {
-        txt_fini(&name);
+        dl_json_text_fini(&name);
         return GW_E_NOMEM;
     }
     if (!txt_field(&g, doc, sig)) {
-        txt_fini(&name);
-        txt_fini(&id);
+        dl_json_text_fini(&name);
+        dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
     ev.index = s->next++;
@@ -435,26 +391,26 @@ emit_call(struct ep *s, struct emitter *e, const struct dl_json *doc, const stru
     }
     s->n_calls++;
     s->called = true;
-    emit(e, &ev);
-    txt_fini(&name);
-    txt_fini(&id);
-    txt_fini(&g);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&name);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&g);
     if (!e->stopped) {
         struct dl_event dv = {.kind = DL_EV_DELTA, .index = ev.index, .block = DL_BLOCK_TOOL_CALL};
 
         dv.text = c[1].kind == GK_OBJ ? dl_gm_raw(&j, &c[1]) : GW_STR_LIT("{}");
-        if (emit(e, &dv)) {
+        if (dl_emit(e, &dv)) {
             struct dl_event sv = {
                 .kind = DL_EV_BLOCK_STOP, .index = ev.index, .block = DL_BLOCK_TOOL_CALL};
 
-            emit(e, &sv);
+            dl_emit(e, &sv);
         }
     }
     return GW_OK;
 }
 
 static enum gw_code
-emit_parts(struct ep *s, struct emitter *e, const struct dl_json *doc, const struct chunk *c)
+emit_parts(struct ep *s, struct dl_emitter *e, const struct dl_json *doc, const struct chunk *c)
 {
     struct dl_json j = dl_gm_at(doc, c->parts.at);
     bool first = true;
@@ -487,12 +443,12 @@ emit_parts(struct ep *s, struct emitter *e, const struct dl_json *doc, const str
 }
 
 static enum gw_code
-emit_error(struct ep *s, struct emitter *e, const struct dl_json *doc, size_t at)
+emit_error(struct ep *s, struct dl_emitter *e, const struct dl_json *doc, size_t at)
 {
     struct dl_gm_field x[] = {DL_GM_FIELD("code"), DL_GM_FIELD("message"), DL_GM_FIELD("status")};
     struct dl_json j = dl_gm_at(doc, at);
     struct dl_event ev = {.kind = DL_EV_ERROR};
-    struct txt msg, type;
+    struct dl_json_text msg, type;
     int64_t code = 0;
 
     s->done = true;
@@ -502,7 +458,7 @@ emit_error(struct ep *s, struct emitter *e, const struct dl_json *doc, size_t at
     if (!txt_field(&msg, &j, &x[1]))
         return GW_E_NOMEM;
     if (!txt_field(&type, &j, &x[2])) {
-        txt_fini(&msg);
+        dl_json_text_fini(&msg);
         return GW_E_NOMEM;
     }
     if (x[0].kind != GK_NUM || !dl_gm_int(&j, &x[0].num, &code) || code < 400 || code > 599)
@@ -510,15 +466,15 @@ emit_error(struct ep *s, struct emitter *e, const struct dl_json *doc, size_t at
     ev.error_type = type.s.len ? type.s : GW_STR_LIT("INTERNAL");
     ev.message = msg.s;
     ev.status = code ? (int)code : 500;
-    emit(e, &ev);
-    txt_fini(&msg);
-    txt_fini(&type);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&msg);
+    dl_json_text_fini(&type);
     return GW_OK;
 }
 
 /* One checked chunk's events. */
 static enum gw_code
-emit_chunk(struct ep *s, struct emitter *e, const struct dl_json *j, const struct chunk *c)
+emit_chunk(struct ep *s, struct dl_emitter *e, const struct dl_json *j, const struct chunk *c)
 {
     enum gw_code rc = GW_OK;
 
@@ -526,12 +482,12 @@ emit_chunk(struct ep *s, struct emitter *e, const struct dl_json *j, const struc
         return emit_error(s, e, j, c->f[CF_ERROR].at);
     if (!s->started) {
         struct dl_event ev = {.kind = DL_EV_START};
-        struct txt id, model;
+        struct dl_json_text id, model;
 
         if (!txt_field(&id, j, &c->f[CF_ID]))
             return GW_E_NOMEM;
         if (!txt_field(&model, j, &c->f[CF_MODEL])) {
-            txt_fini(&id);
+            dl_json_text_fini(&id);
             return GW_E_NOMEM;
         }
         s->started = true;
@@ -539,9 +495,9 @@ emit_chunk(struct ep *s, struct emitter *e, const struct dl_json *j, const struc
         s->tag = tag_of(id.s);
         ev.id = id.s;
         ev.model = model.s;
-        emit(e, &ev);
-        txt_fini(&id);
-        txt_fini(&model);
+        dl_emit(e, &ev);
+        dl_json_text_fini(&id);
+        dl_json_text_fini(&model);
     }
     if (!s->finished && present(&c->parts))
         rc = emit_parts(s, e, j, c);
@@ -552,7 +508,7 @@ emit_chunk(struct ep *s, struct emitter *e, const struct dl_json *j, const struc
 
         if (!usage_read(j, c->f[CF_USAGE].at, &ev.usage))
             return bad(j);
-        if (!emit(e, &ev))
+        if (!dl_emit(e, &ev))
             return GW_OK;
     }
     if (s->finished)
@@ -565,7 +521,7 @@ emit_chunk(struct ep *s, struct emitter *e, const struct dl_json *j, const struc
                                              : DL_FINISH_CONTENT_FILTER;
         s->finished = true;
         if (close_open(s, e))
-            emit(e, &ev);
+            dl_emit(e, &ev);
     }
     return GW_OK;
 }
@@ -575,7 +531,7 @@ dl_gemini_event_parse(struct dl_parse_state *st, struct gw_str event, struct gw_
                       dl_event_fn fn, void *arg)
 {
     struct ep *s = (struct ep *)st;
-    struct emitter e = {fn, arg, false};
+    struct dl_emitter e = {fn, arg, false};
     struct chunk c;
     struct dl_json j;
     enum gw_code rc;
@@ -597,7 +553,7 @@ dl_gemini_answer_parse(const char *body, size_t len, dl_event_fn fn, void *arg)
 {
     struct dl_parse_state st;
     struct ep *s = (struct ep *)&st;
-    struct emitter e = {fn, arg, false};
+    struct dl_emitter e = {fn, arg, false};
     struct chunk c;
     struct dl_json j;
     enum gw_code rc;
@@ -613,7 +569,7 @@ dl_gemini_answer_parse(const char *body, size_t len, dl_event_fn fn, void *arg)
     if (close_open(s, &e)) {
         struct dl_event fv = {.kind = DL_EV_FINISH, .finish = DL_FINISH_NONE};
 
-        emit(&e, &fv);
+        dl_emit(&e, &fv);
     }
     return GW_OK;
 }

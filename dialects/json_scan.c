@@ -249,45 +249,6 @@ utf8_put(char *d, unsigned v)
     return 4;
 }
 
-void
-dl_json_decode(const struct dl_json *j, const struct dl_json_str *str, char *dst)
-{
-    const unsigned char *s = (const unsigned char *)j->s;
-    size_t i = str->start, d = 0;
-
-    if (!str->escaped) {
-        memcpy(dst, s + i, str->end - i);
-        return;
-    }
-    while (i < str->end) {
-        unsigned v;
-
-        if (s[i] != '\\') {
-            dst[d++] = (char)s[i++];
-            continue;
-        }
-        switch (s[i + 1]) {
-        case 'b': v = '\b'; break;
-        case 'f': v = '\f'; break;
-        case 'n': v = '\n'; break;
-        case 'r': v = '\r'; break;
-        case 't': v = '\t'; break;
-        case 'u':
-            v = (unsigned)hex4(s + i + 2);
-            if (v >= 0xD800 && v <= 0xDBFF) {
-                v = 0x10000 + ((v - 0xD800) << 10) + ((unsigned)hex4(s + i + 8) - 0xDC00);
-                i += 6;
-            }
-            d += utf8_put(dst + d, v);
-            i += 6;
-            continue;
-        default: /* '"', '\\', '/' */ v = s[i + 1]; break;
-        }
-        dst[d++] = (char)v;
-        i += 2;
-    }
-}
-
 /* Bytes of the UTF-8 sequence whose first byte is <c> (validated input). */
 static size_t
 utf8_seq_len(unsigned char c)
@@ -336,6 +297,47 @@ dl_json_decode_part(const struct dl_json *j, const struct dl_json_str *str, size
     }
     *at = i;
     return d;
+}
+
+void
+dl_json_decode(const struct dl_json *j, const struct dl_json_str *str, char *dst)
+{
+    size_t at = str->start;
+
+    if (!str->escaped)
+        memcpy(dst, j->s + at, str->end - at);
+    else
+        dl_json_decode_part(j, str, &at, dst, SIZE_MAX); /* all of it in one piece */
+}
+
+bool
+dl_json_text_get(struct dl_json_text *x, const struct dl_json *j, const struct dl_json_str *str)
+{
+    char *dst = x->stack;
+
+    x->heap = NULL;
+    x->s = (struct gw_str){"", 0};
+    if (!str)
+        return true;
+    if (!str->escaped) {
+        x->s = (struct gw_str){j->s + str->start, str->dlen};
+        return true;
+    }
+    if (str->dlen > sizeof(x->stack)) {
+        dst = x->heap = gw_malloc(str->dlen);
+        if (!dst)
+            return false;
+    }
+    dl_json_decode(j, str, dst);
+    x->s = (struct gw_str){dst, str->dlen};
+    return true;
+}
+
+void
+dl_json_text_fini(struct dl_json_text *x)
+{
+    gw_free(x->heap);
+    x->heap = NULL;
 }
 
 bool

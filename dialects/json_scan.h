@@ -142,6 +142,18 @@ void dl_json_decode(const struct dl_json *j, const struct dl_json_str *str, char
  * can be handed on in pieces from a stack buffer. */
 size_t dl_json_decode_part(const struct dl_json *j, const struct dl_json_str *str, size_t *at,
                            char *dst, size_t cap);
+/* A string's decoded bytes for the length of one use: a slice of the document when it has
+ * no escape, else decoded into the stack buffer, or onto the heap past its size. */
+struct dl_json_text {
+    struct gw_str s;
+    char *heap;
+    char stack[512];
+};
+/* <x> = the decoded <str> of <j> ("" when <str> is NULL). False when out of memory (<x>
+ * then holds nothing to free). Every call is paired with dl_json_text_fini. */
+bool dl_json_text_get(struct dl_json_text *x, const struct dl_json *j,
+                      const struct dl_json_str *str);
+void dl_json_text_fini(struct dl_json_text *x);
 bool dl_json_str_eq_slow(const struct dl_json *j, const struct dl_json_str *str, const char *lit,
                          size_t len);
 

@@ -98,66 +98,21 @@
 
 /* ---- decoded strings for the length of one emit ---- */
 
-struct txt {
-    struct gw_str s;
-    char *heap;
-    char stack[512];
-};
-
-/* The decoded bytes of the string field <f> of <j> in <x> ("" when it is not a string). */
+/* The string field <f> decoded ("" when it is NULL or not a string). */
 static bool
-txt_field(struct txt *x, const struct dl_json *j, const struct dl_anth_field *f)
+txt_field(struct dl_json_text *x, const struct dl_json *j, const struct dl_anth_field *f)
 {
-    char *dst = x->stack;
-
-    x->heap = NULL;
-    if (f->kind != DA_STR) {
-        x->s = (struct gw_str){"", 0};
-        return true;
-    }
-    if (!f->str.escaped) {
-        x->s = (struct gw_str){j->s + f->str.start, f->str.dlen};
-        return true;
-    }
-    if (f->str.dlen > sizeof(x->stack)) {
-        dst = x->heap = gw_malloc(f->str.dlen);
-        if (!dst)
-            return false;
-    }
-    dl_json_decode(j, &f->str, dst);
-    x->s = (struct gw_str){dst, f->str.dlen};
-    return true;
-}
-
-static void
-txt_fini(struct txt *x)
-{
-    gw_free(x->heap);
-    x->heap = NULL;
-}
-
-struct emitter {
-    dl_event_fn fn;
-    void *arg;
-    bool stopped; /* the receiver said stop */
-};
-
-static bool
-emit(struct emitter *e, const struct dl_event *ev)
-{
-    if (!e->stopped && e->fn(e->arg, ev) != 0)
-        e->stopped = true;
-    return !e->stopped;
+    return dl_json_text_get(x, j, f && f->kind == DA_STR ? &f->str : NULL);
 }
 
 /* A DELTA of block <index> with the decoded string field <f> as its text (or, <sig>, its
  * signature); nothing when it is empty. */
 static enum gw_code
-emit_field(struct emitter *e, uint32_t index, enum dl_block kind, const struct dl_json *j,
+emit_field(struct dl_emitter *e, uint32_t index, enum dl_block kind, const struct dl_json *j,
            const struct dl_anth_field *f, bool sig)
 {
     struct dl_event ev = {.kind = DL_EV_DELTA, .index = index, .block = kind};
-    struct txt t;
+    struct dl_json_text t;
 
     if (f->kind != DA_STR || f->str.dlen == 0 || e->stopped)
         return GW_OK;
@@ -167,17 +122,17 @@ emit_field(struct emitter *e, uint32_t index, enum dl_block kind, const struct d
         ev.signature = t.s;
     else
         ev.text = t.s;
-    emit(e, &ev);
-    txt_fini(&t);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&t);
     return GW_OK;
 }
 
 static bool
-emit_simple(struct emitter *e, enum dl_event_kind kind, uint32_t index, enum dl_block block)
+emit_simple(struct dl_emitter *e, enum dl_event_kind kind, uint32_t index, enum dl_block block)
 {
     struct dl_event ev = {.kind = kind, .index = index, .block = block};
 
-    return emit(e, &ev);
+    return dl_emit(e, &ev);
 }
 
 static enum gw_code
@@ -266,23 +221,23 @@ status_of(struct gw_str code)
 
 /* ERROR from an error object's fields <x> (type, code, message). */
 static enum gw_code
-emit_error(struct emitter *e, const struct dl_json *j, const struct dl_anth_field *x)
+emit_error(struct dl_emitter *e, const struct dl_json *j, const struct dl_anth_field *x)
 {
     struct dl_event ev = {.kind = DL_EV_ERROR};
-    struct txt type, msg;
+    struct dl_json_text type, msg;
 
     if (!txt_field(&type, j, x[1].kind == DA_STR ? &x[1] : &x[0]))
         return GW_E_NOMEM;
     if (!txt_field(&msg, j, &x[2])) {
-        txt_fini(&type);
+        dl_json_text_fini(&type);
         return GW_E_NOMEM;
     }
     ev.error_type = type.s.len ? type.s : GW_STR_LIT("server_error");
     ev.message = msg.s;
     ev.status = status_of(ev.error_type);
-    emit(e, &ev);
-    txt_fini(&type);
-    txt_fini(&msg);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&type);
+    dl_json_text_fini(&msg);
     return GW_OK;
 }
 
@@ -374,7 +329,7 @@ check_output(const struct dl_json *doc, size_t at)
  * two; message parts: "text" of output_text, "refusal" of refusal. *any: one was
  * emitted (in and out). */
 static enum gw_code
-emit_texts(struct emitter *e, const struct dl_json *doc, size_t at, uint32_t index,
+emit_texts(struct dl_emitter *e, const struct dl_json *doc, size_t at, uint32_t index,
            enum dl_block kind, bool *any)
 {
     struct dl_json j = dl_anthropic_at(doc, at);
@@ -395,7 +350,7 @@ emit_texts(struct emitter *e, const struct dl_json *doc, size_t at, uint32_t ind
             struct dl_event sep = {.kind = DL_EV_DELTA, .index = index, .block = kind};
 
             sep.text = GW_STR_LIT("\n\n");
-            emit(e, &sep);
+            dl_emit(e, &sep);
         }
         rc = emit_field(e, index, kind, &j, t, false);
         if (rc != GW_OK)
@@ -407,33 +362,33 @@ emit_texts(struct emitter *e, const struct dl_json *doc, size_t at, uint32_t ind
 
 /* BLOCK_START of a function call <f>: id = call_id, name. */
 static bool
-emit_call_start(struct emitter *e, uint32_t index, const struct dl_json *j,
+emit_call_start(struct dl_emitter *e, uint32_t index, const struct dl_json *j,
                 const struct dl_anth_field *f, bool *nomem)
 {
     struct dl_event ev = {.kind = DL_EV_BLOCK_START, .index = index, .block = DL_BLOCK_TOOL_CALL};
-    struct txt id, name;
+    struct dl_json_text id, name;
 
     if (!txt_field(&id, j, &f[IT_CALL_ID])) {
         *nomem = true;
         return false;
     }
     if (!txt_field(&name, j, &f[IT_NAME])) {
-        txt_fini(&id);
+        dl_json_text_fini(&id);
         *nomem = true;
         return false;
     }
     ev.id = id.s;
     ev.name = name.s;
-    emit(e, &ev);
-    txt_fini(&id);
-    txt_fini(&name);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&name);
     return !e->stopped;
 }
 
 /* The blocks of one checked output item <f>: started, filled, stopped. */
 static enum gw_code
-emit_item(struct emitter *e, const struct dl_json *j, const struct dl_anth_field *f, uint32_t *next,
-          bool *tool_called)
+emit_item(struct dl_emitter *e, const struct dl_json *j, const struct dl_anth_field *f,
+          uint32_t *next, bool *tool_called)
 {
     enum gw_code rc = GW_OK;
     bool nomem = false, any = false;
@@ -493,7 +448,7 @@ emit_item(struct emitter *e, const struct dl_json *j, const struct dl_anth_field
 
 /* The blocks of every item of the checked output array at <at>. */
 static enum gw_code
-emit_output(struct emitter *e, const struct dl_json *doc, size_t at, uint32_t *next,
+emit_output(struct dl_emitter *e, const struct dl_json *doc, size_t at, uint32_t *next,
             bool *tool_called)
 {
     struct dl_json j = dl_anthropic_at(doc, at);
@@ -641,7 +596,7 @@ slot_find(const struct ep *s, enum slot_kind kind, uint32_t out, uint32_t part)
 
 /* Emits BLOCK_STOP for the open block, when one is. */
 static bool
-close_open(struct ep *s, struct emitter *e)
+close_open(struct ep *s, struct dl_emitter *e)
 {
     struct slot *sl;
 
@@ -660,20 +615,20 @@ close_open(struct ep *s, struct emitter *e)
 
 /* START with empty fields when the upstream sent none before its content. */
 static bool
-ensure_started(struct ep *s, struct emitter *e)
+ensure_started(struct ep *s, struct dl_emitter *e)
 {
     struct dl_event ev = {.kind = DL_EV_START};
 
     if (s->started)
         return true;
     s->started = true;
-    return emit(e, &ev);
+    return dl_emit(e, &ev);
 }
 
 /* A new slot for <kind>/<out>/<part> whose block starts now (the open one stops): the
  * slot's index, or -1 when the receiver stopped. <call>: a tool call's fields. */
 static int32_t
-slot_start(struct ep *s, struct emitter *e, enum slot_kind kind, uint32_t out, uint32_t part,
+slot_start(struct ep *s, struct dl_emitter *e, enum slot_kind kind, uint32_t out, uint32_t part,
            const struct dl_json *j, const struct dl_anth_field *call, bool *nomem)
 {
     int32_t i = slot_find(s, kind, out, part);
@@ -716,13 +671,13 @@ index_of(const struct dl_json *j, const struct dl_anth_field *f)
 }
 
 static enum gw_code
-on_start(struct ep *s, struct dl_json *j, struct emitter *e)
+on_start(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field r[] = {DL_ANTH_FIELD("id"), DL_ANTH_FIELD("model"),
                                 DL_ANTH_FIELD("created_at")};
     struct dl_anth_field top[] = {DL_ANTH_FIELD("response")};
     struct dl_event ev = {.kind = DL_EV_START};
-    struct txt id, model;
+    struct dl_json_text id, model;
 
     top[0].sub = r;
     top[0].nsub = 3;
@@ -737,15 +692,15 @@ on_start(struct ep *s, struct dl_json *j, struct emitter *e)
     if (!txt_field(&id, j, &r[0]))
         return GW_E_NOMEM;
     if (!txt_field(&model, j, &r[1])) {
-        txt_fini(&id);
+        dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
     ev.id = id.s;
     ev.model = model.s;
     s->started = true;
-    emit(e, &ev);
-    txt_fini(&id);
-    txt_fini(&model);
+    dl_emit(e, &ev);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&model);
     return GW_OK;
 }
 
@@ -769,7 +724,7 @@ enum sf {
 
 static enum gw_code
 on_item_added(struct ep *s, const struct dl_json *j, const struct dl_anth_field *f,
-              const struct dl_anth_field *it, struct emitter *e)
+              const struct dl_anth_field *it, struct dl_emitter *e)
 {
     uint32_t out = index_of(j, &f[SF_OUTPUT_INDEX]);
     bool nomem = false;
@@ -791,7 +746,7 @@ on_item_added(struct ep *s, const struct dl_json *j, const struct dl_anth_field 
 
 static enum gw_code
 on_part_added(struct ep *s, const struct dl_json *j, const struct dl_anth_field *f,
-              const struct dl_anth_field *part, struct emitter *e)
+              const struct dl_anth_field *part, struct dl_emitter *e)
 {
     uint32_t out = index_of(j, &f[SF_OUTPUT_INDEX]), ci = index_of(j, &f[SF_CONTENT_INDEX]);
     int32_t i = slot_find(s, SK_TEXT, out, ci);
@@ -807,7 +762,7 @@ on_part_added(struct ep *s, const struct dl_json *j, const struct dl_anth_field 
 
 static enum gw_code
 on_part_done(struct ep *s, const struct dl_json *j, const struct dl_anth_field *f,
-             struct emitter *e)
+             struct dl_emitter *e)
 {
     int32_t i =
         slot_find(s, SK_TEXT, index_of(j, &f[SF_OUTPUT_INDEX]), index_of(j, &f[SF_CONTENT_INDEX]));
@@ -819,7 +774,7 @@ on_part_done(struct ep *s, const struct dl_json *j, const struct dl_anth_field *
 
 static enum gw_code
 on_delta(struct ep *s, enum ev_kind kind, const struct dl_json *j, const struct dl_anth_field *f,
-         struct emitter *e)
+         struct dl_emitter *e)
 {
     uint32_t out = index_of(j, &f[SF_OUTPUT_INDEX]);
     enum slot_kind sk = kind == EV_TEXT_DELTA   ? SK_TEXT
@@ -853,7 +808,7 @@ on_delta(struct ep *s, enum ev_kind kind, const struct dl_json *j, const struct 
 
             sep.block = DL_BLOCK_REASONING;
             sep.text = GW_STR_LIT("\n\n"); /* the next summary part */
-            if (!emit(e, &sep))
+            if (!dl_emit(e, &sep))
                 return GW_OK;
         }
         sl->part = sub + 1;
@@ -880,7 +835,7 @@ message_said(const struct ep *s, uint32_t out)
 
 static enum gw_code
 on_item_done(struct ep *s, const struct dl_json *j, const struct dl_anth_field *f,
-             const struct dl_anth_field *it, struct emitter *e)
+             const struct dl_anth_field *it, struct dl_emitter *e)
 {
     uint32_t out = index_of(j, &f[SF_OUTPUT_INDEX]);
     bool nomem = false, any = false;
@@ -935,7 +890,7 @@ on_item_done(struct ep *s, const struct dl_json *j, const struct dl_anth_field *
 
 /* Events naming an output item: added, done, parts, deltas. */
 static enum gw_code
-on_scoped(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
+on_scoped(struct ep *s, enum ev_kind kind, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field it[IT__COUNT] = ITEM_FIELDS;
     struct dl_anth_field part[] = {DL_ANTH_FIELD("type")};
@@ -969,7 +924,7 @@ on_scoped(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
 
 /* response.completed, response.incomplete, response.failed. */
 static enum gw_code
-on_final(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
+on_final(struct ep *s, enum ev_kind kind, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field cached[] = {DL_ANTH_FIELD("cached_tokens")};
     struct dl_anth_field reasoning[] = {DL_ANTH_FIELD("reasoning_tokens")};
@@ -1008,12 +963,12 @@ on_final(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
     s->done = true;
     if (!s->started) {
         struct dl_event sv = {.kind = DL_EV_START};
-        struct txt id, model;
+        struct dl_json_text id, model;
 
         if (!txt_field(&id, j, &r[0]))
             return GW_E_NOMEM;
         if (!txt_field(&model, j, &r[1])) {
-            txt_fini(&id);
+            dl_json_text_fini(&id);
             return GW_E_NOMEM;
         }
         sv.id = id.s;
@@ -1021,9 +976,9 @@ on_final(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
         if (r[7].kind == DA_NUM)
             (void)dl_json_num_count(j, &r[7].num, &sv.created);
         s->started = true;
-        emit(e, &sv);
-        txt_fini(&id);
-        txt_fini(&model);
+        dl_emit(e, &sv);
+        dl_json_text_fini(&id);
+        dl_json_text_fini(&model);
     }
     if (!close_open(s, e))
         return GW_OK;
@@ -1033,7 +988,7 @@ on_final(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
         if (rc != GW_OK || e->stopped)
             return rc;
     }
-    if (r[3].kind == DA_OBJ && !emit(e, &ev))
+    if (r[3].kind == DA_OBJ && !dl_emit(e, &ev))
         return GW_OK;
     if (kind == EV_FAILED || dl_anthropic_is(j, &r[2], "failed"))
         return emit_error(e, j, err);
@@ -1041,12 +996,12 @@ on_final(struct ep *s, enum ev_kind kind, struct dl_json *j, struct emitter *e)
     ev.finish = finish_of(j, &r[2], &reason[0], kind == EV_INCOMPLETE, s->tool_called);
     if (ev.finish == DL_FINISH_NONE)
         ev.finish = s->tool_called ? DL_FINISH_TOOL_CALLS : DL_FINISH_STOP;
-    emit(e, &ev);
+    dl_emit(e, &ev);
     return GW_OK;
 }
 
 static enum gw_code
-on_error(struct ep *s, struct dl_json *j, struct emitter *e)
+on_error(struct ep *s, struct dl_json *j, struct dl_emitter *e)
 {
     struct dl_anth_field nested[] = ERROR_FIELDS;
     struct dl_anth_field top[] = {DL_ANTH_FIELD("type"), DL_ANTH_FIELD("code"),
@@ -1070,7 +1025,7 @@ unnamed_kind(struct gw_str data, enum ev_kind *kind)
 {
     struct dl_anth_field top[] = {DL_ANTH_FIELD("type")};
     struct dl_json j;
-    struct txt t;
+    struct dl_json_text t;
 
     dl_json_init(&j, data.ptr, data.len);
     if (!dl_anthropic_fields(&j, top, 1) || !dl_json_end(&j))
@@ -1078,7 +1033,7 @@ unnamed_kind(struct gw_str data, enum ev_kind *kind)
     if (!txt_field(&t, &j, &top[0]))
         return GW_E_NOMEM;
     *kind = top[0].kind == DA_STR ? ev_kind_of(t.s) : EV_OTHER;
-    txt_fini(&t);
+    dl_json_text_fini(&t);
     return GW_OK;
 }
 
@@ -1087,7 +1042,7 @@ dl_responses_event_parse(struct dl_parse_state *st, struct gw_str event, struct 
                          dl_event_fn fn, void *arg)
 {
     struct ep *s = (struct ep *)st;
-    struct emitter e = {fn, arg, false};
+    struct dl_emitter e = {fn, arg, false};
     enum ev_kind kind;
     struct dl_json j;
 
@@ -1131,12 +1086,12 @@ dl_responses_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
                                   DL_ANTH_FIELD("status"), DL_ANTH_FIELD("usage"),
                                   DL_ANTH_FIELD("output"), DL_ANTH_FIELD("incomplete_details"),
                                   DL_ANTH_FIELD("error"),  DL_ANTH_FIELD("created_at")};
-    struct emitter e = {fn, arg, false};
+    struct dl_emitter e = {fn, arg, false};
     struct dl_event ev = {.kind = DL_EV_START};
     struct gw_usage usage = {0};
     bool tool_called = false;
     uint32_t next = 0;
-    struct txt id, model;
+    struct dl_json_text id, model;
     struct dl_json j;
     enum gw_code rc;
 
@@ -1168,28 +1123,28 @@ dl_responses_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
     if (!txt_field(&id, &j, &top[0]))
         return GW_E_NOMEM;
     if (!txt_field(&model, &j, &top[1])) {
-        txt_fini(&id);
+        dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
     ev.id = id.s;
     ev.model = model.s;
-    emit(&e, &ev);
-    txt_fini(&id);
-    txt_fini(&model);
+    dl_emit(&e, &ev);
+    dl_json_text_fini(&id);
+    dl_json_text_fini(&model);
     rc = emit_output(&e, &j, top[4].at, &next, &tool_called);
     if (rc != GW_OK || e.stopped)
         return rc;
     if (top[3].kind == DA_OBJ) {
         struct dl_event uv = {.kind = DL_EV_USAGE, .usage = usage};
 
-        if (!emit(&e, &uv))
+        if (!dl_emit(&e, &uv))
             return GW_OK;
     }
     if (dl_anthropic_is(&j, &top[2], "failed"))
         return emit_error(&e, &j, err);
     ev = (struct dl_event){.kind = DL_EV_FINISH};
     ev.finish = finish_of(&j, &top[2], &reason[0], false, tool_called);
-    emit(&e, &ev);
+    dl_emit(&e, &ev);
     return GW_OK;
 }
 

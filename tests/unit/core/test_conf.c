@@ -1953,6 +1953,8 @@ test_conf_loads_example_config(void **state)
 {
     static const struct fake_var v[] = {{"OPENAI_API_KEY", "sk-openai"},
                                         {"RELAY_KEY", "sk-relay"},
+                                        {"AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"},
+                                        {"AWS_SECRET_ACCESS_KEY", "aws-secret"},
                                         {"GW_KEY_BOB", "bob-key"},
                                         {"GW_CONTROL_TOKEN", "ctl"},
                                         {NULL, NULL}};
@@ -1967,7 +1969,10 @@ test_conf_loads_example_config(void **state)
     if (gw_conf_parse(yaml, len, "/etc/gw", &env, &c, &p) != GW_OK)
         print_problems(&p);
     assert_non_null(c);
-    assert_int_equal(c->n_providers, 3);
+    assert_int_equal(c->n_providers, 4);
+    assert_int_equal(c->providers[3].dialect, GW_DIALECT_BEDROCK);
+    assert_string_equal(c->providers[3].host, "bedrock-runtime.us-east-1.amazonaws.com");
+    assert_string_equal(c->providers[3].aws_secret.secret, "aws-secret");
     /* one group of each type, both member forms */
     assert_int_equal(c->n_groups, 4);
     assert_int_equal(c->groups[0].type, GW_GROUP_LOAD_BALANCE);
@@ -1996,7 +2001,7 @@ test_conf_loads_example_config(void **state)
     yaml = read_file("etc/gw.example.yaml", &len);
     assert_non_null(yaml);
     assert_int_equal(gw_conf_parse(yaml, len, "/etc/gw", &env, &c, &p), GW_E_CFG_ENV_UNSET);
-    assert_int_equal(p.n, 3);
+    assert_int_equal(p.n, 5); /* OPENAI_API_KEY, RELAY_KEY, the two AWS ones, GW_KEY_BOB */
     gw_conf_problems_fini(&p);
     free(yaml);
 }
