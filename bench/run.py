@@ -145,6 +145,12 @@ def wait_port(port, proc, secs=10):
     return False
 
 
+# gwd's log level in every cell: `warn` leaves out the `request` line that `info` writes
+# per request, as nginx runs with `access_log off`; both still do the rest (gwd its row
+# in LMDB). tools/profile.sh measures at the same level.
+GWD_LOG_LEVEL = "warn"
+
+
 # The AWS credentials gwd-br-conv signs with and the upstream checks (SigV4).
 AWS_REGION, AWS_KEY_ID, AWS_SECRET = "us-east-1", "AKIDBENCH", "bench-aws-secret"
 
@@ -213,7 +219,7 @@ H2_UP_CELLS = {"gwd-h2up"}
 
 
 def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=False,
-              dialect="openai"):
+              dialect="openai", log_level=GWD_LOG_LEVEL):
     """Returns (port, proc, control, note); port None when gwd is missing or did not
     start; control is (port, token) of its control API. Each gwd gets a folder of its
     own under tmp (config, store, log, and for admission its price table)."""
@@ -247,15 +253,18 @@ def start_gwd(bindir, tmp, up_port, key, workers, procs, name="gwd", admission=F
                 f"      - {{ per: {per}, {m}: {v} }}\n" for per, m, v in ADM_LIMITS)
     # Ports picked here rather than 0, so that a gwd that refuses port 0 still runs.
     # Without `prices:` a prices.yaml next to the config is used: only gwd+adm has one.
+    data_port = free_port()
     with open(cfg, "w") as f:
         f.write(f"""server:
-  listen: ["127.0.0.1:{free_port()}"]
+  listen: ["127.0.0.1:{data_port}"]
   workers: {workers}
 control:
   listen: 127.0.0.1:{ctl_port}
   token_env: GW_BENCH_CONTROL_TOKEN
 store:
   path: {os.path.join(home, "store")}
+log:
+  level: {log_level}
 providers:
   - name: mock
     dialect: {dialect}
@@ -271,16 +280,10 @@ providers:
     with open(log, "w") as lf:
         p = Proc(name, [gwd, "-c", cfg], stdout=lf, stderr=lf, env=env)
     procs.append(p)
-    end = time.time() + 15
-    while time.time() < end:
-        with open(log) as lf:
-            text = lf.read()
-        m = re.search(r"code=ready.*?data=([\d.]+):(\d+)", text)
-        if m:
-            return int(m.group(2)), p, (ctl_port, token), None
-        if not p.alive():
-            break
-        time.sleep(0.05)
+    # The ready line is at level info, which the cells do not log: the data port
+    # accepting connections is the sign (gwd binds it once its workers run).
+    if wait_port(data_port, p, 15):
+        return data_port, p, (ctl_port, token), None
     with open(log) as lf:
         tail = lf.read()[-2000:]
     p.stop()

@@ -141,6 +141,7 @@ conn_free(struct net_conn *c)
         event_free(c->timer);
     if (c->bev && (c->flags & NET_CONN_F_TLS))
         net_tls_close_notify(c->bev);
+    net_sockread_fini(&c->rd); /* before the socket closes with the bufferevent */
     if (c->bev)
         bufferevent_free(c->bev);
     net_body_release(&c->body_held);
@@ -164,7 +165,7 @@ linger_discard(struct net_conn *c)
         /* More than a fair client sends after its answer: close on the next loop turn
          * (the timer frees it; callers up the stack may still hold c). */
         c->linger_left = 0;
-        bufferevent_disable(c->bev, EV_READ);
+        net_sockread_disable(&c->rd);
         timer_arm(c, 0);
         return;
     }
@@ -186,7 +187,7 @@ conn_linger(struct net_conn *c)
     shutdown(bufferevent_getfd(c->bev), SHUT_WR);
     c->state = NET_CONN_IDLE; /* the timer frees it */
     timer_arm(c, NET_LINGER_SECS);
-    bufferevent_enable(c->bev, EV_READ);
+    net_sockread_enable(&c->rd);
     linger_discard(c);
 }
 
@@ -196,7 +197,7 @@ conn_close_after_flush(struct net_conn *c)
 {
     c->flags |= NET_CONN_F_CLOSING;
     evtimer_del(c->timer);
-    bufferevent_disable(c->bev, EV_READ);
+    net_sockread_disable(&c->rd);
     net_body_release(&c->body_held); /* nothing more is read into it */
     gw_conf_release(c->conf);
     c->conf = NULL;
@@ -228,7 +229,7 @@ on_read(struct bufferevent *bev, void *arg)
     if (c->state == NET_CONN_BUSY) {
         /* Pipelined bytes wait; hold a bounded amount, then stop reading. */
         if (evbuffer_get_length(bufferevent_get_input(c->bev)) > NET_MAX_PENDING_INPUT)
-            bufferevent_disable(c->bev, EV_READ);
+            net_sockread_disable(&c->rd);
         return;
     }
     conn_parse(c);
@@ -337,7 +338,7 @@ conn_accept(struct net_worker *w, int fd, bool tls)
         c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
     }
     c->timer = evtimer_new(w->base, on_timer, c);
-    if (!c->bev || !c->timer) {
+    if (!c->bev || !c->timer || !net_sockread_init(&c->rd, w->base, c->bev, !tls)) {
         if (c->bev)
             bufferevent_free(c->bev);
         else
@@ -372,7 +373,8 @@ conn_accept(struct net_worker *w, int fd, bool tls)
     c->state = NET_CONN_IDLE;
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, NET_OUT_LOW, 0);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    bufferevent_enable(c->bev, EV_WRITE);
+    net_sockread_enable(&c->rd);
     timer_arm(c, c->header_timeout_secs);
 }
 
@@ -762,7 +764,7 @@ net_conn_response_done(struct net_conn *c)
     net_h1req_next(&c->rq);
     c->state = NET_CONN_IDLE;
     timer_arm(c, c->idle_timeout_secs);
-    bufferevent_enable(c->bev, EV_READ);
+    net_sockread_enable(&c->rd);
     if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
         conn_parse(c);
 }

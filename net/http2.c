@@ -182,7 +182,7 @@ close_soon(struct net_h2 *h)
     struct bufferevent *bev = h->c->bev;
 
     h->closing = true;
-    bufferevent_disable(bev, EV_READ);
+    net_sockread_disable(&h->c->rd);
     bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
     if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         timer_arm(h, 0);
@@ -1071,7 +1071,8 @@ net_h2_start(struct net_conn *c)
     h->tick_secs = tick_of(c);
     bufferevent_setcb(c->bev, on_read, on_write, on_event, h);
     bufferevent_setwatermark(c->bev, EV_WRITE, NET_OUT_LOW, 0);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    bufferevent_enable(c->bev, EV_WRITE);
+    net_sockread_enable(&c->rd); /* reads for the new callbacks */
     timer_arm(h, h->tick_secs);
     on_read(c->bev, h); /* the bytes read so far: the preface, maybe more */
 }

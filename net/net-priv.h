@@ -35,6 +35,7 @@
 #include "core/row-t.h" /* GW_NAME_MAX */
 #include "core/snap.h"
 #include "core/str.h"
+#include "net/sockread.h"
 #include "net/h1req.h"
 
 #define NET_MAX_LISTEN 8
@@ -97,6 +98,7 @@ struct net_conn {
     struct net_conn *prev, *next; /* in w->conns */
     uint64_t id;
     struct bufferevent *bev;
+    struct net_sockread rd; /* reads bev's socket (plain: without FIONREAD) */
     enum net_conn_state state;
     unsigned flags;
     struct event *timer; /* header, body, idle and linger deadlines */

@@ -14,6 +14,7 @@
  *          resolved with a blocking getaddrinfo).
  * See:     net/upstream.h, tests/unit/net/test_upstream.c
  */
+#include "net/sockread.h"
 #include "net/upstream.h"
 
 #include <arpa/inet.h>
@@ -140,6 +141,7 @@ struct net_upconn {
     struct net_upx *x;              /* the exchange on it; NULL while idle */
     struct net_upconn *prev, *next; /* key's idle list */
     struct bufferevent *bev;        /* NULL until TCP is up */
+    struct net_sockread rd;         /* reads bev's socket (plain HTTP/1.1: without FIONREAD) */
     int fd;                         /* the socket while connecting, before bev */
     struct event *cev;              /* EV_WRITE: the TCP connect finished */
     struct evdns_getaddrinfo_request *dreq;
@@ -351,10 +353,9 @@ x_send_now(struct net_upx *x)
     if ((size_t)n < x->req.len) {
         if (evbuffer_add(out, x->req.data + n, x->req.len - (size_t)n) != 0)
             return false;
-        bufferevent_enable(bev, EV_READ | EV_WRITE);
-    } else {
-        bufferevent_enable(bev, EV_READ);
+        bufferevent_enable(bev, EV_WRITE);
     }
+    net_sockread_enable(&x->conn->rd);
     return true;
 }
 
@@ -529,6 +530,7 @@ conn_close(struct net_upconn *c)
         if (ssl)
             SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
     }
+    net_sockread_fini(&c->rd); /* before the socket closes with the bufferevent */
     if (c->bev)
         bufferevent_free(c->bev); /* BEV_OPT_CLOSE_ON_FREE: the socket and SSL too */
     else if (c->fd >= 0)
@@ -585,8 +587,8 @@ idle_put(struct net_upconn *c)
     k->n_idle++;
     p->st.idle++;
     /* Reading stays on so that a close by the upstream is seen at once. */
-    bufferevent_set_timeouts(c->bev, p->idle_tv, NULL);
-    bufferevent_enable(c->bev, EV_READ);
+    net_sockread_set_timeout(&c->rd, p->idle_tv);
+    net_sockread_enable(&c->rd);
 }
 
 static struct net_upconn *
@@ -597,7 +599,7 @@ idle_take(struct net_upkey *k)
     if (!c)
         return NULL;
     idle_unlink(c);
-    bufferevent_set_timeouts(c->bev, NULL, NULL);
+    net_sockread_set_timeout(&c->rd, NULL);
     return c;
 }
 
@@ -658,12 +660,19 @@ conn_tcp_up(struct net_upconn *c)
         }
     }
     c->fd = -1; /* the bufferevent owns it */
+    /* Plain HTTP/1.1 is read without FIONREAD; TLS and HTTP/2 sessions read through the
+     * bufferevent (nghttp2 and OpenSSL take what they are given). */
+    if (!net_sockread_init(&c->rd, p->base, c->bev, !k->tls && !c->h2_cand)) {
+        x_fail(x, GW_E_UPSTREAM_CONNECT);
+        return;
+    }
     bufferevent_setcb(c->bev, on_conn_read, on_conn_write, on_conn_event, c);
-    bufferevent_setwatermark(c->bev, EV_READ, 0, NET_UP_READ_HIWAT);
+    net_sockread_set_hiwat(&c->rd, NET_UP_READ_HIWAT);
     if (c->h2_cand) {
         /* h2c with prior knowledge starts at once; over TLS, ALPN decides after the
          * handshake (on_conn_event). Nothing is written before that. */
-        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+        bufferevent_enable(c->bev, EV_WRITE);
+        net_sockread_enable(&c->rd);
         if (!k->tls)
             h2_start(c);
         return;
@@ -672,12 +681,13 @@ conn_tcp_up(struct net_upconn *c)
         x_fail(x, GW_E_UPSTREAM_CONNECT);
         return;
     }
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    bufferevent_enable(c->bev, EV_WRITE);
+    net_sockread_enable(&c->rd);
     if (!k->tls) {
         x->phase = NET_UPX_HEAD;
         x_arm_phase(x);
         if (x->paused)
-            bufferevent_disable(c->bev, EV_READ);
+            net_sockread_disable(&c->rd);
     }
     /* TLS: BEV_EVENT_CONNECTED after the handshake moves on to NET_UPX_HEAD. */
 }
@@ -1395,7 +1405,7 @@ on_conn_event(struct bufferevent *bev, short what, void *arg)
         x->phase = NET_UPX_HEAD;
         x_arm_phase(x);
         if (x->paused)
-            bufferevent_disable(bev, EV_READ);
+            net_sockread_disable(&c->rd);
         return;
     }
     if (x->phase == NET_UPX_CONNECTING) {
@@ -1668,7 +1678,7 @@ h2_after(struct net_h2 *h)
         return;
     }
     /* No stream: the connection idles like an HTTP/1.1 one (closed after idle_tv). */
-    bufferevent_set_timeouts(h->c->bev, h->n_streams ? NULL : h->pool->idle_tv, NULL);
+    net_sockread_set_timeout(&h->c->rd, h->n_streams ? NULL : h->pool->idle_tv);
 }
 
 /* Makes <x> a stream of <h>. A failure to submit ends the exchange from the loop. */
@@ -1710,7 +1720,7 @@ h2_attach(struct net_upx *x, struct net_h2 *h)
     x->sid = sid;
     h->n_streams++;
     h->pool->st.h2_streams++;
-    bufferevent_set_timeouts(h->c->bev, NULL, NULL);
+    net_sockread_set_timeout(&h->c->rd, NULL);
 }
 
 /* Opens a connection for <x> (the path every new connection takes). False when out of
@@ -2193,7 +2203,7 @@ h2_alpn_done(struct net_upconn *c)
     x->phase = NET_UPX_HEAD;
     x_arm_phase(x);
     if (x->paused)
-        bufferevent_disable(c->bev, EV_READ);
+        net_sockread_disable(&c->rd);
     h2_release_waiters(c->pool, k);
 }
 
@@ -2501,7 +2511,7 @@ net_upx_pause(struct net_upx *x)
         x_arm_phase(x);
         return;
     }
-    bufferevent_disable(x->conn->bev, EV_READ);
+    net_sockread_disable(&x->conn->rd);
     x_arm_phase(x); /* suspends the head or idle timeout */
 }
 
@@ -2526,7 +2536,7 @@ net_upx_resume(struct net_upx *x)
     if (!x->in_cb)
         http_parser_pause(&x->hp, 0);
     if (!c->eof)
-        bufferevent_enable(c->bev, EV_READ);
+        net_sockread_enable(&c->rd);
     x_arm_phase(x);
     /* Bytes held back while paused (or a close seen meanwhile) are handled from the
      * loop, never inside this call. */

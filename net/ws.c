@@ -568,7 +568,7 @@ ws_linger(struct net_ws *ws)
     if (ws->lingering)
         return;
     ws->lingering = true;
-    bufferevent_enable(c->bev, EV_READ); /* paused input (read_paused) is discarded now */
+    net_sockread_enable(&c->rd); /* paused input (read_paused) is discarded now */
     if (c->flags & NET_CONN_F_TLS)
         net_tls_close_notify(c->bev);
     shutdown(bufferevent_getfd(c->bev), SHUT_WR);
@@ -604,7 +604,7 @@ ws_discard(struct net_ws *ws)
     evbuffer_drain(in, n);
     if (n >= ws->linger_left) {
         ws->linger_left = 0;
-        bufferevent_disable(ws->c->bev, EV_READ);
+        net_sockread_disable(&ws->c->rd);
         ws_timer_arm(ws, 0); /* more than a fair client sends: close now */
         return;
     }
@@ -624,7 +624,7 @@ ws_read(struct net_ws *ws)
             /* a client that sends (pings) and does not read: no more input until the
              * output drains (ws_on_write), so the answers to it stay bounded */
             ws->read_paused = true;
-            bufferevent_disable(ws->c->bev, EV_READ);
+            net_sockread_disable(&ws->c->rd);
             return;
         }
         if (evbuffer_peek(in, NET_WS_FEED, NULL, &v, 1) < 1)
@@ -671,7 +671,7 @@ ws_on_write(struct bufferevent *bev, void *arg)
     }
     if (ws->read_paused) {
         ws->read_paused = false;
-        bufferevent_enable(bev, EV_READ);
+        net_sockread_enable(&ws->c->rd);
         ws_read(ws);
         if (ws->closing)
             return;
@@ -789,7 +789,8 @@ net_ws_upgrade(struct net_conn *c, const char **why)
     ws->moved_us = ws->last_us;
     ws->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), ws_on_output, ws);
     bufferevent_setcb(c->bev, ws_on_read, ws_on_write, ws_on_event, ws);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    bufferevent_enable(c->bev, EV_WRITE);
+    net_sockread_enable(&c->rd); /* reads for the new callbacks */
     ws_timer_arm(ws, 1);
     {
         /* http-parser stops at the head's last CR: its LF is the head's, not a frame's */
