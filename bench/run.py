@@ -12,7 +12,8 @@
 # configs) and Debian's nginx (temporary prefix), checks with one request each that
 # every gwd takes the path its column names (exit 1 if not), runs the scenarios below
 # interleaved with `gwbench load --json`, checks in gwd+adm's control overview that
-# its requests went through admission and quota (exit 1 if not), prints two tables and writes
+# its requests went through admission and quota (exit 1 if not), measures gwd, gwd+adm and
+# nginx again with two workers each, runs HTTP/2 with h2load, prints four tables and writes
 # them as markdown to build/bench/results.md. Everything it starts is stopped in a
 # finally block. See docs/gwbench.md.
 #
@@ -57,6 +58,11 @@ class Proc:
     def alive(self):
         return self.p.poll() is None
 
+    def cpu(self):
+        """CPU seconds of the process and of its children (nginx's workers when it runs
+        with a master process), see cpu_secs."""
+        return sum(cpu_secs(p) for p in [self.pid] + children(self.pid))
+
     def stop(self):
         if self.p.poll() is None:
             self.p.terminate()
@@ -88,6 +94,20 @@ def cpu_secs(pid):
         return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def children(pid):
+    """The pids of the processes whose parent is <pid>."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass  # a process that just ended
+    return out
+
+
 def busy_secs():
     """CPU seconds the whole machine spent busy since boot (/proc/stat, all CPUs)."""
     with open("/proc/stat") as f:
@@ -104,7 +124,7 @@ def own_secs(procs):
     for p in procs:
         if p.alive():
             try:
-                total += cpu_secs(p.pid)
+                total += p.cpu()
             except OSError:
                 pass
     return total
@@ -214,6 +234,9 @@ CELLS = {
     "gwd-h2up": ("chat", "openai",
                  "Chat client, Chat upstream over h2c (providers[].http2: on): splice"),
 }
+# The two-worker targets' suffix, and their rounds.
+W2, W2_ROUNDS = "-2w", 3
+
 # Cells whose provider speaks HTTP/2 to the upstream (gwbench answers h2c).
 H2_UP_CELLS = {"gwd-h2up"}
 
@@ -427,20 +450,21 @@ def check_path(name, port, key, up_port, api, dialect):
     return bad
 
 
-def start_nginx(tmp, up_port, procs):
+def start_nginx(tmp, up_port, procs, workers=1, name="nginx"):
     """Returns (port, proc, note, h2c port): HTTP/1.1 on the port, HTTP/2 in cleartext
     with prior knowledge (`listen ... http2`) on the h2c port, both proxying to the
-    upstream over one keep-alive pool."""
+    upstream over one keep-alive pool. One worker: a single process (no master); more:
+    a master and <workers> worker processes (proc.cpu() counts them)."""
     if not os.access(NGINX, os.X_OK):
         return None, None, f"{NGINX} not found: nginx column skipped", None
-    prefix = os.path.join(tmp, "nginx")
+    prefix = os.path.join(tmp, name)
     os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
     port, h2port = free_port(), free_port()
     conf = os.path.join(prefix, "nginx.conf")
     with open(conf, "w") as f:
         f.write(f"""daemon off;
-master_process off;
-worker_processes 1;
+master_process {"off" if workers == 1 else "on"};
+worker_processes {workers};
 pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
 events {{ worker_connections 8192; }}
@@ -478,7 +502,7 @@ http {{
     }}
 }}
 """)
-    p = Proc("nginx", [NGINX, "-p", prefix, "-c", conf, "-e", os.path.join(prefix, "error.log")],
+    p = Proc(name, [NGINX, "-p", prefix, "-c", conf, "-e", os.path.join(prefix, "error.log")],
              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     procs.append(p)
     if not wait_port(port, p):
@@ -522,7 +546,7 @@ def load(bindir, port, key, args, proxy=None, sample_rss=False, cpu=None, api="c
                 return
             stop.wait(0.05)
 
-    c0 = cpu_secs(proxy.pid) if proxy else 0.0
+    c0 = proxy.cpu() if proxy else 0.0
     th = None
     if proxy and sample_rss:
         th = threading.Thread(target=sampler, daemon=True)
@@ -532,7 +556,7 @@ def load(bindir, port, key, args, proxy=None, sample_rss=False, cpu=None, api="c
     stop.set()
     if th:
         th.join()
-    c1 = cpu_secs(proxy.pid) if proxy else 0.0
+    c1 = proxy.cpu() if proxy else 0.0
     if out.returncode != 0:
         raise SystemExit(f"bench: gwbench load failed: {out.stderr.strip()}")
     return json.loads(out.stdout), c1 - c0, peak
@@ -558,10 +582,10 @@ def h2load(port, key, n, proxy, h1=False):
             "-H", "content-type: application/json"]
     argv += ["--h1", "-c", str(H1_CONNS)] if h1 else ["-c", str(H2_CONNS), "-m", str(H2_STREAMS)]
     argv.append(f"http://127.0.0.1:{port}/v1/chat/completions")
-    c0 = cpu_secs(proxy.pid)
+    c0 = proxy.cpu()
     out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          timeout=600)
-    c1 = cpu_secs(proxy.pid)
+    c1 = proxy.cpu()
     os.unlink(body)
     m = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out.stdout)
     ok = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) "
@@ -676,6 +700,7 @@ def main():
     adm_bad = []
     path_bad = []
     api = {}  # target name -> the shape gwbench load sends: chat unless a Messages cell
+    w2_ctl = {}  # two-worker gwd -> its control (port, token)
     day0 = time.gmtime().tm_yday  # the quota check counts the UTC day's windows
     try:
         up_port = start_upstream(bindir, procs)
@@ -830,9 +855,46 @@ def main():
             add(name, "h2_idle_kb", idle_h2_kb(h2port, proc))
         if gport and gproc:
             add("gwd", "ws_idle_kb", idle_ws_kb(gport, key, gproc))
+        # Two workers each (issue 13 asks for 1 and 2): a gwd with `workers: 2`, the same
+        # with admission, and nginx with a master and two worker processes, measured in
+        # scenarios 1-3 (one request at a time, 64 connections) in W2_ROUNDS alternated
+        # rounds after the one-worker rounds (direct's figures are the rounds' above).
+        w2 = []
+        for cell, adm in (("gwd", False), ("gwd+adm", True)):
+            port, proc, ctl, note = start_gwd(bindir, tmp, up_port, key, 2, procs,
+                                              name=cell + W2, admission=adm)
+            if note:
+                notes.append(note)
+            if port:
+                w2.append((cell + W2, port, proc))
+                w2_ctl[cell + W2] = ctl
+        port, proc, note, _ = start_nginx(tmp, up_port, procs, workers=2, name="nginx" + W2)
+        if note:
+            notes.append(note)
+        if port:
+            w2.append(("nginx" + W2, port, proc))
+        for name, port, proc in w2:
+            api[name] = "chat"
+            res[name], errs[name], oks[name] = {}, 0, 0
+            run(name, port, proc, ["--connections", "8", "--threads", "1",
+                                   "--requests", str(n_warm)])
+        for r in range(1 if a.quick else W2_ROUNDS):
+            for name, port, proc in (w2 if r % 2 == 0 else w2[::-1]):
+                print(f"bench: two workers, round {r + 1} {name}", file=sys.stderr)
+                serial(name, port, proc, n_serial)
+                s, cpu, _ = run(name, port, proc, ["--connections", "64", "--threads", "2",
+                                                   "--requests", str(n_tput)])
+                add(name, "rps", s["rps"])
+                add(name, "cpu_req", cpu * 1e6 / max(1, s["completed"]))
+        if "gwd+adm" + W2 in w2_ctl:
+            adm_bad += [W2.strip("-") + ": " + b for b in check_admission(
+                w2_ctl["gwd+adm" + W2], oks["gwd+adm" + W2], w2_ctl.get("gwd" + W2), day0)]
+            if errs["gwd+adm" + W2]:
+                adm_bad.append(f"{errs['gwd+adm' + W2]} requests of gwd+adm{W2} were not "
+                               f"answered 2xx")
         if aport:
             # the gwd+adm figures count only if its requests went through admission
-            adm_bad = check_admission(actl, oks["gwd+adm"], gctl, day0)
+            adm_bad += check_admission(actl, oks["gwd+adm"], gctl, day0)
             if errs["gwd+adm"]:
                 adm_bad.append(f"{errs['gwd+adm']} requests were not answered 2xx")
     finally:
@@ -952,13 +1014,34 @@ def main():
                              fmt.format(ng) if ng is not None else "-",
                              compare(g, ng, cmp) if cmp else "-"])
 
+    w2_table = None
+    if med("gwd" + W2, "rps") is not None:
+        w2_table = [["scenario", "gwd", "gwd+adm", "nginx", "gwd vs nginx",
+                     "gwd+adm vs gwd"]]
+        for n in ("gwd" + W2, "gwd+adm" + W2, "nginx" + W2):
+            p50, p99 = med(n, "serial_p50"), med(n, "serial_p99")
+            res.setdefault(n, {})
+            res[n]["added_p50"] = [p50 - direct_p50] if p50 is not None else []
+            res[n]["added_p99"] = [p99 - direct_p99] if p99 is not None else []
+        for label, k, fmt, cmp in [
+                ("2 workers, 1 conn: latency p50 (us)", "serial_p50", "{:.0f}", "diff"),
+                ("2 workers, 1 conn: latency p99 (us)", "serial_p99", "{:.0f}", "diff"),
+                ("2 workers, 1 conn: added p50 vs direct (us)", "added_p50", "{:+.0f}", "diff"),
+                ("2 workers, 1 conn: added p99 vs direct (us)", "added_p99", "{:+.0f}", "diff"),
+                ("2 workers, 64 conns: throughput (req/s)", "rps", "{:.0f}", "pct"),
+                ("2 workers: proxy CPU per request (us)", "cpu_req", "{:.1f}", "ratio")]:
+            g, ad, ng = med("gwd" + W2, k), med("gwd+adm" + W2, k), med("nginx" + W2, k)
+            w2_table.append([label] + [fmt.format(v) if v is not None else "-"
+                                       for v in (g, ad, ng)]
+                            + [compare(g, ng, cmp), compare(ad, g, cmp)])
+
     spread = [f"{n} {min(res[n]['serial_p50']):.0f}..{max(res[n]['serial_p50']):.0f}"
               for n in names if res[n].get("serial_p50")]
     notes.append("noise: 1 conn p50 range over the runs (us): " + ", ".join(spread))
     notes.append(f"noise: other work on the machine took {other:.0f} CPU-seconds during the "
                  f"rounds ({100.0 * other / max(1e-9, elapsed * os.cpu_count()):.0f}% of "
                  f"{os.cpu_count()} CPUs for {elapsed:.0f} s)")
-    for n in names:
+    for n in names + [n for n in errs if n not in names]:
         if errs[n]:
             notes.append(f"{n}: {errs[n]} requests were not answered 2xx in full (figures "
                          f"include them)")
@@ -988,7 +1071,15 @@ def main():
                f"same with h2load --h1; idle connections: preface and SETTINGS sent (a "
                f"WebSocket: the upgrade answered 101; gwd only), the proxy's RSS growth "
                f"divided by {IDLE_CONNS}")
+    w2_head = (f"two workers: gwd with `workers: 2` (gwd+adm: the admission config above), "
+               f"nginx with a master and two worker processes (CPU: all three); "
+               f"{1 if a.quick else W2_ROUNDS} alternated rounds of the 1-connection "
+               f"({n_serial} requests) and 64-connection ({n_tput} requests) runs, after the "
+               f"one-worker rounds; added latency against direct's figures above")
     print("\n".join(fmt_table(table)))
+    if w2_table:
+        print()
+        print("\n".join(fmt_table(w2_table)))
     if adm_table:
         print()
         print("\n".join(fmt_table(adm_table)))
@@ -996,6 +1087,8 @@ def main():
         print()
         print("\n".join(fmt_table(h2_table)))
     print(head)
+    if w2_table:
+        print(w2_head)
     if adm_table:
         print(adm_head)
     if h2_table:
@@ -1004,6 +1097,8 @@ def main():
         print("note: " + note.splitlines()[0])
 
     md = ["# gw benchmark", "", head, ""] + md_table(table) + [""]
+    if w2_table:
+        md += [w2_head, ""] + md_table(w2_table) + [""]
     if adm_table:
         md += [adm_head, ""] + md_table(adm_table) + [""]
     if h2_table:
