@@ -22,11 +22,11 @@ gw_str_eq_nocase(struct gw_str a, struct gw_str b)
     for (i = 0; i < a.len; i++) {
         unsigned char x = (unsigned char)a.ptr[i], y = (unsigned char)b.ptr[i];
 
-        if (x >= 'A' && x <= 'Z')
-            x = (unsigned char)(x + 32);
-        if (y >= 'A' && y <= 'Z')
-            y = (unsigned char)(y + 32);
-        if (x != y)
+        /* equal bytes first: header names are matched against lists on every request,
+         * mostly in the case they are written in */
+        if (x == y)
+            continue;
+        if ((x | 32u) != (y | 32u) || (unsigned char)((x | 32u) - 'a') >= 26u)
             return false;
     }
     return true;

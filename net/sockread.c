@@ -8,14 +8,13 @@
 #include "net/sockread.h"
 
 #include <errno.h>
-#include <sys/uio.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
 /* Bytes asked of one read: libevent reads at most 4096 after its FIONREAD; a larger
- * read takes a paced stream's burst or a long body in fewer calls. The space is
- * reserved in the input (no copy) and what is not filled is given back at once. */
-#define NET_SOCKREAD_CHUNK 8192
+ * read takes a paced stream's burst or a long body in fewer calls. */
+#define NET_SOCKREAD_CHUNK 16384
 
 static bool
 over_hiwat(const struct net_sockread *r)
@@ -75,15 +74,18 @@ report(struct net_sockread *r, short what)
 static void
 on_readable(evutil_socket_t fd, short what, void *arg)
 {
+    /* Read here, then copied: the input gets a chain the size of what came (a few
+     * hundred bytes for a request or an answer, from malloc's per-thread cache), where
+     * space reserved in it for a full read would be a large allocation every time. */
+    static _Thread_local char scratch[NET_SOCKREAD_CHUNK];
     struct net_sockread *r = arg;
     struct bufferevent *bev = r->bev;
     struct evbuffer *in = bufferevent_get_input(bev);
-    struct evbuffer_iovec v[2];
     bufferevent_data_cb readcb;
     void *cbarg;
-    size_t want = NET_SOCKREAD_CHUNK, room, left;
+    size_t want = sizeof(scratch);
     ssize_t n;
-    int nv;
+    int rc;
 
     if (what & EV_TIMEOUT) {
         report(r, BEV_EVENT_TIMEOUT);
@@ -99,44 +101,24 @@ on_readable(evutil_socket_t fd, short what, void *arg)
         if (r->hiwat - len < want)
             want = r->hiwat - len;
     }
+    do
+        n = read(fd, scratch, want);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        report(r, n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR);
+        return;
+    }
     /* A socket bufferevent keeps its input's end frozen but while it reads itself. */
     evbuffer_unfreeze(in, 0);
-    nv = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
-    if (nv < 1) {
-        evbuffer_freeze(in, 0);
+    rc = evbuffer_add(in, scratch, (size_t)n);
+    evbuffer_freeze(in, 0);
+    if (rc != 0) {
         errno = ENOMEM;
         report(r, BEV_EVENT_ERROR);
         return;
     }
-    room = want;
-    for (int i = 0; i < nv; i++) { /* the space given may be more than asked */
-        if (v[i].iov_len > room)
-            v[i].iov_len = room;
-        room -= v[i].iov_len;
-    }
-    do
-        n = readv(fd, (struct iovec *)v, nv);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0) {
-        int e = errno;
-
-        v[0].iov_len = 0;
-        evbuffer_commit_space(in, v, 1);
-        evbuffer_freeze(in, 0);
-        if (n < 0 && (e == EAGAIN || e == EWOULDBLOCK))
-            return;
-        errno = e;
-        report(r, n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR);
-        return;
-    }
-    left = (size_t)n;
-    for (int i = 0; i < nv; i++) {
-        if (v[i].iov_len > left)
-            v[i].iov_len = left;
-        left -= v[i].iov_len;
-    }
-    evbuffer_commit_space(in, v, nv);
-    evbuffer_freeze(in, 0);
     if (r->hiwat)
         update(r);
     bufferevent_getcb(bev, &readcb, NULL, NULL, &cbarg);
@@ -149,8 +131,8 @@ net_sockread_init(struct net_sockread *r, struct event_base *base, struct buffer
                   bool own)
 {
     *r = (struct net_sockread){.bev = bev, .own = own};
-    if (own && event_assign(&r->ev, base, bufferevent_getfd(bev), EV_READ | EV_PERSIST,
-                            on_readable, r) != 0) {
+    if (own && event_assign(&r->ev, base, bufferevent_getfd(bev), EV_READ | EV_PERSIST, on_readable,
+                            r) != 0) {
         r->own = false;
         return false;
     }

@@ -27,13 +27,13 @@
 
 struct net_sockread {
     struct bufferevent *bev;
-    struct event ev;         /* EV_READ | EV_PERSIST on the socket (own mode) */
-    struct timeval tmo;      /* read timeout; 0: none */
-    size_t hiwat;            /* stop reading while the input holds this much; 0: none */
+    struct event ev;                    /* EV_READ | EV_PERSIST on the socket (own mode) */
+    struct timeval tmo;                 /* read timeout; 0: none */
+    size_t hiwat;                       /* stop reading while the input holds this much; 0: none */
     struct evbuffer_cb_entry *drain_cb; /* resumes reading below hiwat */
-    bool own;                /* this reads; the bufferevent's reading stays off */
-    bool on;                 /* reading enabled (own mode) */
-    bool added;              /* ev is added */
+    bool own;                           /* this reads; the bufferevent's reading stays off */
+    bool on;                            /* reading enabled (own mode) */
+    bool added;                         /* ev is added */
 };
 
 /* Starts <r> for <bev>: in own mode when <own> (a plain socket bufferevent), else

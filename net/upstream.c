@@ -35,6 +35,7 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
+#include <event2/event_struct.h>
 #include <event2/util.h>
 #include <http_parser.h>
 #include <nghttp2/nghttp2.h>
@@ -180,10 +181,11 @@ struct net_upx {
     struct net_upx *prev, *next; /* pool's live list */
     struct net_up_cbs cbs;
     void *arg;
-    struct event *timer; /* the phase's timeout */
-    struct event *defer; /* deferred work: a failure, a resume, a lookup start */
-    struct gw_buf req;   /* request bytes not yet handed to a bufferevent */
-    struct gw_buf retry; /* copy kept while a keep-alive retry is possible */
+    struct event *timer; /* the phase's timeout: &timer_ev */
+    struct event *defer; /* deferred work (a failure, a resume, a lookup start): &defer_ev */
+    struct event timer_ev, defer_ev; /* inside the exchange: no allocation per request */
+    struct gw_buf req;               /* request bytes not yet handed to a bufferevent */
+    struct gw_buf retry;             /* copy kept while a keep-alive retry is possible */
     http_parser hp;
     struct gw_buf head;  /* header names and values back to back */
     struct net_hoff *hv; /* offsets into head */
@@ -1013,8 +1015,8 @@ x_free(struct net_upx *x)
     if (x->h2)
         h2_detach(x);
     x_unlink(x);
-    event_free(x->timer);
-    event_free(x->defer);
+    event_del(x->timer);
+    event_del(x->defer);
     gw_buf_fini(&x->req);
     gw_buf_fini(&x->retry);
     gw_buf_fini(&x->head);
@@ -2444,9 +2446,11 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
     x->head_method = strcmp(req->method, "HEAD") == 0;
     http_parser_init(&x->hp, HTTP_RESPONSE);
     x->hp.data = x;
-    x->timer = event_new(p->base, -1, 0, on_x_timer, x);
-    x->defer = event_new(p->base, -1, 0, on_x_defer, x);
-    if (!x->timer || !x->defer || req_build(&x->req, req, k) != GW_OK)
+    x->timer = &x->timer_ev;
+    x->defer = &x->defer_ev;
+    event_assign(x->timer, p->base, -1, 0, on_x_timer, x);
+    event_assign(x->defer, p->base, -1, 0, on_x_defer, x);
+    if (req_build(&x->req, req, k) != GW_OK)
         goto fail;
     x->body_len = req->body.len;
     if (key_h2_maybe(k) && h2_hdrs_build(x, req, k) != GW_OK)
@@ -2487,10 +2491,8 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
     return x;
 
 fail:
-    if (x->timer)
-        event_free(x->timer);
-    if (x->defer)
-        event_free(x->defer);
+    event_del(x->timer);
+    event_del(x->defer);
     gw_buf_fini(&x->req);
     gw_buf_fini(&x->retry);
     gw_buf_fini(&x->h2hdr);

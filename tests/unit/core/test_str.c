@@ -38,6 +38,23 @@ test_str_eq_nocase_matches_header_names(void **state)
     assert_false(gw_str_eq_nocase(GW_STR_LIT("x-api-kez"), GW_STR_LIT("x-api-key")));
 }
 
+/* Every pair of byte values: equal when they are equal after ASCII lowering, and
+ * nothing but A-Z is lowered (not '@', '[', nor bytes above 0x7f). */
+static void
+test_str_eq_nocase_every_byte_pair(void **state)
+{
+    (void)state;
+    for (unsigned x = 0; x < 256; x++) {
+        for (unsigned y = 0; y < 256; y++) {
+            char a = (char)x, b = (char)y;
+            unsigned lx = x >= 'A' && x <= 'Z' ? x + 32 : x, ly = y >= 'A' && y <= 'Z' ? y + 32 : y;
+
+            if (gw_str_eq_nocase((struct gw_str){&a, 1}, (struct gw_str){&b, 1}) != (lx == ly))
+                fail_msg("bytes 0x%02x 0x%02x", x, y);
+        }
+    }
+}
+
 static void
 test_buf_append_printf_and_consume(void **state)
 {
@@ -211,6 +228,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_str_eq_nocase_matches_header_names),
+        cmocka_unit_test(test_str_eq_nocase_every_byte_pair),
         cmocka_unit_test(test_buf_append_printf_and_consume),
         cmocka_unit_test(test_buf_json_string_escapes_controls_and_quotes),
         cmocka_unit_test(test_hex_round_trip_and_refusals),

@@ -252,6 +252,23 @@ test_h1req_token(void **state)
     assert_false(net_h1_is_token((struct gw_str){"", 0}));
 }
 
+/* Every byte value against RFC 9110's tchar, written out as the RFC says it. */
+static void
+test_h1req_token_every_byte(void **state)
+{
+    static const char extra[] = "!#$%&'*+-.^_`|~";
+
+    (void)state;
+    for (unsigned c = 0; c < 256; c++) {
+        char b = (char)c;
+        bool want = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    (c != 0 && memchr(extra, (int)c, sizeof(extra) - 1) != NULL);
+
+        if (net_h1_is_token((struct gw_str){&b, 1}) != want)
+            fail_msg("byte 0x%02x: token %d, want %d", c, !want, want);
+    }
+}
+
 /* HTTP/2 builds its requests header by header (net/http2.c): the same limits hold. */
 static void
 test_h1req_add_header_keeps_the_limits(void **state)
@@ -308,6 +325,7 @@ main(void)
         cmocka_unit_test(test_h1req_values_lose_trailing_blanks),
         cmocka_unit_test(test_h1req_reads_pipelined_requests_in_turn),
         cmocka_unit_test(test_h1req_token),
+        cmocka_unit_test(test_h1req_token_every_byte),
         cmocka_unit_test(test_h1req_add_header_keeps_the_limits),
     };
 
