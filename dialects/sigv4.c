@@ -2,22 +2,23 @@
  * dialects/sigv4.c - AWS Signature Version 4: the canonical request, the string to sign
  * and the Authorization header value of one request, as AWS's SigV4 test suite and the
  * SDKs (aws-sdk-js-v3 signature-v4, for every service but S3) compute them.
- * Pure: libcrypto's SHA-256 and HMAC only (STYLE.md 2); the date is an argument. The
+ * Pure: libcrypto's SHA-256 only (STYLE.md 2; HMAC over it here); the date is an
+ * argument. The
  * only memory used is the caller's <out>: each step writes its intermediate text (the
  * canonical request, the string to sign, the query pairs to sort) at the end of <out>,
  * hashes or sorts it there, and cuts <out> back, so a signature costs no allocation
  * beyond the growth of the buffer the caller reuses.
  * Owns:    nothing beyond one call.
- * Threads: any; no state.
+ * Threads: any; no state but the SHA-256 digest fetched once (pthread_once).
  * See:     dialects/sigv4.h, tests/unit/dialects/test_sigv4.c
  */
 #include "dialects/sigv4.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
 /* More headers or query parameters than this in one signature is a caller's mistake
@@ -26,6 +27,59 @@
 #define SIGV4_MAX_PARAMS 64
 
 #define SIGV4_ALGORITHM "AWS4-HMAC-SHA256"
+
+/* ---- SHA-256 and HMAC ----
+ * OpenSSL 3's one-shot SHA256() and HMAC() look the algorithm up by name through the
+ * provider machinery on every call (locks, allocations): 106k of the 131k instructions
+ * a signature took (docs/perf.md). The digest is fetched once per process and every
+ * hash goes through it; HMAC is RFC 2104 over it (two hashes with the padded key). */
+
+static EVP_MD *sha256_fetched; /* never freed: one per process, reachable to the end */
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void
+sha256_fetch(void)
+{
+    sha256_fetched = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+}
+
+/* <md> = SHA-256 of <a> then <b> (bn may be 0). */
+static void
+sha256_two(const void *a, size_t an, const void *b, size_t bn,
+           unsigned char md[SHA256_DIGEST_LENGTH])
+{
+    EVP_MD_CTX *ctx;
+
+    pthread_once(&sha256_once, sha256_fetch);
+    ctx = EVP_MD_CTX_new();
+    if (!ctx || !EVP_DigestInit_ex2(ctx, sha256_fetched ? sha256_fetched : EVP_sha256(), NULL) ||
+        !EVP_DigestUpdate(ctx, a, an) || (bn && !EVP_DigestUpdate(ctx, b, bn)) ||
+        !EVP_DigestFinal_ex(ctx, md, NULL))
+        memset(md, 0, SHA256_DIGEST_LENGTH); /* out of memory: a signature AWS refuses */
+    EVP_MD_CTX_free(ctx);
+}
+
+/* <md> = HMAC-SHA256(<key>, <msg>); <md> may be <key>. */
+static void
+hmac(const unsigned char *key, size_t klen, const void *msg, size_t n,
+     unsigned char md[SHA256_DIGEST_LENGTH])
+{
+    enum { BLOCK = 64 };
+    unsigned char kb[BLOCK] = {0}, pad[BLOCK], inner[SHA256_DIGEST_LENGTH];
+
+    if (klen > BLOCK)
+        sha256_two(key, klen, NULL, 0, kb);
+    else
+        memcpy(kb, key, klen);
+    for (int i = 0; i < BLOCK; i++)
+        pad[i] = kb[i] ^ 0x36;
+    sha256_two(pad, BLOCK, msg, n, inner);
+    for (int i = 0; i < BLOCK; i++)
+        pad[i] = kb[i] ^ 0x5c;
+    sha256_two(pad, BLOCK, inner, sizeof inner, md);
+    explicit_bzero(kb, sizeof kb);
+    explicit_bzero(pad, sizeof pad);
+}
 
 /* ---- small text helpers ---- */
 
@@ -126,7 +180,7 @@ dl_sigv4_payload_hash(const void *body, size_t len, char out[DL_SIGV4_HASH_HEX])
 {
     unsigned char d[SHA256_DIGEST_LENGTH];
 
-    SHA256(body, len, d);
+    sha256_two(body, len, NULL, 0, d);
     gw_hex_encode(d, sizeof d, out);
 }
 
@@ -475,7 +529,7 @@ dl_sigv4_string_to_sign(const struct dl_sigv4_input *in, struct gw_buf *out)
         cut(out, start);
         return rc;
     }
-    SHA256((const unsigned char *)out->data + start, out->len - start, d);
+    sha256_two(out->data + start, out->len - start, NULL, 0, d);
     gw_hex_encode(d, sizeof d, hex);
     cut(out, start);
     rc = gw_buf_append_cstr(out, SIGV4_ALGORITHM "\n");
@@ -494,21 +548,12 @@ dl_sigv4_string_to_sign(const struct dl_sigv4_input *in, struct gw_buf *out)
     return rc;
 }
 
-static void
-hmac(const unsigned char *key, size_t klen, const void *msg, size_t n,
-     unsigned char md[SHA256_DIGEST_LENGTH])
-{
-    unsigned int len = SHA256_DIGEST_LENGTH;
-
-    HMAC(EVP_sha256(), key, (int)klen, msg, n, md, &len);
-}
-
 /* The signing key: HMAC chain over date, region, service and "aws4_request", keyed
  * first by "AWS4" + the secret. That first key is built at the end of <out> (a secret
  * has no length bound the stack should carry) and wiped there before <out> is cut. */
-static enum gw_code
-signing_key(const struct dl_sigv4_input *in, struct gw_buf *out,
-            unsigned char k[SHA256_DIGEST_LENGTH])
+enum gw_code
+dl_sigv4_signing_key(const struct dl_sigv4_input *in, struct gw_buf *out,
+                     unsigned char k[DL_SIGV4_KEY_LEN])
 {
     size_t start = out->len;
     enum gw_code rc = gw_buf_append_cstr(out, "AWS4");
@@ -552,6 +597,50 @@ append_authorization(const struct dl_sigv4_input *in, const char *sig, struct gw
     return rc;
 }
 
+static bool
+name_is(const char *kept, struct gw_str s)
+{
+    return strlen(kept) == s.len && memcmp(kept, s.ptr, s.len) == 0;
+}
+
+const unsigned char *
+dl_sigv4_cache_key(struct dl_sigv4_cache *c, const struct dl_sigv4_input *in,
+                   struct gw_buf *scratch)
+{
+    struct gw_str sec = in->secret_access_key;
+    unsigned i;
+
+    if (sec.len == 0 || sec.len > DL_SIGV4_CACHE_SECRET_MAX ||
+        in->region.len >= DL_SIGV4_CACHE_NAME_MAX || in->service.len >= DL_SIGV4_CACHE_NAME_MAX ||
+        in->amz_date.len < 8)
+        return NULL;
+    for (i = 0; i < DL_SIGV4_CACHE_N; i++) {
+        if (c->e[i].secret_len == sec.len && memcmp(c->e[i].secret, sec.ptr, sec.len) == 0 &&
+            memcmp(c->e[i].day, in->amz_date.ptr, 8) == 0 && name_is(c->e[i].region, in->region) &&
+            name_is(c->e[i].service, in->service))
+            return c->e[i].key;
+    }
+    i = c->next;
+    c->next = (c->next + 1) % DL_SIGV4_CACHE_N;
+    explicit_bzero(&c->e[i], sizeof(c->e[i]));
+    if (dl_sigv4_signing_key(in, scratch, c->e[i].key) != GW_OK) {
+        explicit_bzero(&c->e[i], sizeof(c->e[i]));
+        return NULL;
+    }
+    memcpy(c->e[i].secret, sec.ptr, sec.len);
+    c->e[i].secret_len = sec.len;
+    memcpy(c->e[i].region, in->region.ptr, in->region.len);
+    memcpy(c->e[i].service, in->service.ptr, in->service.len);
+    memcpy(c->e[i].day, in->amz_date.ptr, 8);
+    return c->e[i].key;
+}
+
+void
+dl_sigv4_cache_wipe(struct dl_sigv4_cache *c)
+{
+    explicit_bzero(c, sizeof(*c));
+}
+
 enum gw_code
 dl_sigv4_authorization(const struct dl_sigv4_input *in, struct gw_buf *out)
 {
@@ -560,8 +649,10 @@ dl_sigv4_authorization(const struct dl_sigv4_input *in, struct gw_buf *out)
     char hex[DL_SIGV4_HASH_HEX];
     enum gw_code rc = dl_sigv4_string_to_sign(in, out);
 
-    if (rc == GW_OK)
-        rc = signing_key(in, out, k);
+    if (rc == GW_OK && in->signing_key)
+        memcpy(k, in->signing_key, sizeof k);
+    else if (rc == GW_OK)
+        rc = dl_sigv4_signing_key(in, out, k);
     if (rc == GW_OK) {
         hmac(k, sizeof k, out->data + start, out->len - start, sig);
         gw_hex_encode(sig, sizeof sig, hex);

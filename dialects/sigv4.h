@@ -54,7 +54,14 @@ struct dl_sigv4_input {
     struct gw_str service;      /* "bedrock" */
     struct gw_str access_key_id;
     struct gw_str secret_access_key; /* a secret: never logged, never in an error */
+    /* NULL: the signing key is derived from the secret here (four HMACs); else the key
+     * dl_sigv4_signing_key gave for this secret, date (its first 8 characters), region
+     * and service, which a caller may keep for the UTC day (secret_access_key unused). */
+    const unsigned char *signing_key;
 };
+
+/* The length of a signing key (an HMAC-SHA256). */
+#define DL_SIGV4_KEY_LEN 32
 
 /* <out> = "YYYYMMDDTHHMMSSZ" of <unix_s> (UTC), NUL-terminated. */
 void dl_sigv4_amz_date(int64_t unix_s, char out[DL_SIGV4_DATE_LEN + 1]);
@@ -67,6 +74,34 @@ void dl_sigv4_payload_hash(const void *body, size_t len, char out[DL_SIGV4_HASH_
 enum gw_code dl_sigv4_canonical_request(const struct dl_sigv4_input *in, struct gw_buf *out);
 /* Appends the string to sign of <in> (the test suite's .sts) to <out>. */
 enum gw_code dl_sigv4_string_to_sign(const struct dl_sigv4_input *in, struct gw_buf *out);
+/* <k> = the signing key of <in>'s secret, date, region and service. <scratch> holds
+ * "AWS4" + the secret while it is hashed (wiped, then cut back). GW_OK or GW_E_NOMEM. */
+enum gw_code dl_sigv4_signing_key(const struct dl_sigv4_input *in, struct gw_buf *scratch,
+                                  unsigned char k[DL_SIGV4_KEY_LEN]);
+/* Signing keys kept for their UTC day by whoever signs often (a gwd worker): deriving
+ * one is four HMACs, most of a signature's cost. A few entries, each by secret, region,
+ * service and day; the oldest is replaced. The secrets are copies: wipe the cache with
+ * dl_sigv4_cache_wipe when done with it. Zero it to start. */
+#define DL_SIGV4_CACHE_N 4
+#define DL_SIGV4_CACHE_SECRET_MAX 128 /* longer secrets are not kept: derived each time */
+#define DL_SIGV4_CACHE_NAME_MAX 32    /* region and service, likewise */
+struct dl_sigv4_cache {
+    struct {
+        char secret[DL_SIGV4_CACHE_SECRET_MAX];
+        size_t secret_len; /* 0: an empty entry */
+        char region[DL_SIGV4_CACHE_NAME_MAX], service[DL_SIGV4_CACHE_NAME_MAX];
+        char day[8]; /* YYYYMMDD */
+        unsigned char key[DL_SIGV4_KEY_LEN];
+    } e[DL_SIGV4_CACHE_N];
+    unsigned next; /* the entry replaced next */
+};
+/* The signing key of <in> from <c>, derived and kept there when missing (<scratch> as
+ * for dl_sigv4_signing_key). NULL when it cannot be kept (a secret or name too long) or
+ * out of memory: then <in> signs without it (signing_key NULL). The pointer is valid
+ * until the next call on <c>. */
+const unsigned char *dl_sigv4_cache_key(struct dl_sigv4_cache *c, const struct dl_sigv4_input *in,
+                                        struct gw_buf *scratch);
+void dl_sigv4_cache_wipe(struct dl_sigv4_cache *c);
 /* Appends the Authorization header's value of <in> (the test suite's .authz):
  * "AWS4-HMAC-SHA256 Credential=<id>/<date>/<region>/<service>/aws4_request,
  * SignedHeaders=<names>, Signature=<hex>". */

@@ -402,6 +402,7 @@ bedrock_sign(struct net_stream *s, const struct gw_conf_provider *p, struct gw_s
     in.service = GW_STR_LIT("bedrock");
     in.access_key_id = gw_str_c(p->aws_key_id.secret);
     in.secret_access_key = gw_str_c(p->aws_secret.secret);
+    in.signing_key = dl_sigv4_cache_key(&s->w->aws_keys, &in, &g->authz);
     if (dl_sigv4_authorization(&in, &g->authz) != GW_OK)
         return GW_E_NOMEM;
     for (i = 1; i < k; i++) /* every signed header but host */

@@ -35,6 +35,7 @@
 #include "core/row-t.h" /* GW_NAME_MAX */
 #include "core/snap.h"
 #include "core/str.h"
+#include "dialects/sigv4.h"
 #include "net/sockread.h"
 #include "net/h1req.h"
 
@@ -75,8 +76,9 @@ struct net_worker {
     struct net_conn *conns;       /* every client connection of this worker */
     unsigned n_conns;
     uint64_t next_conn_id;
-    uint64_t rng[2];         /* xorshift128+ for request ids */
-    struct net_probe *probe; /* worker 0: probes of cooling credentials (net/probe.h) */
+    uint64_t rng[2];                /* xorshift128+ for request ids */
+    struct net_probe *probe;        /* worker 0: probes of cooling credentials (net/probe.h) */
+    struct dl_sigv4_cache aws_keys; /* Bedrock signing keys of the day; wiped at the end */
 };
 
 enum net_conn_state {

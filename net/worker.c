@@ -221,6 +221,7 @@ worker_main(void *arg)
     w->pool = NULL;
     net_probe_free(w->probe); /* after the pool: a probe in flight gets no callback */
     w->probe = NULL;
+    dl_sigv4_cache_wipe(&w->aws_keys); /* copies of secrets */
     gw_thread_unregister(&w->gt);
     return NULL;
 }

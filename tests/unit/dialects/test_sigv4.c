@@ -717,6 +717,87 @@ test_sigv4_aws_test_suite(void **state)
         t_check(&t_suite[i], &t_aws);
 }
 
+/* The suite once more with the signing key from a cache (one secret, date, region and
+ * service for all: derived by the first vector, kept for the others). */
+static void
+test_sigv4_aws_test_suite_with_kept_key(void **state)
+{
+    static struct dl_sigv4_cache cache;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof t_suite / sizeof t_suite[0]; i++) {
+        struct dl_sigv4_hdr hdrs[T_MAX_HDRS];
+        struct dl_sigv4_input in;
+        struct gw_buf b = {0};
+
+        t_input(&t_suite[i], &t_aws, hdrs, &in);
+        in.signing_key = dl_sigv4_cache_key(&cache, &in, &b);
+        assert_non_null(in.signing_key);
+        in.secret_access_key = GW_STR_LIT("not used when a key is given");
+        assert_int_equal(dl_sigv4_authorization(&in, &b), GW_OK);
+        if (strcmp(b.data, t_suite[i].authz) != 0)
+            fail_msg("%s: authorization\n%s\nwanted\n%s", t_suite[i].name, b.data,
+                     t_suite[i].authz);
+        gw_buf_fini(&b);
+    }
+    assert_int_equal(cache.e[1].secret_len, 0); /* one entry served them all */
+    dl_sigv4_cache_wipe(&cache);
+}
+
+/* The kept key is the derived one of the request's own day, secret, region and
+ * service: each of them changed gets another entry, and the oldest entry goes when the
+ * cache is full. */
+static void
+test_sigv4_cache_keys_by_day_secret_region_service(void **state)
+{
+    static struct dl_sigv4_cache cache;
+    struct dl_sigv4_input in = {
+        .amz_date = GW_STR_LIT("20261201T235959Z"),
+        .region = GW_STR_LIT("us-east-1"),
+        .service = GW_STR_LIT("bedrock"),
+        .secret_access_key = GW_STR_LIT("secret-one"),
+    };
+    struct dl_sigv4_input v[5];
+    unsigned char want[DL_SIGV4_KEY_LEN];
+    const unsigned char *got;
+    struct gw_buf b = {0};
+    int i;
+
+    (void)state;
+    for (i = 0; i < 5; i++)
+        v[i] = in;
+    v[1].amz_date = GW_STR_LIT("20261202T000000Z"); /* the next UTC day */
+    v[2].secret_access_key = GW_STR_LIT("secret-two");
+    v[3].region = GW_STR_LIT("eu-west-1");
+    v[4].service = GW_STR_LIT("s3");
+    for (int round = 0; round < 2; round++) {
+        for (i = 0; i < 4; i++) { /* four entries: all kept, found again in round 2 */
+            got = dl_sigv4_cache_key(&cache, &v[i], &b);
+            assert_non_null(got);
+            assert_int_equal(dl_sigv4_signing_key(&v[i], &b, want), GW_OK);
+            assert_memory_equal(got, want, sizeof want);
+            assert_ptr_equal(got, cache.e[i].key);
+        }
+    }
+    got = dl_sigv4_cache_key(&cache, &v[4], &b); /* a fifth: replaces the first */
+    assert_int_equal(dl_sigv4_signing_key(&v[4], &b, want), GW_OK);
+    assert_memory_equal(got, want, sizeof want);
+    assert_ptr_equal(got, cache.e[0].key);
+    assert_int_equal(memcmp(cache.e[0].day, "20261201", 8), 0);
+    got = dl_sigv4_cache_key(&cache, &v[0], &b); /* derived again, into the next entry */
+    assert_int_equal(dl_sigv4_signing_key(&v[0], &b, want), GW_OK);
+    assert_memory_equal(got, want, sizeof want);
+    assert_ptr_equal(got, cache.e[1].key);
+    /* A secret too long to keep is signed without the cache. */
+    v[0].secret_access_key = (struct gw_str){"x", DL_SIGV4_CACHE_SECRET_MAX + 1};
+    assert_null(dl_sigv4_cache_key(&cache, &v[0], &b));
+    dl_sigv4_cache_wipe(&cache);
+    for (size_t k = 0; k < sizeof cache; k++)
+        assert_int_equal(((const unsigned char *)&cache)[k], 0);
+    gw_buf_fini(&b);
+}
+
 #define T_EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define T_JS_HDRS                                                                                  \
     {                                                                                              \
@@ -943,6 +1024,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigv4_aws_test_suite),
+        cmocka_unit_test(test_sigv4_aws_test_suite_with_kept_key),
+        cmocka_unit_test(test_sigv4_cache_keys_by_day_secret_region_service),
         cmocka_unit_test(test_sigv4_js_sdk_encodes_the_path_twice),
         cmocka_unit_test(test_sigv4_js_sdk_requests),
         cmocka_unit_test(test_sigv4_bedrock_path_is_encoded_twice),
