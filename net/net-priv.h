@@ -79,6 +79,10 @@ struct net_worker {
     uint64_t rng[2];                /* xorshift128+ for request ids */
     struct net_probe *probe;        /* worker 0: probes of cooling credentials (net/probe.h) */
     struct dl_sigv4_cache aws_keys; /* Bedrock signing keys of the day; wiped at the end */
+    /* Freed streams kept for the next requests (net/pipeline.c), with their answer
+     * buffers' memory: no allocation of the 5.6 KB stream per request after warm-up. */
+    struct net_stream *stream_cache;
+    unsigned n_stream_cache;
 };
 
 enum net_conn_state {
@@ -126,6 +130,11 @@ struct net_conn {
     struct net_ws *ws;       /* this connection speaks WebSocket (net/ws.c) */
     struct net_ws_turn *wst; /* this is the request of a WebSocket turn (not a connection) */
 };
+
+/* ---- pipeline.c ---- */
+
+/* Frees the streams <w> keeps for reuse (its stream cache): when the worker ends. */
+void net_stream_cache_free(struct net_worker *w);
 
 /* ---- http1.c: the server side of HTTP/1.1 ---- */
 

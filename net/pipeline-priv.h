@@ -167,6 +167,7 @@ struct net_stream {
     /* ---- scratch: not zeroed when the stream is made (net_pipeline_start zeroes the
      * fields above, NET_STREAM_ZEROED bytes); each is written before it is read. Zeroing
      * them showed in profiles (half of the stream's bytes, on every request). ---- */
+    struct net_stream *cache_next;            /* in its worker's stream_cache while it is there */
     struct gw_route_cand cands[GW_ROUTE_MAX]; /* in the order to try (core/route.h): the
                                                * first n_cands, written by gw_route_order */
     struct dl_parse_state pst;  /* the upstream shape's event parser: parse_init per hop */

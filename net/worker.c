@@ -217,6 +217,7 @@ worker_main(void *arg)
         w->listeners[i] = NULL;
     }
     net_conns_free_all(w);
+    net_stream_cache_free(w); /* after the streams of the connections went there */
     net_uppool_free(w->pool);
     w->pool = NULL;
     net_probe_free(w->probe); /* after the pool: a probe in flight gets no callback */
