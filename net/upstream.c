@@ -229,7 +229,9 @@ struct net_uppool {
     struct evdns_base *dns;
     SSL_CTX *ssl_ctx;
     struct net_upkey *keys;
-    struct net_upx *live;          /* exchanges not yet ended */
+    struct net_upx *live;    /* exchanges not yet ended */
+    struct net_upx *x_cache; /* ended exchanges kept for reuse (x_get, x_put) */
+    unsigned n_x_cache;
     const struct timeval *idle_tv; /* a common timeout of NET_UP_IDLE_SECS */
     struct net_uppool_stats st;
     bool freeing; /* net_uppool_free runs: no connection is opened any more */
@@ -1001,6 +1003,96 @@ x_unlink(struct net_upx *x)
     x->prev = x->next = NULL;
 }
 
+/* ---- the pool's exchange cache ----
+ * An ended exchange is kept by its pool (at most NET_UPX_CACHE_MAX) with the memory of
+ * its request, retry and head buffers and its header offsets (up to NET_UPX_KEEP_BUF
+ * bytes each): the next exchange allocates none of them. */
+#define NET_UPX_CACHE_MAX 16u
+#define NET_UPX_KEEP_BUF (16u * 1024u)
+
+static void
+x_bufs_fini(struct net_upx *x)
+{
+    gw_buf_fini(&x->req);
+    gw_buf_fini(&x->retry);
+    gw_buf_fini(&x->head);
+    gw_buf_fini(&x->h2hdr);
+    gw_buf_fini(&x->pend);
+    gw_free(x->hv);
+    x->hv = NULL;
+    x->cap_hv = 0;
+}
+
+static void
+keep_or_fini(struct gw_buf *b)
+{
+    if (b->cap > NET_UPX_KEEP_BUF)
+        gw_buf_fini(b);
+    else
+        gw_buf_reset(b);
+}
+
+static void
+x_put(struct net_upx *x)
+{
+    struct net_uppool *p = x->pool;
+
+    if (p->freeing || p->n_x_cache >= NET_UPX_CACHE_MAX) {
+        x_bufs_fini(x);
+        gw_free(x);
+        return;
+    }
+    keep_or_fini(&x->req);
+    keep_or_fini(&x->retry);
+    keep_or_fini(&x->head);
+    gw_buf_fini(&x->h2hdr); /* HTTP/2 only */
+    gw_buf_fini(&x->pend);
+    x->next = p->x_cache;
+    p->x_cache = x;
+    p->n_x_cache++;
+}
+
+/* A zeroed exchange but the kept memory (empty buffers), or NULL. */
+static struct net_upx *
+x_get(struct net_uppool *p)
+{
+    struct net_upx *x = p->x_cache;
+    struct gw_buf req, head;
+    struct net_hoff *hv;
+    size_t cap_hv;
+
+    if (!x)
+        return gw_calloc(1, sizeof(*x));
+    p->x_cache = x->next;
+    p->n_x_cache--;
+    /* The request moves to retry once sent (see the top): keep one of the two. */
+    req = x->req.data ? x->req : x->retry;
+    if (x->req.data)
+        gw_buf_fini(&x->retry);
+    head = x->head;
+    hv = x->hv;
+    cap_hv = x->cap_hv;
+    memset(x, 0, sizeof(*x));
+    x->req = req;
+    x->head = head;
+    x->hv = hv;
+    x->cap_hv = cap_hv;
+    return x;
+}
+
+static void
+x_cache_free(struct net_uppool *p)
+{
+    while (p->x_cache) {
+        struct net_upx *x = p->x_cache;
+
+        p->x_cache = x->next;
+        x_bufs_fini(x);
+        gw_free(x);
+    }
+    p->n_x_cache = 0;
+}
+
 static void
 x_free(struct net_upx *x)
 {
@@ -1017,14 +1109,8 @@ x_free(struct net_upx *x)
     x_unlink(x);
     event_del(x->timer);
     event_del(x->defer);
-    gw_buf_fini(&x->req);
-    gw_buf_fini(&x->retry);
-    gw_buf_fini(&x->head);
-    gw_buf_fini(&x->h2hdr);
-    gw_buf_fini(&x->pend);
-    gw_free(x->hv);
     x->magic_ = 0;
-    gw_free(x);
+    x_put(x);
 }
 
 /* Ends the exchange: the connection (if any is still attached) is closed, on_end runs
@@ -2355,6 +2441,7 @@ net_uppool_free(struct net_uppool *p)
             h2_close(k->h2s);
         key_free(k);
     }
+    x_cache_free(p);
     gw_free(p);
 }
 
@@ -2432,7 +2519,7 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
     k = key_get(p, req->prov);
     if (!k)
         return NULL;
-    x = gw_calloc(1, sizeof(*x));
+    x = x_get(p);
     if (!x)
         return NULL;
     x->magic_ = NET_UPX_MAGIC;
@@ -2493,9 +2580,7 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
 fail:
     event_del(x->timer);
     event_del(x->defer);
-    gw_buf_fini(&x->req);
-    gw_buf_fini(&x->retry);
-    gw_buf_fini(&x->h2hdr);
+    x_bufs_fini(x);
     gw_free(x);
     return NULL;
 }
