@@ -157,12 +157,21 @@ class Sampler:
     upstreams' streams_open (every 0.25 s) and gwd's gw_client_connections (every
     second: the page costs gwd a little CPU). Keeps the peaks."""
 
-    def __init__(self, gwd, ups, ctl):
-        self.gwd, self.ups, self.ctl = gwd, ups, ctl
+    def __init__(self, gwd, ups, ctl, trace=None):
+        self.gwd, self.ups, self.ctl, self.trace = gwd, ups, ctl, trace
+        self.t0 = time.time()
+        self.cpu0 = self.cpus()
         self.rss = self.anon = self.held = self.conns = 0
         self.ev = threading.Event()
         self.th = threading.Thread(target=self.loop, daemon=True)
         self.th.start()
+
+    def cpus(self):
+        """CPU seconds so far of gwd and of the upstreams (with --trace)."""
+        if not self.trace:
+            return (0.0, 0.0)
+        return (cpu_secs(self.gwd.pid) if self.gwd else 0.0,
+                sum(cpu_secs(p.pid) for p in self.trace))
 
     def loop(self):
         k = 0
@@ -175,9 +184,17 @@ class Sampler:
                     pass
             try:
                 if k % 3 == 0:
-                    self.held = max(self.held, sum(
-                        json.loads(get(f"http://127.0.0.1:{u}/_bench/stats"))["streams_open"]
-                        for u in self.ups))
+                    st = [json.loads(get(f"http://127.0.0.1:{u}/_bench/stats")) for u in self.ups]
+                    self.held = max(self.held, sum(x["streams_open"] for x in st))
+                    if self.trace:
+                        c = self.cpus()
+                        print(f"scale: {time.time() - self.t0:5.1f} s: upstream streams open "
+                              f"{sum(x['streams_open'] for x in st)}, started "
+                              f"{sum(x['streams_started'] for x in st)}, completed "
+                              f"{sum(x['streams_completed'] for x in st)}; gwd client "
+                              f"connections {self.conns}, RSS {self.rss // 1024} MB; CPU s gwd "
+                              f"{c[0] - self.cpu0[0]:.1f}, upstreams {c[1] - self.cpu0[1]:.1f}",
+                              file=sys.stderr)
                 if self.ctl and k % 10 == 0:
                     m = re.search(r"^gw_client_connections (\d+)",
                                   get(f"http://127.0.0.1:{self.ctl}/metrics"), re.M)
@@ -218,7 +235,7 @@ def cell(bindir, tmp, name, n, workers, h2, a):
                 raise SystemExit(f"scale: {name} warm-up failed: {warm.stdout} {warm.stderr}")
             time.sleep(0.5)
             r["rss_idle"], r["anon_idle"] = rss_kb(gwd.pid)
-        s = Sampler(gwd, up_ports, ctl)
+        s = Sampler(gwd, up_ports, ctl, [p for _, p in ups] if a.trace else None)
         c0 = cpu_secs(gwd.pid) if gwd else 0.0
         t0 = time.time()
         res = merge(run_load(bindir, port, n, a))
@@ -251,6 +268,8 @@ def main():
     ap.add_argument("--ramp-secs", type=float, default=5.0)
     ap.add_argument("--cells", default="direct,gwd-h1,gwd-h2up",
                     help="which cells to run, e.g. gwd-h2up")
+    ap.add_argument("--trace", action="store_true",
+                    help="print the samples on stderr as they are taken")
     ap.add_argument("--quick", action="store_true",
                     help="500 streams of 20 chunks 100 ms apart, 1 worker (a smoke test)")
     ap.add_argument("--out", default=os.path.join(ROOT, "build/bench/scale.md"))
