@@ -263,9 +263,10 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "build/release/bin"))
     ap.add_argument("--streams", type=int, default=10000)
     ap.add_argument("--workers", default="1,2", help="gwd worker counts, e.g. 1,2")
-    ap.add_argument("--chunks", type=int, default=60)
-    ap.add_argument("--interval-ms", type=int, default=250)
-    ap.add_argument("--ramp-secs", type=float, default=5.0)
+    ap.add_argument("--chunks", type=int, default=30, help="chunks per stream")
+    ap.add_argument("--interval-ms", type=int, default=1000, help="between chunks")
+    ap.add_argument("--ramp-secs", type=float, default=10.0,
+                    help="the streams are opened at an even rate over this time")
     ap.add_argument("--cells", default="direct,gwd-h1,gwd-h2up",
                     help="which cells to run, e.g. gwd-h2up")
     ap.add_argument("--trace", action="store_true",
