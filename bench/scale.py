@@ -55,6 +55,20 @@ def get(url, timeout=5):
         return r.read().decode()
 
 
+def listen_overflows():
+    """The machine's count of connects dropped by a full accept queue (TcpExt
+    ListenOverflows of /proc/net/netstat; every process's listeners), or None."""
+    try:
+        with open("/proc/net/netstat") as f:
+            lines = f.read().splitlines()
+        for names, vals in zip(lines[::2], lines[1::2]):
+            if names.startswith("TcpExt:"):
+                return int(vals.split()[names.split().index("ListenOverflows")])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def start_upstream(bindir, procs, name):
     """One `gwbench upstream` on a free port; returns its port. Its streams_open_max
     starts at 0: each cell starts its own."""
@@ -237,9 +251,12 @@ def cell(bindir, tmp, name, n, workers, h2, a):
             r["rss_idle"], r["anon_idle"] = rss_kb(gwd.pid)
         s = Sampler(gwd, up_ports, ctl, [p for _, p in ups] if a.trace else None)
         c0 = cpu_secs(gwd.pid) if gwd else 0.0
+        o0 = listen_overflows()
         t0 = time.time()
         res = merge(run_load(bindir, port, n, a))
         r["secs"] = time.time() - t0
+        o1 = listen_overflows()
+        r["overflows"] = o1 - o0 if o0 is not None and o1 is not None else None
         s.stop()
         r.update(res)
         r["held"], r["conns"] = s.held, s.conns
@@ -269,6 +286,8 @@ def main():
                     help="the streams are opened at an even rate over this time")
     ap.add_argument("--cells", default="direct,gwd-h1,gwd-h2up",
                     help="which cells to run, e.g. gwd-h2up")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the temporary folder (gwd's configs and logs)")
     ap.add_argument("--trace", action="store_true",
                     help="print the samples on stderr as they are taken")
     ap.add_argument("--quick", action="store_true",
@@ -291,7 +310,10 @@ def main():
                   file=sys.stderr)
             cells.append(cell(a.bin, tmp, name, n, w, h2, a))
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if a.keep:
+            print(f"scale: kept {tmp} (gwd configs and logs)", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     table, bad = report(cells, a)
     head = (f"{a.streams} streams (gwd-h1: {n_h1}, two descriptors a stream under the "
             f"{NOFILE} open files a process may have), each one connection and {a.chunks} "
@@ -346,6 +368,7 @@ def report(cells, a):
         ("gwd CPU (s)", lambda r: f(r.get("cpu"), "{:.2f}")),
         ("gwd CPU per stream (us)",
          lambda r: f(r["cpu"] * 1e6 / r["requested"], "{:.0f}") if "cpu" in r else "-"),
+        ("accept queue overflows (machine-wide)", lambda r: f(r["overflows"], "{}")),
         ("upstreams / load processes", lambda r: f"{r['ups']} / {r['procs']}"),
     ]
     head = ["figure"] + [r["name"] + (f" w{r['workers']}" if r["workers"] else "") for r in cells]

@@ -76,8 +76,8 @@ static struct {
     atomic_uint_fast64_t streams_aborted;
     atomic_uint_fast64_t streams_open;     /* streams started and not yet ended */
     atomic_uint_fast64_t streams_open_max; /* the most open at once since the start */
-    atomic_uint_fast64_t models;       /* model listings (GET .../models) */
-    atomic_uint_fast64_t auth_refused; /* Bedrock requests refused for their signature */
+    atomic_uint_fast64_t models;           /* model listings (GET .../models) */
+    atomic_uint_fast64_t auth_refused;     /* Bedrock requests refused for their signature */
 } st;
 
 void
@@ -161,9 +161,9 @@ stream_mark(struct bench_up_conn *c, bool active)
         uint_fast64_t n = atomic_fetch_add_explicit(&st.streams_open, 1, memory_order_relaxed) + 1;
         uint_fast64_t cur = load_count(&st.streams_open_max);
 
-        while (n > cur && !atomic_compare_exchange_weak_explicit(&st.streams_open_max, &cur, n,
-                                                                 memory_order_relaxed,
-                                                                 memory_order_relaxed))
+        while (n > cur &&
+               !atomic_compare_exchange_weak_explicit(&st.streams_open_max, &cur, n,
+                                                      memory_order_relaxed, memory_order_relaxed))
             ;
     } else {
         atomic_fetch_sub_explicit(&st.streams_open, 1, memory_order_relaxed);
