@@ -36,7 +36,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ROOT, Proc, cpu_secs, fmt_table, free_port, md_table, rss_kb  # noqa: E402
+from run import (ROOT, Proc, busy_secs, cpu_secs, fmt_table, free_port, md_table,  # noqa: E402
+                 own_secs, rss_kb)
 
 # Open files a process may have here (hard limit) and what each process keeps for
 # itself: the cells are sized so that nothing runs into the limit but what is measured.
@@ -252,9 +253,13 @@ def cell(bindir, tmp, name, n, workers, h2, a):
         s = Sampler(gwd, up_ports, ctl, [p for _, p in ups] if a.trace else None)
         c0 = cpu_secs(gwd.pid) if gwd else 0.0
         o0 = listen_overflows()
+        b0, own0 = busy_secs(), own_secs(procs)
         t0 = time.time()
         res = merge(run_load(bindir, port, n, a))
         r["secs"] = time.time() - t0
+        # other work on the machine during the run: what it was busy with, less ours
+        # (this script, the load processes, gwd and the upstreams)
+        r["other"] = max(0.0, (busy_secs() - b0) - (own_secs(procs) - own0))
         o1 = listen_overflows()
         r["overflows"] = o1 - o0 if o0 is not None and o1 is not None else None
         s.stop()
@@ -368,6 +373,8 @@ def report(cells, a):
         ("gwd CPU (s)", lambda r: f(r.get("cpu"), "{:.2f}")),
         ("gwd CPU per stream (us)",
          lambda r: f(r["cpu"] * 1e6 / r["requested"], "{:.0f}") if "cpu" in r else "-"),
+        ("other work on the machine (CPU s, % of the CPUs)",
+         lambda r: f"{r['other']:.1f}, {100 * r['other'] / (r['secs'] * os.cpu_count()):.0f}%"),
         ("accept queue overflows (machine-wide)", lambda r: f(r["overflows"], "{}")),
         ("upstreams / load processes", lambda r: f"{r['ups']} / {r['procs']}"),
     ]
