@@ -137,14 +137,16 @@ def load_argv(bindir, port, n, rate, a):
             "--header", f"x-bench-interval-ms: {a.interval_ms}"]
 
 
-def run_load(bindir, port, n, a):
+def run_load(bindir, ports, n, a):
     """Opens <n> streams over --ramp-secs with as many `gwbench load` processes as the
-    open-file limit needs; returns their JSON summaries."""
-    procs = max(1, math.ceil(n / (NOFILE - RESERVE)))
+    open-file limit needs, and at least one per port of <ports> (load process i sends
+    to port i modulo their count); returns their JSON summaries."""
+    procs = max(len(ports), math.ceil(n / (NOFILE - RESERVE)))
     share = [n // procs + (1 if i < n % procs else 0) for i in range(procs)]
     rate = n / max(0.1, a.ramp_secs)
-    ps = [subprocess.Popen(load_argv(bindir, port, k, rate * k / n, a), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True) for k in share]
+    ps = [subprocess.Popen(load_argv(bindir, ports[i % len(ports)], k, rate * k / n, a),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+          for i, k in enumerate(share)]
     out = []
     for p in ps:
         so, se = p.communicate(timeout=600)
@@ -255,7 +257,7 @@ def cell(bindir, tmp, name, n, workers, h2, a):
         o0 = listen_overflows()
         b0, own0 = busy_secs(), own_secs(procs)
         t0 = time.time()
-        res = merge(run_load(bindir, port, n, a))
+        res = merge(run_load(bindir, [port] if gwd else up_ports, n, a))
         r["secs"] = time.time() - t0
         # other work on the machine during the run: what it was busy with, less ours
         # (this script, the load processes, gwd and the upstreams)
