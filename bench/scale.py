@@ -129,13 +129,17 @@ providers:
         raise SystemExit("scale: gwd did not become ready:\n" + lf.read()[-2000:])
 
 
-def load_argv(bindir, port, n, rate, a):
-    return [os.path.join(bindir, "gwbench"), "load", "--json", "--quiet", "--url",
+def load_argv(bindir, port, n, rate, a, paced=True):
+    """`gwbench load` of <n> streams, one a connection, released at <rate> a second;
+    paced by --chunks and --interval-ms, or the upstream's default (instant) answer."""
+    argv = [os.path.join(bindir, "gwbench"), "load", "--json", "--quiet", "--url",
             f"http://127.0.0.1:{port}/v1/chat/completions", "--key", KEY, "--model",
             "mock-model", "--stream", "--connections", str(n), "--requests", str(n),
-            "--threads", "2", "--rate", f"{rate:.1f}", "--timeout-ms", "120000",
-            "--header", f"x-bench-chunks: {a.chunks}",
-            "--header", f"x-bench-interval-ms: {a.interval_ms}"]
+            "--threads", "2", "--rate", f"{rate:.1f}", "--timeout-ms", "120000"]
+    if paced:
+        argv += ["--header", f"x-bench-chunks: {a.chunks}",
+                 "--header", f"x-bench-interval-ms: {a.interval_ms}"]
+    return argv
 
 
 def run_load(bindir, ports, n, a):
@@ -246,10 +250,11 @@ def cell(bindir, tmp, name, n, workers, h2, a):
                                        up_ports, workers, h2, n + 100, procs)
             # warm-up: the upstream connections (h2: one per worker and upstream) exist
             # before the idle figure is taken
-            warm = subprocess.run(load_argv(bindir, port, 8 * workers * len(ups), 1000, a)[:-4],
+            n_warm = 8 * workers * len(ups)
+            warm = subprocess.run(load_argv(bindir, port, n_warm, 1000, a, paced=False),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   timeout=120)
-            if warm.returncode != 0 or json.loads(warm.stdout)["ok"] == 0:
+            if warm.returncode != 0 or json.loads(warm.stdout)["ok"] != n_warm:
                 raise SystemExit(f"scale: {name} warm-up failed: {warm.stdout} {warm.stderr}")
             time.sleep(0.5)
             r["rss_idle"], r["anon_idle"] = rss_kb(gwd.pid)
@@ -286,7 +291,8 @@ def cell(bindir, tmp, name, n, workers, h2, a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1] if __doc__ else None)
+    ap = argparse.ArgumentParser(description="Concurrent paced streams held at once, "
+                                 "directly and through gwd (docs/gwbench.md).")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build/release/bin"))
     ap.add_argument("--streams", type=int, default=10000)
     ap.add_argument("--workers", default="1,2", help="gwd worker counts, e.g. 1,2")
