@@ -126,6 +126,7 @@ tsan:
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@/usr/bin/python3 bench/run.py --bin $(O)/bin
+	@/usr/bin/python3 bench/scale.py --bin $(O)/bin
 
 check-deps:
 	@sh tools/check-deps.sh

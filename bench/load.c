@@ -166,6 +166,7 @@ struct ld_thread {
     struct event tick;
     double rate;        /* open loop: this thread's requests per second */
     uint64_t scheduled; /* open loop: requests released so far */
+    uint64_t quota;     /* open loop: this thread's share of --requests (UINT64_MAX: none) */
     uint64_t pending;   /* open loop: released, waiting for a connection */
     uint64_t pending_max;
     bool ticking;
@@ -622,6 +623,11 @@ on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     target = (uint64_t)((double)(now - g.start_us) * t->rate / 1e6) + 1;
+    /* Only this thread's share: a thread that ticks ahead of a busy one must not take
+     * requests the other's idle connections were to serve (they would wait here for
+     * a connection of this thread to finish its answer). */
+    if (target > t->quota)
+        target = t->quota;
     while (t->scheduled < target) {
         if (!claim()) {
             t->ticking = false;
@@ -630,12 +636,14 @@ on_tick(evutil_socket_t fd, short what, void *arg)
         t->scheduled++;
         t->pending++;
     }
-    if (t->pending > t->pending_max)
-        t->pending_max = t->pending;
+    if (t->scheduled >= t->quota)
+        t->ticking = false;
     while (t->pending > 0 && t->nidle > 0) {
         t->pending--;
         conn_start(t->idle[--t->nidle]);
     }
+    if (t->pending > t->pending_max) /* those that found no idle connection */
+        t->pending_max = t->pending;
     if (!t->ticking) {
         thread_check_done(t);
         return;
@@ -952,6 +960,7 @@ thread_init(struct ld_thread *t, unsigned nconns)
     if (t->tmo_tv == NULL)
         return 1;
     t->rate = g.rate / g.threads;
+    t->quota = UINT64_MAX;
     evtimer_assign(&t->tick, t->base, on_tick, t);
     for (unsigned i = 0; i < nconns; i++) {
         struct ld_conn *c = &t->conns[i];
@@ -1105,6 +1114,8 @@ bench_load_main(int argc, char **argv)
             fprintf(stderr, "gwbench load: out of memory\n");
             return 1;
         }
+        if (g.requests)
+            threads[i].quota = g.requests / g.threads + (i < g.requests % g.threads ? 1 : 0);
     }
     sum.lat = bench_hist_new();
     sum.ttft = bench_hist_new();

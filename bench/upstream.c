@@ -74,8 +74,10 @@ static struct {
     atomic_uint_fast64_t streams_started;
     atomic_uint_fast64_t streams_completed;
     atomic_uint_fast64_t streams_aborted;
-    atomic_uint_fast64_t models;       /* model listings (GET .../models) */
-    atomic_uint_fast64_t auth_refused; /* Bedrock requests refused for their signature */
+    atomic_uint_fast64_t streams_open;     /* streams started and not yet ended */
+    atomic_uint_fast64_t streams_open_max; /* the most open at once since the start */
+    atomic_uint_fast64_t models;           /* model listings (GET .../models) */
+    atomic_uint_fast64_t auth_refused;     /* Bedrock requests refused for their signature */
 } st;
 
 void
@@ -144,6 +146,28 @@ static inline uint64_t
 load_count(atomic_uint_fast64_t *c)
 {
     return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* Marks <c>'s stream open or ended, keeping streams_open and its peak streams_open_max
+ * (what a benchmark of many concurrent streams reads to know they were all held at
+ * once, rather than inferring it). Every change of stream_active goes through here. */
+static void
+stream_mark(struct bench_up_conn *c, bool active)
+{
+    if (c->stream_active == active)
+        return;
+    c->stream_active = active;
+    if (active) {
+        uint_fast64_t n = atomic_fetch_add_explicit(&st.streams_open, 1, memory_order_relaxed) + 1;
+        uint_fast64_t cur = load_count(&st.streams_open_max);
+
+        while (n > cur &&
+               !atomic_compare_exchange_weak_explicit(&st.streams_open_max, &cur, n,
+                                                      memory_order_relaxed, memory_order_relaxed))
+            ;
+    } else {
+        atomic_fetch_sub_explicit(&st.streams_open, 1, memory_order_relaxed);
+    }
 }
 
 /* The routes; an API route also names its shape (see dispatch()). */
@@ -744,7 +768,7 @@ static void
 send_stream_start(struct bench_up_conn *c)
 {
     send_stream_head(c, c->shape->stream_ctype ? c->shape->stream_ctype(c) : "text/event-stream");
-    c->stream_active = true;
+    stream_mark(c, true);
     c->events = 0;
     count(&st.streams_started);
     c->shape->stream_open(c);
@@ -756,7 +780,7 @@ send_stream_end(struct bench_up_conn *c)
     c->shape->stream_close(c);
     if (c->closing)
         return;
-    c->stream_active = false;
+    stream_mark(c, false);
     count(&st.streams_completed);
     conn_drain_then(c, false);
 }
@@ -769,7 +793,7 @@ send_stream_error(struct bench_up_conn *c)
     c->shape->stream_error(c);
     if (c->closing)
         return;
-    c->stream_active = false; /* we end it, not the peer */
+    stream_mark(c, false); /* we end it, not the peer */
     conn_drain_then(c, false);
 }
 
@@ -792,7 +816,7 @@ send_stream_garbage(struct bench_up_conn *c)
     c->shape->stream_garbage(c);
     if (c->closing)
         return;
-    c->stream_active = false; /* we end it, not the peer */
+    stream_mark(c, false); /* we end it, not the peer */
     conn_drain_then(c, false);
 }
 
@@ -838,7 +862,7 @@ stream_step(struct bench_up_conn *c)
         uint64_t now, due;
 
         if (c->p.fault == BENCH_UP_FAULT_DROP_MID && c->sent >= c->p.drop_after) {
-            c->stream_active = false; /* we end it, not the peer */
+            stream_mark(c, false); /* we end it, not the peer */
             conn_drain_then(c, true);
             return;
         }
@@ -1041,7 +1065,8 @@ answer_stats(struct bench_up_conn *c)
     int n = snprintf(b, sizeof(b),
                      "{\"requests\":%llu,\"active_connections\":%llu,\"connections_total\":%llu,"
                      "\"connections_closed_by_peer\":%llu,\"streams_started\":%llu,"
-                     "\"streams_completed\":%llu,\"streams_aborted\":%llu,\"models\":%llu,"
+                     "\"streams_completed\":%llu,\"streams_aborted\":%llu,"
+                     "\"streams_open\":%llu,\"streams_open_max\":%llu,\"models\":%llu,"
                      "\"aws_auth_refused\":%llu,\"keys\":{",
                      (unsigned long long)load_count(&st.requests),
                      (unsigned long long)load_count(&st.active),
@@ -1050,6 +1075,8 @@ answer_stats(struct bench_up_conn *c)
                      (unsigned long long)load_count(&st.streams_started),
                      (unsigned long long)load_count(&st.streams_completed),
                      (unsigned long long)load_count(&st.streams_aborted),
+                     (unsigned long long)load_count(&st.streams_open),
+                     (unsigned long long)load_count(&st.streams_open_max),
                      (unsigned long long)load_count(&st.models),
                      (unsigned long long)load_count(&st.auth_refused));
 
@@ -1406,6 +1433,7 @@ conn_free(struct bench_up_conn *c)
         if (c->stream_active)
             count(&st.streams_aborted);
     }
+    stream_mark(c, false);
     event_del(&c->rev);
     event_del(&c->wev);
     event_del(&c->tev);

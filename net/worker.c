@@ -65,6 +65,11 @@ on_accept_tls(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
  * then listen again. Other errors are logged and accepting goes on. Lines of this kind
  * are written at most once a second, with the count of those held back. */
 #define NET_ACCEPT_BACKOFF_MS 500
+/* The listen backlog asked for: the kernel caps it at net.core.somaxconn, so this is
+ * the most the machine allows. A burst of connects (thousands of streams opened at
+ * once) then waits in the accept queue instead of overflowing it, which drops SYNs
+ * and leaves each client to retry a second or more later. */
+#define NET_LISTEN_BACKLOG 65535
 
 static void
 on_accept_error(struct evconnlistener *l, void *arg)
@@ -277,7 +282,7 @@ bind_one(const struct listen_addr *la, uint16_t port, uint16_t *bound_port, char
     fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, NET_LISTEN_BACKLOG) != 0) {
         snprintf(err, errlen, "%s %s:%u: %s", la->key, a->host, a->port, strerror(errno));
         if (fd >= 0)
             close(fd);
