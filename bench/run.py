@@ -234,6 +234,13 @@ CELLS = {
     "gwd-h2up": ("chat", "openai",
                  "Chat client, Chat upstream over h2c (providers[].http2: on): splice"),
 }
+# The open-loop scenario (issue 13: added latency at ~200 req/s as well as at one request
+# at a time): RATE requests/s on a fixed schedule, RATE_N requests a run, over
+# RATE_CONNS connections (a request finds one idle: the proxy is never the queue), for
+# the targets in RATE_TARGETS (and their two-worker twins).
+RATE, RATE_N, RATE_CONNS = 200, 1000, 8
+RATE_TARGETS = ("direct", "gwd", "gwd+adm", "nginx")
+
 # The two-worker targets' suffix, and their rounds.
 W2, W2_ROUNDS = "-2w", 3
 
@@ -768,6 +775,13 @@ def main():
             add(name, "serial_p50", s["latency_us"]["p50"])
             add(name, "serial_p99", s["latency_us"]["p99"])
 
+        def paced(name, port, proc):
+            s, _, _ = run(name, port, proc, ["--rate", str(RATE), "--connections",
+                                             str(RATE_CONNS), "--threads", "1",
+                                             "--requests", str(RATE_N // (4 if a.quick else 1))])
+            add(name, "rate_p50", s["latency_us"]["p50"])
+            add(name, "rate_p99", s["latency_us"]["p99"])
+
         pair = [t for t in targets if t[0] in ("gwd", "gwd+adm")]
         t_start = time.time()
         busy0, own0 = busy_secs(), own_secs(procs)
@@ -786,6 +800,9 @@ def main():
                     for k in range(SLICES):
                         for t in (pair if (r + k) % 2 == 0 else pair[::-1]):
                             serial(*t, n_serial // SLICES)
+                # (1b) at RATE requests/s, open loop
+                if name in RATE_TARGETS:
+                    paced(name, port, proc)
                 # (2)+(3) throughput ceiling and proxy CPU per request
                 s, cpu, _ = run(name, port, proc, ["--connections", "64", "--threads", "2",
                                                    "--requests", str(n_tput)])
@@ -882,6 +899,7 @@ def main():
             for name, port, proc in (w2 if r % 2 == 0 else w2[::-1]):
                 print(f"bench: two workers, round {r + 1} {name}", file=sys.stderr)
                 serial(name, port, proc, n_serial)
+                paced(name, port, proc)
                 s, cpu, _ = run(name, port, proc, ["--connections", "64", "--threads", "2",
                                                    "--requests", str(n_tput)])
                 add(name, "rps", s["rps"])
@@ -912,6 +930,10 @@ def main():
         ("1 conn: latency p99 (us)", "serial_p99", "{:.0f}", "diff"),
         ("1 conn: added p50 vs direct (us)", "added_p50", "{:+.0f}", "diff"),
         ("1 conn: added p99 vs direct (us)", "added_p99", "{:+.0f}", "diff"),
+        (f"{RATE} req/s: latency p50 (us)", "rate_p50", "{:.0f}", "diff"),
+        (f"{RATE} req/s: latency p99 (us)", "rate_p99", "{:.0f}", "diff"),
+        (f"{RATE} req/s: added p50 vs direct (us)", "rate_added_p50", "{:+.0f}", "diff"),
+        (f"{RATE} req/s: added p99 vs direct (us)", "rate_added_p99", "{:+.0f}", "diff"),
         ("64 conns: throughput (req/s)", "rps", "{:.0f}", "pct"),
         ("proxy CPU per request (us)", "cpu_req", "{:.1f}", "ratio"),
         (f"{streams} streams x {chunks}: ttft p99 (us)", "ttft_p99", "{:.0f}", "diff"),
@@ -922,15 +944,19 @@ def main():
         (f"proxy RSS peak, {streams} streams (MB)", "rss_mb", "{:.1f}", "ratio"),
         (f"proxy anon RSS peak, {streams} streams (MB)", "anon_mb", "{:.1f}", "ratio"),
     ]
-    direct_p50, direct_p99 = med("direct", "serial_p50"), med("direct", "serial_p99")
+    def added(n):
+        """What <n> adds over direct, at one request at a time and at RATE req/s."""
+        for k, base in (("serial", "direct"), ("rate", "direct")):
+            for q in ("p50", "p99"):
+                v, d = med(n, f"{k}_{q}"), med(base, f"{k}_{q}")
+                res.setdefault(n, {})[f"{'' if k == 'serial' else 'rate_'}added_{q}"] = (
+                    [v - d] if v is not None and d is not None else [])
     for n in names:
         cs, cr = med(n, "cpu_stream"), med(n, "cpu_req")
         # what a relayed chunk costs beyond the request it belongs to
         res[n]["cpu_chunk"] = [(cs - cr) / chunks] if cs is not None and cr is not None else []
         if n != "direct":
-            p50, p99 = med(n, "serial_p50"), med(n, "serial_p99")
-            res[n]["added_p50"] = [p50 - direct_p50] if p50 is not None else []
-            res[n]["added_p99"] = [p99 - direct_p99] if p99 is not None else []
+            added(n)
     cols = ["direct"] + [c for c in CELLS if c in names] + ["nginx"]
     if "gwd" not in cols:
         cols.insert(1, "gwd")  # an empty column, so that the comparison has its operand
@@ -955,6 +981,10 @@ def main():
             ("admission: 1 conn latency p99 (us)", g99, a99, "{:.0f}", "diff"),
             ("admission: added p50 vs gwd (us)", None, a50 - g50, "{:+.0f}", None),
             ("admission: added p99 vs gwd (us)", None, a99 - g99, "{:+.0f}", None),
+            (f"admission: {RATE} req/s latency p50 (us)", med("gwd", "rate_p50"),
+             med("gwd+adm", "rate_p50"), "{:.0f}", "diff"),
+            (f"admission: {RATE} req/s latency p99 (us)", med("gwd", "rate_p99"),
+             med("gwd+adm", "rate_p99"), "{:.0f}", "diff"),
             ("admission: 64 conns throughput (req/s)", med("gwd", "rps"),
              med("gwd+adm", "rps"), "{:.0f}", "pct"),
             ("admission: proxy CPU per request (us)", med("gwd", "cpu_req"),
@@ -1019,15 +1049,16 @@ def main():
         w2_table = [["scenario", "gwd", "gwd+adm", "nginx", "gwd vs nginx",
                      "gwd+adm vs gwd"]]
         for n in ("gwd" + W2, "gwd+adm" + W2, "nginx" + W2):
-            p50, p99 = med(n, "serial_p50"), med(n, "serial_p99")
-            res.setdefault(n, {})
-            res[n]["added_p50"] = [p50 - direct_p50] if p50 is not None else []
-            res[n]["added_p99"] = [p99 - direct_p99] if p99 is not None else []
+            added(n)
         for label, k, fmt, cmp in [
                 ("2 workers, 1 conn: latency p50 (us)", "serial_p50", "{:.0f}", "diff"),
                 ("2 workers, 1 conn: latency p99 (us)", "serial_p99", "{:.0f}", "diff"),
                 ("2 workers, 1 conn: added p50 vs direct (us)", "added_p50", "{:+.0f}", "diff"),
                 ("2 workers, 1 conn: added p99 vs direct (us)", "added_p99", "{:+.0f}", "diff"),
+                (f"2 workers, {RATE} req/s: added p50 vs direct (us)", "rate_added_p50",
+                 "{:+.0f}", "diff"),
+                (f"2 workers, {RATE} req/s: added p99 vs direct (us)", "rate_added_p99",
+                 "{:+.0f}", "diff"),
                 ("2 workers, 64 conns: throughput (req/s)", "rps", "{:.0f}", "pct"),
                 ("2 workers: proxy CPU per request (us)", "cpu_req", "{:.1f}", "ratio")]:
             g, ad, ng = med("gwd" + W2, k), med("gwd+adm" + W2, k), med("nginx" + W2, k)
@@ -1048,7 +1079,9 @@ def main():
     if path_bad:
         notes.append("PATH CHECK FAILED, a column does not measure what it names: "
                      + "; ".join(path_bad))
-    head = (f"rounds {a.rounds} (median), serial {n_serial} requests, throughput {n_tput} "
+    head = (f"rounds {a.rounds} (median), serial {n_serial} requests, {RATE} req/s: "
+            f"{RATE_N // (4 if a.quick else 1)} requests on a fixed schedule over "
+            f"{RATE_CONNS} connections ({', '.join(RATE_TARGETS)}), throughput {n_tput} "
             f"requests on 64 connections, {streams} streams of {chunks} chunks every "
             f"{interval} ms after a 20 ms ttft; {os.cpu_count()} CPUs; {elapsed:.0f} s; "
             + "; ".join(f"{c}: {CELLS[c][2]}" for c in cols if c in CELLS and c in names)
