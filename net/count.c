@@ -173,10 +173,7 @@ net_count_tokens(struct net_stream *s)
         net_stream_refuse(s, rc, why_auth, false);
         return;
     }
-    s->body = c->rq.body;
-    memset(&c->rq.body, 0, sizeof(c->rq.body));
-    s->body_held = c->body_held;
-    c->body_held = 0;
+    net_stream_take_body(s, c);
     if (net_stream_read_request(s) != GW_OK)
         return;
     if (!gw_conf_client_allows(s->client, s->model.ptr, s->model.len)) {

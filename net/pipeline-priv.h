@@ -221,6 +221,9 @@ enum dl_shape net_conn_shape(const struct net_conn *c);
 /* x-gw-dropped for <s>'s answer: false when nothing was dropped. */
 bool net_stream_dropped_header(struct net_stream *s, struct net_hdr *out);
 void net_stream_free(struct net_stream *s);
+/* The client's body moves from <c> to <s> (with its share of net_body_budget), and <c>
+ * gets the stream's empty body buffer, whose memory a freed stream may have kept. */
+void net_stream_take_body(struct net_stream *s, struct net_conn *c);
 void net_stream_emit_alerts(struct net_stream *s);
 void net_stream_settle(struct net_stream *s, int status, enum gw_code code,
                        enum gw_outcome outcome);

@@ -232,7 +232,8 @@ net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, con
 
 /* ---- the worker's stream cache ----
  * A freed stream goes to its worker's cache (at most NET_STREAM_CACHE_MAX), keeping the
- * memory of its upstream body, answer and error buffers up to NET_STREAM_KEEP_BUF each;
+ * memory of its body, upstream body, answer and error buffers up to NET_STREAM_KEEP_BUF
+ * each (the body's goes back to a connection: net_stream_take_body);
  * a new one comes from there first. The profile showed the stream's malloc and the
  * buffers' regrowth on every request (docs/perf.md). */
 #define NET_STREAM_CACHE_MAX 16u
@@ -250,6 +251,7 @@ keep_or_free(struct gw_buf *b)
 static void
 stream_bufs_fini(struct net_stream *s)
 {
+    gw_buf_fini(&s->body);
     gw_buf_fini(&s->upbody);
     gw_buf_fini(&s->out);
     gw_buf_fini(&s->errbody);
@@ -265,6 +267,7 @@ stream_cache_put(struct net_stream *s)
         gw_free(s);
         return;
     }
+    keep_or_free(&s->body);
     keep_or_free(&s->upbody);
     keep_or_free(&s->out);
     keep_or_free(&s->errbody);
@@ -279,7 +282,7 @@ static struct net_stream *
 stream_cache_get(struct net_worker *w)
 {
     struct net_stream *s = w->stream_cache;
-    struct gw_buf upbody, out, errbody;
+    struct gw_buf body, upbody, out, errbody;
 
     if (!s) {
         s = gw_malloc(sizeof(*s));
@@ -289,10 +292,12 @@ stream_cache_get(struct net_worker *w)
     }
     w->stream_cache = s->cache_next;
     w->n_stream_cache--;
+    body = s->body;
     upbody = s->upbody;
     out = s->out;
     errbody = s->errbody;
     memset(s, 0, NET_STREAM_ZEROED);
+    s->body = body;
     s->upbody = upbody;
     s->out = out;
     s->errbody = errbody;
@@ -313,6 +318,17 @@ net_stream_cache_free(struct net_worker *w)
 }
 
 void
+net_stream_take_body(struct net_stream *s, struct net_conn *c)
+{
+    struct gw_buf mine = s->body; /* empty; its memory, if any, kept from a freed stream */
+
+    s->body = c->rq.body;
+    c->rq.body = mine;           /* the next request is read into it: no allocation */
+    s->body_held = c->body_held; /* its share of net_body_budget goes with it */
+    c->body_held = 0;
+}
+
+void
 net_stream_free(struct net_stream *s)
 {
     GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
@@ -330,7 +346,6 @@ net_stream_free(struct net_stream *s)
         event_free(s->quota_timer);
     dl_openai_req_free(s->req);
     net_resp_fini(s);
-    gw_buf_fini(&s->body);
     net_body_release(&s->body_held);
     gw_sse_fini(&s->sse);
     dl_bedrock_es_fini(&s->es);
@@ -688,11 +703,7 @@ api_request(struct net_stream *s)
         return;
     }
     memcpy(s->row->client, s->client->name, strnlen(s->client->name, GW_NAME_MAX));
-    /* The body now belongs to the stream: the conn may read the next request. */
-    s->body = c->rq.body;
-    memset(&c->rq.body, 0, sizeof(c->rq.body));
-    s->body_held = c->body_held; /* its share of net_body_budget goes with it */
-    c->body_held = 0;
+    net_stream_take_body(s, c);
     if (net_stream_read_request(s) != GW_OK)
         return;
     memcpy(s->row->model, s->model.ptr, s->model.len < GW_MODEL_MAX ? s->model.len : GW_MODEL_MAX);
