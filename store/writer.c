@@ -186,6 +186,18 @@ report_write_error(struct store *s, int rc, uint64_t dropped)
     s->io_logged = true;
 }
 
+/* mdb_put of a key that usually sorts after every key of <dbi> (rows come mostly in
+ * the order they began, and keys start with that time): appended without the page
+ * search when it does, put in its place when not (MDB_APPEND refuses a key that does
+ * not sort last with MDB_KEYEXIST). */
+static int
+put_in_order(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
+{
+    int rc = mdb_put(txn, dbi, k, v, flags | MDB_APPEND);
+
+    return rc == MDB_KEYEXIST ? mdb_put(txn, dbi, k, v, flags) : rc;
+}
+
 static int
 put_row(struct store *s, MDB_txn *txn, const struct gw_row *row, uint64_t seq)
 {
@@ -205,13 +217,13 @@ put_row(struct store *s, MDB_txn *txn, const struct gw_row *row, uint64_t seq)
     k.mv_data = rowkey;
     v.mv_size = len;
     v.mv_data = enc;
-    if ((rc = mdb_put(txn, s->dbi_rows, &k, &v, MDB_NOOVERWRITE)) != 0)
+    if ((rc = put_in_order(txn, s->dbi_rows, &k, &v, MDB_NOOVERWRITE)) != 0)
         return rc;
     k.mv_size = store_client_key(ckey, row->client, rowkey);
     k.mv_data = ckey;
     v.mv_size = 0;
     v.mv_data = NULL;
-    if ((rc = mdb_put(txn, s->dbi_by_client, &k, &v, 0)) != 0)
+    if ((rc = put_in_order(txn, s->dbi_by_client, &k, &v, 0)) != 0)
         return rc;
     store_be64_put(seqkey, seq);
     k.mv_size = sizeof seqkey;
