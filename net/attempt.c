@@ -414,12 +414,21 @@ bedrock_sign(struct net_stream *s, const struct gw_conf_provider *p, struct gw_s
     return GW_OK;
 }
 
+/* The credential header's bytes leave no copy in the stream's kept buffer. */
+static void
+hop_auth_wipe(struct net_stream *s)
+{
+    if (s->hop_auth.data)
+        explicit_bzero(s->hop_auth.data, s->hop_auth.cap);
+    gw_buf_reset(&s->hop_auth);
+}
+
 void
 net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
 {
     const struct gw_conf_provider *p = c->prov;
     struct net_hdr hdrs[NET_MAX_FWD_HEADERS + 7];
-    struct gw_buf auth = {0}, path = {0};
+    struct gw_buf *auth = &s->hop_auth, *path = &s->hop_path;
     struct aws_sig sig = {0};
     struct net_up_req rq;
     size_t n = 0;
@@ -468,34 +477,33 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     }
     s->usage_seen = false;
     s->content_bytes = 0;
+    gw_buf_reset(path);
+    gw_buf_reset(auth); /* wiped when it was sent */
     if (render_body(s, (size_t)(c - s->cands)) != GW_OK ||
-        upstream_target(s, c, &path, &auth) != GW_OK) {
-        gw_buf_fini(&auth);
-        gw_buf_fini(&path);
+        upstream_target(s, c, path, auth) != GW_OK) {
+        hop_auth_wipe(s);
         net_hop_failed(s, 0, GW_E_NOMEM);
         return;
     }
     s->upbody_ready = false; /* sent: a later hop renders its own */
     switch (up) {
     case DL_SHAPE_MESSAGES:
-        hdrs[n++] = (struct net_hdr){GW_STR_LIT("x-api-key"), {auth.data, auth.len}};
+        hdrs[n++] = (struct net_hdr){GW_STR_LIT("x-api-key"), {auth->data, auth->len}};
         hdrs[n++] =
             (struct net_hdr){GW_STR_LIT("anthropic-version"), GW_STR_LIT(DL_ANTHROPIC_VERSION)};
         break;
     case DL_SHAPE_GEMINI:
-        hdrs[n++] = (struct net_hdr){GW_STR_LIT("x-goog-api-key"), {auth.data, auth.len}};
+        hdrs[n++] = (struct net_hdr){GW_STR_LIT("x-goog-api-key"), {auth->data, auth->len}};
         break;
     case DL_SHAPE_BEDROCK:
-        if (bedrock_sign(s, p, (struct gw_str){path.data, path.len}, &sig, hdrs, &n) != GW_OK) {
+        if (bedrock_sign(s, p, (struct gw_str){path->data, path->len}, &sig, hdrs, &n) != GW_OK) {
             gw_buf_fini(&sig.host);
             gw_buf_fini(&sig.authz);
-            gw_buf_fini(&auth);
-            gw_buf_fini(&path);
             net_hop_failed(s, 0, GW_E_NOMEM);
             return;
         }
         break;
-    default: hdrs[n++] = (struct net_hdr){GW_STR_LIT("authorization"), {auth.data, auth.len}};
+    default: hdrs[n++] = (struct net_hdr){GW_STR_LIT("authorization"), {auth->data, auth->len}};
     }
     if (up != DL_SHAPE_BEDROCK) { /* bedrock_sign wrote and signed its own */
         hdrs[n++] = (struct net_hdr){GW_STR_LIT("content-type"), GW_STR_LIT("application/json")};
@@ -520,7 +528,7 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     memset(&rq, 0, sizeof(rq));
     rq.prov = p;
     rq.method = "POST";
-    rq.path = (struct gw_str){path.data, path.len};
+    rq.path = (struct gw_str){path->data, path->len};
     rq.hdrs = hdrs;
     rq.n_hdrs = n;
     rq.body = (struct gw_str){s->upbody.data, s->upbody.len};
@@ -529,8 +537,7 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
     rq.idle_timeout_ms = s->conf->failover.read_idle_timeout_secs * 1000u;
     s->t_hop_us = net_mono_us();
     s->upx = net_up_send(s->w->pool, &rq, &net_relay_cbs, s);
-    gw_buf_fini(&auth);
-    gw_buf_fini(&path);
+    hop_auth_wipe(s); /* copied into the request bytes */
     gw_buf_fini(&sig.host);
     gw_buf_fini(&sig.authz);
     if (!s->upx) {

@@ -73,6 +73,8 @@ struct net_stream {
     struct gw_buf body;        /* the client's body (taken from the conn) */
     size_t body_held;          /* its bytes in net_body_budget */
     struct gw_buf upbody;      /* what is sent upstream ... */
+    struct gw_buf hop_path;    /* the hop's upstream path, and its credential header */
+    struct gw_buf hop_auth;    /* (wiped once sent); both built by net_hop_send */
     size_t upbody_for;         /* ... to candidate cands[upbody_for] */
     bool upbody_ready;         /* upbody holds that candidate's body */
     char unconvertible[160];   /* why a candidate's shape could not take it */

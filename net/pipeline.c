@@ -232,7 +232,8 @@ net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, con
 
 /* ---- the worker's stream cache ----
  * A freed stream goes to its worker's cache (at most NET_STREAM_CACHE_MAX), keeping the
- * memory of its body, upstream body, answer and error buffers up to NET_STREAM_KEEP_BUF
+ * memory of its body, upstream body, hop path and credential, answer and error buffers
+ * up to NET_STREAM_KEEP_BUF
  * each (the body's goes back to a connection: net_stream_take_body);
  * a new one comes from there first. The profile showed the stream's malloc and the
  * buffers' regrowth on every request (docs/perf.md). */
@@ -253,6 +254,8 @@ stream_bufs_fini(struct net_stream *s)
 {
     gw_buf_fini(&s->body);
     gw_buf_fini(&s->upbody);
+    gw_buf_fini(&s->hop_path);
+    gw_buf_fini(&s->hop_auth); /* wiped by net_hop_send once sent */
     gw_buf_fini(&s->out);
     gw_buf_fini(&s->errbody);
 }
@@ -269,6 +272,8 @@ stream_cache_put(struct net_stream *s)
     }
     keep_or_free(&s->body);
     keep_or_free(&s->upbody);
+    keep_or_free(&s->hop_path);
+    keep_or_free(&s->hop_auth);
     keep_or_free(&s->out);
     keep_or_free(&s->errbody);
     s->cache_next = w->stream_cache;
@@ -282,7 +287,7 @@ static struct net_stream *
 stream_cache_get(struct net_worker *w)
 {
     struct net_stream *s = w->stream_cache;
-    struct gw_buf body, upbody, out, errbody;
+    struct gw_buf body, upbody, out, errbody, hop_path, hop_auth;
 
     if (!s) {
         s = gw_malloc(sizeof(*s));
@@ -294,11 +299,15 @@ stream_cache_get(struct net_worker *w)
     w->n_stream_cache--;
     body = s->body;
     upbody = s->upbody;
+    hop_path = s->hop_path;
+    hop_auth = s->hop_auth;
     out = s->out;
     errbody = s->errbody;
     memset(s, 0, NET_STREAM_ZEROED);
     s->body = body;
     s->upbody = upbody;
+    s->hop_path = hop_path;
+    s->hop_auth = hop_auth;
     s->out = out;
     s->errbody = errbody;
     return s;
