@@ -15,9 +15,11 @@
 
 import json
 import subprocess
+import threading
 
-from gwtest import (ALICE_KEY, base_env, binary, config, overview, provider, sha256_hex,
-                    wait_until)
+from gwtest import (ALICE_KEY, base_env, binary, chat_body, config, overview, provider,
+                    sha256_hex, wait_until)
+from test_http2 import H2  # a python3-h2 client (prior knowledge)
 
 UP_KEYS = ["soak-cred-0", "soak-cred-1", "soak-cred-bad"]  # the last always answers 429
 PACED = ["x-bench-chunks: 10", "x-bench-interval-ms: 30"]   # ~0.3 s, read to its end
@@ -34,6 +36,10 @@ MIX = [
     ("hangup", "chat", "mock-model", True, LONG, HANGUP_MS, 5, 30, "hangup"),
 ]
 TRANSPORT = ("connect", "timeout", "reset", "parse")
+# HTTP/2 clients, one after the other during the loads: each opens H2_STREAMS long
+# streams on one connection, resets the first (RST_STREAM CANCEL) once any of them has
+# an answer (the others running or waiting for a slot), then closes the connection.
+H2_CONNS, H2_STREAMS = 8, 3
 KEY_SLOTS, MOCK_SLOTS = 6, 4
 # mock's rpm: its 420 requests (all of MIX but broken-model and drop-model, within the
 # minute) put each of the two good credentials at 70% of it; a credential never seen
@@ -85,6 +91,26 @@ def start_loads(g):
         runs.append((m, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          env=base_env())))
     return runs
+
+
+def h2_hangups(g, out):
+    """The HTTP/2 clients above; out["h2"]: streams opened, or the error that stopped them."""
+    opened = 0
+    try:
+        for i in range(H2_CONNS):
+            c = H2(g.port)
+            sids = [c.request(chat_body(model="mock-model", stream=True, text=f"h2 {i} {k}"),
+                              headers=[(h.split(": ")[0].lower(), h.split(": ")[1])
+                                       for h in LONG]) for k in range(H2_STREAMS)]
+            opened += len(sids)
+            c.pump(lambda: any(c.streams[s]["status"] for s in sids), timeout=30,
+                   what="an answer on one of the streams")
+            c.conn.reset_stream(sids[0])
+            c.flush()
+            c.close()
+        out["h2"] = opened
+    except Exception as e:  # reported by the test
+        out["h2"] = f"{e!r} after {opened} streams"
 
 
 def metric(g, name):
@@ -142,11 +168,16 @@ def test_mixed_load_leaves_nothing_held(bench, gwd, tmp_path):
     g = gwd(soak_config(tmp_path, mock, dead, dropper))
 
     res = {}
-    for m, p in start_loads(g):
+    runs = start_loads(g)
+    h2 = threading.Thread(target=h2_hangups, args=(g, res))
+    h2.start()
+    for m, p in runs:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, (m[0], err)
         res[m[0]] = json.loads(out)
-    issued = 0
+    h2.join(120)
+    assert res["h2"] == H2_CONNS * H2_STREAMS, res["h2"]
+    issued = res["h2"]
     for name, *_, n, kind in MIX:
         s = res[name]
         errs = s["errors"]
