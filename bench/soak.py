@@ -68,10 +68,11 @@ API_PATH = {"chat": "/v1/chat/completions", "messages": "/v1/messages"}
 TRANSPORT = ("connect", "timeout", "reset", "parse")  # gwbench's errors without an answer
 
 
-def quota_windows():
-    """mock's quota.default: (window, limit) pairs (see QUOTA_RPM_SHARE)."""
+def quota_windows(secs):
+    """mock's quota.default for a run of <secs>: (window, limit) pairs (QUOTA_RPM_SHARE;
+    a run shorter than a minute fills the minute window only that far)."""
     to_mock = sum(m[1] for m in MIX if m[3] in ("mock-model", "soak-fallback"))
-    rpm = int(to_mock * 60 / (len(UP_KEYS) - 1) / QUOTA_RPM_SHARE)
+    rpm = int(to_mock * min(secs, 60) / (len(UP_KEYS) - 1) / QUOTA_RPM_SHARE)
     return [("rpm", rpm), ("tpm", rpm * 10**4), ("rpd", 10**8), ("tpd", 10**11)]
 
 
@@ -87,13 +88,32 @@ def start_upstream(bindir, procs, name, args):
     return int(m.group(2))
 
 
-def write_config(home, ports, key, workers, ctl_port):
+def rss_detail(pid):
+    """(VmRSS, RssAnon, RssFile, Rss of the LMDB store's data.mdb mapping) of <pid> in kB:
+    how much of VmRSS is gwd's own memory and how much the pages of its store touched."""
+    vm, anon = rss_kb(pid)
+    fil = mdb = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssFile:"):
+                fil = int(line.split()[1])
+    with open(f"/proc/{pid}/smaps") as f:
+        in_mdb = False
+        for line in f:
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                in_mdb = line.rstrip().endswith("/data.mdb")
+            elif in_mdb and line.startswith("Rss:"):
+                mdb += int(line.split()[1])
+    return vm, anon, fil, mdb
+
+
+def write_config(home, ports, key, workers, ctl_port, secs):
     """gwd's config: provider mock (three credentials, quota windows, slots), dead (500
     always), dropper (streams cut mid-way), group soak-fallback (dead, then mock), the
     key with max_concurrent and LIMITS; a price table so that costs count."""
     with open(os.path.join(home, "prices.yaml"), "w") as f:
         f.write("models:\n  - { model: mock-model, input: 1.00, output: 4.00 }\n")
-    quota = ", ".join(f"{w}: {v}" for w, v in quota_windows())
+    quota = ", ".join(f"{w}: {v}" for w, v in quota_windows(secs))
     limits = "".join(f"      - {{ per: {per}, {m}: {v} }}\n" for per, m, v in LIMITS)
     cfg = os.path.join(home, "gw.yaml")
     with open(cfg, "w") as f:
@@ -269,6 +289,16 @@ def minute(samples, lo, hi, k):
     return (statistics.mean(v), max(v)) if v else (0.0, 0.0)
 
 
+def slope(samples, since, k):
+    """Least-squares slope of <k> over the samples from <since> s on, in kB per minute."""
+    pts = [(s["t"], s[k]) for s in samples if s["t"] >= since]
+    if len(pts) < 2:
+        return 0.0
+    mt, mv = statistics.mean(p[0] for p in pts), statistics.mean(p[1] for p in pts)
+    den = sum((t - mt) ** 2 for t, _ in pts)
+    return 60 * sum((t - mt) * (v - mv) for t, v in pts) / den if den else 0.0
+
+
 def main():
     ap = argparse.ArgumentParser(description="gwd under a steady mixed load for a long "
                                  "time: RSS sampled, nothing held at the end")
@@ -296,7 +326,7 @@ def main():
             "dropper": start_upstream(bindir, procs, "dropper", ["--fault", "drop-mid"]),
         }
         ctl = (free_port(), token)
-        cfg = write_config(tmp, ports, key, a.workers, ctl[0])
+        cfg = write_config(tmp, ports, key, a.workers, ctl[0], a.secs)
         port, gwd = start_gwd(bindir, tmp, cfg, token, procs)
         rows0 = metrics(ctl).get("gw_store_rows_committed_total", 0)
         print(f"soak: {len(MIX)} loads for {a.secs} s against gwd (pid {gwd.pid}, "
@@ -311,10 +341,12 @@ def main():
         while any(th.is_alive() for th in threads) and gwd.alive():
             now = time.time()
             if now >= nxt and now - t0 <= a.secs:
-                vm, anon = rss_kb(gwd.pid)
-                samples.append({"t": round(now - t0), "vm": vm, "anon": anon})
+                vm, anon, fil, mdb = rss_detail(gwd.pid)
+                samples.append({"t": round(now - t0), "vm": vm, "anon": anon, "file": fil,
+                                "mdb": mdb})
                 print(f"soak: t={now - t0:4.0f} s  VmRSS {vm / 1024:.1f} MB  RssAnon "
-                      f"{anon / 1024:.1f} MB", file=sys.stderr)
+                      f"{anon / 1024:.1f} MB  RssFile {fil / 1024:.1f} MB (data.mdb "
+                      f"{mdb / 1024:.1f} MB)", file=sys.stderr)
                 nxt += SAMPLE_SECS
             time.sleep(0.2)
         for th in threads:
@@ -360,21 +392,22 @@ def main():
                       str(s.get("ok", "-")), errs, "ok" if not problems[name] else "FAILED"])
     # the RSS curve, its first and last minute
     last = samples[-1]["t"] if samples else 0
-    f_vm, f_an = minute(samples, 0, 60, "vm"), minute(samples, 0, 60, "anon")
-    l_vm = minute(samples, max(0, last - 59), last + 1, "vm")
-    l_an = minute(samples, max(0, last - 59), last + 1, "anon")
     rss = [["RSS (MB)", "first minute mean", "first minute max", "last minute mean",
-            "last minute max", "growth (last - first mean)"]]
-    for label, f, la in (("VmRSS", f_vm, l_vm), ("RssAnon", f_an, l_an)):
+            "last minute max", "growth (last - first mean)", "second half slope (MB/min)"]]
+    for label, k in (("VmRSS", "vm"), ("RssAnon: gwd's own memory", "anon"),
+                     ("RssFile: files mapped", "file"), ("of which the store's data.mdb", "mdb")):
+        f, la = minute(samples, 0, 60, k), minute(samples, max(0, last - 59), last + 1, k)
         rss.append([label, f"{f[0] / 1024:.1f}", f"{f[1] / 1024:.1f}", f"{la[0] / 1024:.1f}",
-                    f"{la[1] / 1024:.1f}", f"{(la[0] - f[0]) / 1024:+.1f}"])
+                    f"{la[1] / 1024:.1f}", f"{(la[0] - f[0]) / 1024:+.1f}",
+                    f"{slope(samples, last / 2, k) / 1024:+.2f}"])
     curve = " ".join(f"{s['t']}:{s['vm'] / 1024:.1f}/{s['anon'] / 1024:.1f}" for s in samples)
+    rows_kb = (samples[-1]["mdb"] - samples[0]["mdb"]) / max(1, issued) if samples else 0
     head = (f"soak: {a.secs} s of {len(MIX)} steady open-loop loads at once "
             f"({sum(m[1] for m in MIX)} req/s in all) through one gwd ({a.workers} "
             f"worker(s)): key max_concurrent {KEY_SLOTS} and limits "
             + ", ".join(f"{p} {m} {v:g}" for p, m, v in LIMITS)
             + f"; mock: {len(UP_KEYS)} credentials (one always 429) under quota windows "
-            + ", ".join(f"{w} {v}" for w, v in quota_windows()) + ", "
+            + ", ".join(f"{w} {v}" for w, v in quota_windows(a.secs)) + ", "
             f"max_concurrent {MOCK_SLOTS}; dead (500) and dropper (drop-mid) "
             f"max_concurrent {SIDE_SLOTS}; soak-fallback = dead then mock; hangup: the "
             f"client closes after {HANGUP_MS} ms of a ~5 s stream. {issued} requests, "
@@ -383,8 +416,10 @@ def main():
              f"after the loads: RSS {final_rss[0] / 1024:.1f}/{final_rss[1] / 1024:.1f} MB; "
              f"held counters checked {settle:.1f} s after the loads ended: "
              + ("none held" if not problems["held"] else "; ".join(problems["held"])),
-             "VmRSS includes the LMDB store's pages touched (it grows with the rows "
-             "written); RssAnon is gwd's own memory"]
+             "VmRSS includes the pages of the LMDB store that gwd touched: they grow with "
+             f"the rows written (here {rows_kb * 1024:.0f} bytes of data.mdb per request) and "
+             "are file pages the kernel can reclaim; RssAnon is gwd's own memory (heap, "
+             "stacks, buffers), the figure that must level off"]
     for k, v in problems.items():
         if v and k != "held":
             notes.append(f"{k}: " + "; ".join(v))
