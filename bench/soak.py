@@ -8,13 +8,15 @@
 # Chat requests, paced Chat streams, paced Messages streams (converted to Chat), the
 # failover group, a model whose only upstream answers 500, streams whose upstream drops
 # the connection mid-way, and clients that hang up mid-stream (gwbench load
-# --timeout-ms shorter than the stream). gwd's VmRSS and RssAnon are sampled every
-# SAMPLE_SECS; once the loads end, the control overview and /metrics must show nothing
-# held (key and provider in_flight and waiting, quota leases open or dropped by the
-# sweep, client connections, rows queued for the store). Exit 1 when something is held,
-# a request is lost (neither answered nor failed at the transport), a load ends other
-# than as its kind must, gwd's rows do not count every request, or gwd dies. Prints the
-# RSS curve and a table; writes them as markdown (--out). See docs/gwbench.md.
+# --timeout-ms shorter than the stream). gwd's VmRSS, RssAnon, RssFile and the Rss of
+# its store's data.mdb are sampled every SAMPLE_SECS; once the loads end, the control
+# overview and /metrics must show nothing held (key and provider in_flight and waiting,
+# quota leases open or dropped by the sweep, client connections, rows queued for the
+# store). Exit 1 when something is held, a request is lost (neither answered nor failed
+# at the transport), a load ends other than as its kind must, gwd's rows do not count
+# every request, the run did not go through what the config sets up, or gwd dies.
+# Prints the RSS curve and two tables; writes them as markdown (--out), the final
+# overview and /metrics beside it (-overview.json). See docs/gwbench.md.
 #
 # usage: bench/soak.py [--bin DIR] [--secs N] [--workers N] [--out FILE]
 import argparse
