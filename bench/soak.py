@@ -379,6 +379,13 @@ def main():
         problems["rows"] = ([] if rows == issued else
                             [f"gwd committed {rows:.0f} rows for {issued} requests issued"])
         final_rss = rss_kb(gwd.pid) if gwd.alive() else (0, 0)
+        # gwd must drain and exit 0 on SIGTERM (a sanitizer build: also without a leak)
+        if gwd.alive():
+            gwd.stop()
+            if gwd.p.returncode != 0:
+                with open(os.path.join(tmp, "gwd.log")) as lf:
+                    problems["exit"] = [f"gwd exited {gwd.p.returncode} after SIGTERM: "
+                                        + lf.read()[-1500:].replace("\n", " | ")]
     finally:
         for p in reversed(procs):
             p.stop()
