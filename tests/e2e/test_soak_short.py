@@ -40,7 +40,9 @@ TRANSPORT = ("connect", "timeout", "reset", "parse")
 # streams on one connection, resets the first (RST_STREAM CANCEL) once any of them has
 # an answer (the others running or waiting for a slot), then closes the connection.
 H2_CONNS, H2_STREAMS = 8, 3
-KEY_SLOTS, MOCK_SLOTS = 6, 4
+# Slots: the streams and hang-ups alone keep about 8 requests on mock at once, so
+# requests queue for its 6 slots and the key's 8 permits (and hang up while queued).
+KEY_SLOTS, MOCK_SLOTS = 8, 6
 # mock's rpm: its 420 requests (all of MIX but broken-model and drop-model, within the
 # minute) put each of the two good credentials at 70% of it; a credential never seen
 # answering counts as half used (DESIGN.md 10), so once the good ones pass 50% the bad one
@@ -216,3 +218,4 @@ def test_mixed_load_leaves_nothing_held(bench, gwd, tmp_path):
     assert lims[("hour", "tokens")] == tokens, (lims, tokens)
     assert abs(lims[("month", "cost")] - cost) < 1e-6 * (len(counted) + 1), (lims, cost)
     assert {r["code"] for r in rows} >= {None, "gw.upstream.failed", "gw.client.cancelled"}
+    assert any(r["queued_ms"] > 0 for r in rows), "no request waited for a slot"
