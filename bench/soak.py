@@ -428,7 +428,9 @@ def main():
              "VmRSS includes the pages of the LMDB store that gwd touched: they grow with "
              f"the rows written (here {rows_kb * 1024:.0f} bytes of data.mdb per request) and "
              "are file pages the kernel can reclaim; RssAnon is gwd's own memory (heap, "
-             "stacks, buffers), the figure that must level off"]
+             "stacks, buffers), the figure that must level off; expect it to rise over the "
+             "first 65536 requests while the store's row queue (65536 pointers, 512 KB) is "
+             "touched once round, and the allocator's arenas warm up"]
     for k, v in problems.items():
         if v and k != "held":
             notes.append(f"{k}: " + "; ".join(v))
