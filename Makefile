@@ -127,6 +127,14 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@/usr/bin/python3 bench/run.py --bin $(O)/bin
 	@/usr/bin/python3 bench/scale.py --bin $(O)/bin
+	@/usr/bin/python3 bench/soak.py --bin $(O)/bin
+
+# the soak alone (bench/soak.py, docs/gwbench.md): SOAK_SECS=60 for a quicker run
+.PHONY: soak
+SOAK_SECS ?= 600
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@/usr/bin/python3 bench/soak.py --bin $(O)/bin --secs $(SOAK_SECS)
 
 check-deps:
 	@sh tools/check-deps.sh
@@ -170,6 +178,7 @@ help:
 	@echo "make fuzz       build the libFuzzer targets with clang (build/fuzz/) and run each"
 	@echo "                FUZZ_SECS seconds (default 60) on a copy of its corpus"
 	@echo "make bench      benchmark tables: direct, eight cells of the hub (four shapes, spliced and converted), gwd+adm, nginx"
+	@echo "make soak       the 10-minute soak alone (bench/soak.py; SOAK_SECS=60 for a shorter one); make bench runs it too"
 	@echo "make check-deps module boundary check;  make fmt / check-fmt"
 	@echo "make image      container image localhost/gw:latest with podman (docs/deploy.md);"
 	@echo "                makes the base debian:bookworm-slim locally the first time"
