@@ -9,12 +9,11 @@
  * hashes or sorts it there, and cuts <out> back, so a signature costs no allocation
  * beyond the growth of the buffer the caller reuses.
  * Owns:    nothing beyond one call.
- * Threads: any; no state but the SHA-256 digest fetched once (pthread_once).
+ * Threads: any; no state but the SHA-256 digest dl_sigv4_init fetches (main, at start).
  * See:     dialects/sigv4.h, tests/unit/dialects/test_sigv4.c
  */
 #include "dialects/sigv4.h"
 
-#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -31,16 +30,17 @@
 /* ---- SHA-256 and HMAC ----
  * OpenSSL 3's one-shot SHA256() and HMAC() look the algorithm up by name through the
  * provider machinery on every call (locks, allocations): 106k of the 131k instructions
- * a signature took (docs/perf.md). The digest is fetched once per process and every
- * hash goes through it; HMAC is RFC 2104 over it (two hashes with the padded key). */
+ * a signature took (docs/perf.md). The digest is fetched once (dl_sigv4_init, before any
+ * thread signs) and every hash goes through it; HMAC is RFC 2104 over it (two hashes
+ * with the padded key). Without the init, EVP_sha256() (looked up on each use). */
 
 static EVP_MD *sha256_fetched; /* never freed: one per process, reachable to the end */
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
 
-static void
-sha256_fetch(void)
+void
+dl_sigv4_init(void)
 {
-    sha256_fetched = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+    if (!sha256_fetched)
+        sha256_fetched = EVP_MD_fetch(NULL, "SHA2-256", NULL);
 }
 
 /* <md> = SHA-256 of <a> then <b> (bn may be 0). */
@@ -48,10 +48,8 @@ static void
 sha256_two(const void *a, size_t an, const void *b, size_t bn,
            unsigned char md[SHA256_DIGEST_LENGTH])
 {
-    EVP_MD_CTX *ctx;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 
-    pthread_once(&sha256_once, sha256_fetch);
-    ctx = EVP_MD_CTX_new();
     if (!ctx || !EVP_DigestInit_ex2(ctx, sha256_fetched ? sha256_fetched : EVP_sha256(), NULL) ||
         !EVP_DigestUpdate(ctx, a, an) || (bn && !EVP_DigestUpdate(ctx, b, bn)) ||
         !EVP_DigestFinal_ex(ctx, md, NULL))

@@ -63,6 +63,11 @@ struct dl_sigv4_input {
 /* The length of a signing key (an HMAC-SHA256). */
 #define DL_SIGV4_KEY_LEN 32
 
+/* Fetches the SHA-256 digest every signature then uses (OpenSSL 3 looks an algorithm
+ * up by name on each use otherwise: most of a signature's cost). Once, before any thread
+ * signs (gwd's main at start); signing works without it, slower. */
+void dl_sigv4_init(void);
+
 /* <out> = "YYYYMMDDTHHMMSSZ" of <unix_s> (UTC), NUL-terminated. */
 void dl_sigv4_amz_date(int64_t unix_s, char out[DL_SIGV4_DATE_LEN + 1]);
 /* <out> = lower-case hex SHA-256 of <body>, NUL-terminated. */

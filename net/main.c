@@ -32,6 +32,7 @@
 #include "core/slots.h"
 #include "core/snap.h"
 #include "core/sticky.h"
+#include "dialects/sigv4.h"
 #include "net/calendar.h"
 #include "net/control.h"
 #include "net/egress.h"
@@ -694,6 +695,7 @@ main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "-c") == 0) {
         g.conf_path = argv[2];
+        dl_sigv4_init(); /* before the workers sign Bedrock requests */
         return run(&g);
     }
     return usage(stderr, 2);
