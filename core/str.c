@@ -208,6 +208,15 @@ gw_buf_fini(struct gw_buf *b)
     b->len = b->cap = 0;
 }
 
+void
+gw_buf_recycle(struct gw_buf *b, size_t keep)
+{
+    if (b->cap > keep)
+        gw_buf_fini(b);
+    else
+        gw_buf_reset(b);
+}
+
 bool
 gw_ct_equal(const void *a, const void *b, size_t n)
 {

@@ -118,6 +118,9 @@ gw_buf_reset(struct gw_buf *b)
 }
 /* Frees the data; the buffer is empty and reusable afterwards. */
 void gw_buf_fini(struct gw_buf *b);
+/* Empties <b> for its next use: keeps its memory when it holds at most <keep> bytes (a
+ * buffer reused per request), frees it when more (no large memory kept while idle). */
+void gw_buf_recycle(struct gw_buf *b, size_t keep);
 
 /* Constant-time comparison of <n> bytes; true when equal. */
 bool gw_ct_equal(const void *a, const void *b, size_t n);

@@ -85,10 +85,7 @@ request_reset(struct net_h1req *r)
 {
     gw_buf_reset(&r->url);
     gw_buf_reset(&r->hbuf);
-    if (r->body.cap > H1_BODY_KEEP)
-        gw_buf_fini(&r->body); /* do not keep a large body's memory on an idle conn */
-    else
-        gw_buf_reset(&r->body);
+    gw_buf_recycle(&r->body, H1_BODY_KEEP); /* no large body's memory on an idle conn */
     r->n_hdrs = 0;
     r->last_was_value = true; /* the next field callback starts a header */
     r->keep_alive = false;

@@ -233,21 +233,13 @@ net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, con
 /* ---- the worker's stream cache ----
  * A freed stream goes to its worker's cache (at most NET_STREAM_CACHE_MAX), keeping the
  * memory of its body, upstream body, hop path and credential, answer and error buffers
- * up to NET_STREAM_KEEP_BUF
- * each (the body's goes back to a connection: net_stream_take_body);
- * a new one comes from there first. The profile showed the stream's malloc and the
- * buffers' regrowth on every request (docs/perf.md). */
+ * (up to NET_STREAM_KEEP_BUF each; the body's goes back to a connection:
+ * net_stream_take_body); a new one comes from there first. The profile showed the
+ * stream's malloc and the buffers' regrowth on every request (docs/perf.md). Streams are
+ * freed on their own worker (a zombie's grant comes back to it), so the cache is the
+ * worker's alone. */
 #define NET_STREAM_CACHE_MAX 16u
 #define NET_STREAM_KEEP_BUF (16u * 1024u)
-
-static void
-keep_or_free(struct gw_buf *b)
-{
-    if (b->cap > NET_STREAM_KEEP_BUF)
-        gw_buf_fini(b);
-    else
-        gw_buf_reset(b);
-}
 
 static void
 stream_bufs_fini(struct net_stream *s)
@@ -270,12 +262,12 @@ stream_cache_put(struct net_stream *s)
         gw_free(s);
         return;
     }
-    keep_or_free(&s->body);
-    keep_or_free(&s->upbody);
-    keep_or_free(&s->hop_path);
-    keep_or_free(&s->hop_auth);
-    keep_or_free(&s->out);
-    keep_or_free(&s->errbody);
+    gw_buf_recycle(&s->body, NET_STREAM_KEEP_BUF);
+    gw_buf_recycle(&s->upbody, NET_STREAM_KEEP_BUF);
+    gw_buf_recycle(&s->hop_path, NET_STREAM_KEEP_BUF);
+    gw_buf_recycle(&s->hop_auth, NET_STREAM_KEEP_BUF);
+    gw_buf_recycle(&s->out, NET_STREAM_KEEP_BUF);
+    gw_buf_recycle(&s->errbody, NET_STREAM_KEEP_BUF);
     s->cache_next = w->stream_cache;
     w->stream_cache = s;
     w->n_stream_cache++;

@@ -1024,15 +1024,6 @@ x_bufs_fini(struct net_upx *x)
 }
 
 static void
-keep_or_fini(struct gw_buf *b)
-{
-    if (b->cap > NET_UPX_KEEP_BUF)
-        gw_buf_fini(b);
-    else
-        gw_buf_reset(b);
-}
-
-static void
 x_put(struct net_upx *x)
 {
     struct net_uppool *p = x->pool;
@@ -1042,9 +1033,9 @@ x_put(struct net_upx *x)
         gw_free(x);
         return;
     }
-    keep_or_fini(&x->req);
-    keep_or_fini(&x->retry);
-    keep_or_fini(&x->head);
+    gw_buf_recycle(&x->req, NET_UPX_KEEP_BUF);
+    gw_buf_recycle(&x->retry, NET_UPX_KEEP_BUF);
+    gw_buf_recycle(&x->head, NET_UPX_KEEP_BUF);
     gw_buf_fini(&x->h2hdr); /* HTTP/2 only */
     gw_buf_fini(&x->pend);
     x->next = p->x_cache;

@@ -55,6 +55,27 @@ test_str_eq_nocase_every_byte_pair(void **state)
     }
 }
 
+/* Recycled: empty either way; the memory kept up to <keep> bytes, freed above. */
+static void
+test_buf_recycle_keeps_small_memory_only(void **state)
+{
+    struct gw_buf b = {0};
+    char *kept;
+
+    (void)state;
+    assert_int_equal(gw_buf_append(&b, "hello", 5), GW_OK);
+    kept = b.data;
+    gw_buf_recycle(&b, b.cap);
+    assert_int_equal(b.len, 0);
+    assert_ptr_equal(b.data, kept);
+    assert_string_equal(b.data, "");
+    assert_int_equal(gw_buf_append(&b, "again", 5), GW_OK);
+    gw_buf_recycle(&b, b.cap - 1);
+    assert_int_equal(b.len, 0);
+    assert_null(b.data);
+    assert_int_equal(b.cap, 0);
+}
+
 static void
 test_buf_append_printf_and_consume(void **state)
 {
@@ -230,6 +251,7 @@ main(void)
         cmocka_unit_test(test_str_eq_nocase_matches_header_names),
         cmocka_unit_test(test_str_eq_nocase_every_byte_pair),
         cmocka_unit_test(test_buf_append_printf_and_consume),
+        cmocka_unit_test(test_buf_recycle_keeps_small_memory_only),
         cmocka_unit_test(test_buf_json_string_escapes_controls_and_quotes),
         cmocka_unit_test(test_hex_round_trip_and_refusals),
         cmocka_unit_test(test_ct_equal_detects_any_difference),
