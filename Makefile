@@ -177,7 +177,7 @@ help:
 	@echo "                (ASan build in build/asan/, minutes; not part of make test)"
 	@echo "make fuzz       build the libFuzzer targets with clang (build/fuzz/) and run each"
 	@echo "                FUZZ_SECS seconds (default 60) on a copy of its corpus"
-	@echo "make bench      benchmark tables: direct, eight cells of the hub (four shapes, spliced and converted), gwd+adm, nginx"
+	@echo "make bench      benchmarks (~25 min): run.py (direct, ten hub cells, gwd+adm, nginx; 1 and 2 workers; HTTP/2), scale.py (10 000 streams), soak.py"
 	@echo "make soak       the 10-minute soak alone (bench/soak.py; SOAK_SECS=60 for a shorter one); make bench runs it too"
 	@echo "make check-deps module boundary check;  make fmt / check-fmt"
 	@echo "make image      container image localhost/gw:latest with podman (docs/deploy.md);"
