@@ -667,3 +667,14 @@ def chat_messages_body(messages, model="gpt-test", stream=False, **extra):
         b["stream"] = True
     b.update(extra)
     return json.dumps(b, separators=(",", ":")).encode()
+
+
+def squeeze(events):
+    """The event list with runs of the same delta event folded into one (how many deltas
+    an upstream's chunks make is the upstream's business)."""
+    out = []
+    for e in events:
+        if e.endswith(".delta") and out and out[-1] == e:
+            continue
+        out.append(e)
+    return out

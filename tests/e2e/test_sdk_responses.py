@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from gwtest import ALICE_KEY, AWS_BENCH_ARGS, config, provider, wait_until
+from gwtest import ALICE_KEY, AWS_BENCH_ARGS, config, provider, squeeze, wait_until
 from test_sdk import SDK, ensure_node_modules
 
 MODEL = "gpt-test"
@@ -40,17 +40,6 @@ def ok(res, step):
     v = res[step]
     assert "error" not in v, f"{step}: {json.dumps(v, indent=1)}"
     return v
-
-
-def squeeze(events):
-    """The event list with runs of the same delta event folded into one (how many deltas
-    an upstream's chunks make is the upstream's business)."""
-    out = []
-    for e in events:
-        if e.endswith(".delta") and out and out[-1] == e:
-            continue
-        out.append(e)
-    return out
 
 
 def text_events(n):

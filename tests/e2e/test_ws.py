@@ -22,7 +22,7 @@ import subprocess
 
 import pytest
 
-from gwtest import (ALICE_KEY, AWS_BENCH_ARGS, config, overview, provider, sha256_hex,
+from gwtest import (ALICE_KEY, AWS_BENCH_ARGS, config, overview, provider, sha256_hex, squeeze,
                     wait_until)
 from test_sdk import SDK, ensure_node_modules
 
@@ -40,15 +40,6 @@ def run_ws_js(g, turns, key=ALICE_KEY):
     out = p.stdout.decode()
     assert p.returncode == 0, out + p.stderr.decode()
     return json.loads(out.strip().splitlines()[-1])
-
-
-def squeeze(events):
-    out = []
-    for e in events:
-        if e.endswith(".delta") and out and out[-1] == e:
-            continue
-        out.append(e)
-    return out
 
 
 def rows(g, n):

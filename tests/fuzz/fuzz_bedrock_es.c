@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dialects/bedrock.h"
+#include "tests/fuzz/fuzz_hash.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,17 +26,6 @@ struct t_run {
     struct gw_buf enc;
 };
 
-static uint64_t
-t_hash(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        h = (h ^ s[i]) * 1099511628211ULL;
-    return (h ^ 0xff) * 1099511628211ULL; /* a separator, so "a","b" != "ab","" */
-}
-
 static int
 t_on_msg(void *arg, const struct dl_bedrock_es_msg *m)
 {
@@ -45,11 +35,11 @@ t_on_msg(void *arg, const struct dl_bedrock_es_msg *m)
     for (i = 0; i < m->n_hdrs; i++) {
         unsigned char t = (unsigned char)m->hdrs[i].type;
 
-        r->hash = t_hash(r->hash, m->hdrs[i].name.ptr, m->hdrs[i].name.len);
-        r->hash = t_hash(r->hash, &t, 1);
-        r->hash = t_hash(r->hash, m->hdrs[i].value.ptr, m->hdrs[i].value.len);
+        r->hash = fuzz_hash(r->hash, m->hdrs[i].name.ptr, m->hdrs[i].name.len);
+        r->hash = fuzz_hash(r->hash, &t, 1);
+        r->hash = fuzz_hash(r->hash, m->hdrs[i].value.ptr, m->hdrs[i].value.len);
     }
-    r->hash = t_hash(r->hash, m->payload.ptr, m->payload.len);
+    r->hash = fuzz_hash(r->hash, m->payload.ptr, m->payload.len);
     r->n++;
     gw_buf_reset(&r->enc);
     if (dl_bedrock_es_encode(&r->enc, m->hdrs, m->n_hdrs, m->payload) != GW_OK)

@@ -16,6 +16,7 @@
 
 #include "core/str.h"
 #include "net/h1req.h"
+#include "tests/fuzz/fuzz_hash.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -32,17 +33,6 @@ struct t_run {
     unsigned n;
     enum gw_code end; /* GW_OK: more input wanted */
 };
-
-static uint64_t
-t_hash(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
 
 static void
 t_check_head(const struct net_h1req *r)
@@ -72,18 +62,18 @@ t_record(struct t_run *run, const struct net_h1req *r)
     unsigned i;
 
     q->method = (unsigned)r->method;
-    q->url_hash = t_hash(14695981039346656037ull, r->url.data, r->url.len);
-    q->hdr_hash = 14695981039346656037ull;
+    q->url_hash = fuzz_hash(FUZZ_HASH_START, r->url.data, r->url.len);
+    q->hdr_hash = FUZZ_HASH_START;
     for (i = 0; i < r->n_hdrs; i++) {
         struct gw_str name, value;
 
         net_h1req_header_at(r, i, &name, &value);
-        q->hdr_hash = t_hash(q->hdr_hash, name.ptr, name.len);
-        q->hdr_hash = t_hash(q->hdr_hash, ":", 1);
-        q->hdr_hash = t_hash(q->hdr_hash, value.ptr, value.len);
-        q->hdr_hash = t_hash(q->hdr_hash, "\n", 1);
+        q->hdr_hash = fuzz_hash(q->hdr_hash, name.ptr, name.len);
+        q->hdr_hash = fuzz_hash(q->hdr_hash, ":", 1);
+        q->hdr_hash = fuzz_hash(q->hdr_hash, value.ptr, value.len);
+        q->hdr_hash = fuzz_hash(q->hdr_hash, "\n", 1);
     }
-    q->body_hash = t_hash(14695981039346656037ull, r->body.data, r->body.len);
+    q->body_hash = fuzz_hash(FUZZ_HASH_START, r->body.data, r->body.len);
     q->body_len = r->body.len;
 }
 

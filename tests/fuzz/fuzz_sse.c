@@ -12,6 +12,13 @@
 #include <string.h>
 
 #include "core/sse.h"
+#include "tests/fuzz/fuzz_hash.h"
+
+static uint64_t
+sse_hash(uint64_t h, struct gw_str s)
+{
+    return fuzz_hash(h, s.ptr, s.len);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -21,23 +28,13 @@ struct t_run {
     struct gw_buf raw; /* every raw, concatenated */
 };
 
-static uint64_t
-t_hash(uint64_t h, struct gw_str s)
-{
-    size_t i;
-
-    for (i = 0; i < s.len; i++)
-        h = (h ^ (unsigned char)s.ptr[i]) * 1099511628211ULL;
-    return (h ^ 0xff) * 1099511628211ULL; /* a separator, so "a","b" != "ab","" */
-}
-
 static int
 t_on_event(void *arg, const struct gw_sse_event *ev)
 {
     struct t_run *r = arg;
 
     r->n++;
-    r->fields = t_hash(t_hash(t_hash(r->fields, ev->event), ev->data), ev->id);
+    r->fields = sse_hash(sse_hash(sse_hash(r->fields, ev->event), ev->data), ev->id);
     if (gw_buf_append_str(&r->raw, ev->raw) != GW_OK)
         abort();
     return 0;

@@ -19,6 +19,7 @@
 
 #include "core/str.h"
 #include "net/wsproto.h"
+#include "tests/fuzz/fuzz_hash.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -28,17 +29,6 @@ struct t_run {
     unsigned n;
     uint64_t hash;
 };
-
-static uint64_t
-t_hash(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
 
 static void
 t_check_body(const char *p, size_t n)
@@ -89,8 +79,8 @@ t_on_msg(void *arg, const char *p, size_t n, bool binary)
     if (n > T_MAX_MSG)
         abort(); /* past the cap */
     r->n++;
-    r->hash = t_hash(r->hash, &binary, sizeof(binary));
-    r->hash = t_hash(r->hash, p, n);
+    r->hash = fuzz_hash(r->hash, &binary, sizeof(binary));
+    r->hash = fuzz_hash(r->hash, p, n);
     if (!binary)
         t_check_body(p, n);
 }
