@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT
- * net/h1req.h - reads one HTTP/1.1 request at a time from bytes, strictly: http-parser
- * does the framing, this file refuses what http-parser lets through in its lenient
- * build and what a proxy must not guess about (RFC 9112 5.1, 6.1, 6.3): header names
- * that are not tokens (`Content-Length : 5`), control bytes in values, a missing or
- * repeated Host on HTTP/1.1, a Transfer-Encoding other than one `chunked`, chunk sizes
- * past the body limit. It stops twice per request: once the head is read (the caller
- * authenticates and reserves memory before any body byte is taken) and once the message
- * is complete. No libevent and no clock: the fuzz target tests/fuzz/fuzz_h1req.c feeds it
- * bytes directly.
+ * net/h1req.h - reads one HTTP/1.1 request at a time from bytes, strictly (RFC 9112):
+ * the project's own reader (DESIGN.md 2: http-parser, byte at a time, was the largest
+ * single cost of a relayed request in `make bench`'s profile, docs/perf.md). It refuses
+ * what a proxy must not guess about (RFC 9112 2.2, 5.1, 5.2, 6.1, 6.3, 7.1): header
+ * names that are not tokens (`Content-Length : 5`), control bytes in values, a CR
+ * without its LF, obsolete line folding, a missing or repeated Host on HTTP/1.1, a
+ * Transfer-Encoding other than one `chunked`, Content-Length beside it or twice, chunk
+ * sizes past the body limit. It stops twice per request: once the head is read (the
+ * caller authenticates and reserves memory before any body byte is taken) and once the
+ * message is complete. No libevent and no clock: the fuzz target tests/fuzz/fuzz_h1req.c
+ * feeds it bytes directly, whole and in pieces, and checks it against a reader built on
+ * http-parser (the reader this one replaced) on the same corpus.
  * Owns:    the request's url, header and body buffers until reset or fini.
  * Threads: the owner's only.
  * See:     net/h1req.c, net/http1.c, tests/unit/net/test_h1req.c
@@ -15,13 +18,24 @@
 #ifndef GW_NET_H1REQ_H
 #define GW_NET_H1REQ_H
 
-#include <http_parser.h>
+#include <http_parser.h> /* enum http_method only: the names every front end shares */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/codes.h"
 #include "core/str.h"
+
+/* The refusals where this reader is stricter than http-parser's lenient build was (the
+ * fuzz target allows a difference from its http-parser reference only with one of
+ * these sentences). */
+#define NET_H1_WHY_BARE_CR "a CR without its LF in the request framing"
+#define NET_H1_WHY_FOLD "obsolete line folding in the request head"
+#define NET_H1_WHY_CTL "a control byte in the request head"
+#define NET_H1_WHY_TARGET_FORM "only an origin-form request target (/path) is served here"
+#define NET_H1_WHY_VERSION "only HTTP/1.0 and HTTP/1.1 are served here"
+#define NET_H1_WHY_CHUNK "malformed chunked framing"
+#define NET_H1_WHY_HEAD_LONG "request head too large"
 
 struct net_h1req_limits {
     unsigned max_header_bytes; /* request line and header bytes together */
@@ -49,17 +63,30 @@ enum net_h1_state {
     NET_H1_COMPLETE,
 };
 
+/* Where the reader is within the message (net/h1req.c's own). */
+enum net_h1_part {
+    NET_H1P_IDLE = 0, /* CR and LF before a request are skipped (RFC 9112 2.2) */
+    NET_H1P_HEAD,     /* gathering the head into hbuf up to its empty line */
+    NET_H1P_HEAD_END, /* the head's last byte, left unread at NET_H1_HEAD */
+    NET_H1P_BODY,     /* content_length bytes */
+    NET_H1P_SIZE,     /* a chunk-size line */
+    NET_H1P_DATA,     /* a chunk's bytes */
+    NET_H1P_DATA_CR,  /* the CRLF after them */
+    NET_H1P_DATA_LF,
+    NET_H1P_TRAILER, /* trailer lines up to the empty one */
+    NET_H1P_DONE,
+};
+
 struct net_h1req {
-    http_parser parser;
     struct net_h1req_limits lim;
     enum net_h1_state state;
     /* the request being read; valid from NET_H1_HEAD until net_h1req_next */
     enum http_method method;
+    unsigned http_major, http_minor;
     struct gw_buf url;
-    struct gw_buf hbuf; /* header names and values, back to back */
+    struct gw_buf hbuf; /* the head as read (names and values are offsets into it) */
     struct net_req_hdr *hdrs;
     unsigned n_hdrs, cap_hdrs;
-    bool last_was_value;
     bool keep_alive;
     bool chunked;            /* Transfer-Encoding: chunked */
     bool has_body;           /* chunked, or a Content-Length above 0 */
@@ -68,7 +95,13 @@ struct net_h1req {
     struct gw_buf body;
     enum gw_code refuse; /* with NET_H1_ERROR: the code to answer */
     const char *why;     /* ... and a static sentence for the client */
-    enum net_h1_ev ev;   /* set by the parser callbacks */
+    /* the reader's place */
+    enum net_h1_part part;
+    size_t line_start;     /* NET_H1P_HEAD, _TRAILER: where the current line began in hbuf */
+    uint64_t left;         /* NET_H1P_BODY, _DATA: bytes still to come */
+    unsigned size_len;     /* NET_H1P_SIZE: bytes of the size line so far */
+    unsigned char size_at; /* NET_H1P_SIZE: 0 digits, 1 extension, 2 CR seen */
+    bool trailer_cl;       /* a Content-Length trailer was seen */
 };
 
 /* Prepares <r> with <lim> for the first request. */
@@ -76,8 +109,10 @@ void net_h1req_init(struct net_h1req *r, const struct net_h1req_limits *lim);
 /* Frees the buffers. */
 void net_h1req_fini(struct net_h1req *r);
 /* Feeds <len> bytes at <data>; *<used> tells how many were taken (the rest waits for
- * the next call). NET_H1_HEAD and NET_H1_DONE stop the parser until net_h1req_resume
- * or net_h1req_next; NET_H1_ERROR is final for the connection. */
+ * the next call). NET_H1_HEAD and NET_H1_DONE stop the reader until net_h1req_resume
+ * or net_h1req_next; NET_H1_ERROR is final for the connection. NET_H1_HEAD leaves the
+ * head's last byte (its final LF) unread, so the caller always has a byte to feed after
+ * resuming, even for a request without a body. */
 enum net_h1_ev net_h1req_feed(struct net_h1req *r, const char *data, size_t len, size_t *used);
 /* After NET_H1_HEAD: go on reading the body. */
 void net_h1req_resume(struct net_h1req *r);

@@ -524,7 +524,7 @@ conn_parse(struct net_conn *c)
         }
     }
     if (c->state == NET_CONN_BUSY) {
-        if (c->rq.parser.http_major == 1 && c->rq.parser.http_minor == 0)
+        if (c->rq.http_minor == 0)
             c->flags |= NET_CONN_F_CLOSE_AFTER; /* no chunked answers for HTTP/1.0 */
         if (!c->rq.keep_alive)
             c->flags |= NET_CONN_F_CLOSE_AFTER;
@@ -568,7 +568,7 @@ h1_head(struct net_sink *k, int status, const struct net_hdr *hdrs, size_t n_hdr
     gw_buf_reset(h);
     c->out_chunked = false;
     if (length == NET_SINK_STREAMED) {
-        if (c->rq.parser.http_major == 1 && c->rq.parser.http_minor == 0)
+        if (c->rq.http_minor == 0)
             c->flags |= NET_CONN_F_CLOSE_AFTER; /* no chunks for HTTP/1.0: the close ends it */
         else
             c->out_chunked = true;

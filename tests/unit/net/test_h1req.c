@@ -102,6 +102,10 @@ test_issue_8_transfer_encoding_ambiguities_are_refused(void **state)
     t_refused("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", GW_E_HTTP_PARSE);
     t_refused("POST / HTTP/1.1\r\nHost: gw\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
               GW_E_HTTP_PARSE);
+    /* a name that only begins with Transfer-Encoding (http-parser took it for one) */
+    t_refused("POST / HTTP/1.1\r\nHost: gw\r\nTransfer-Encodings: chunked\r\n"
+              "Content-Length: 3\r\n\r\nabc",
+              GW_E_HTTP_PARSE);
 }
 
 static void
@@ -138,7 +142,7 @@ test_h1req_upgrade_is_answered_as_http11_and_connect_refused(void **state)
                                 "Content-Length: 2\r\n\r\nxy"),
                      NET_H1_DONE);
     assert_int_equal(r.body.len, 2);
-    assert_false(r.parser.upgrade);
+    assert_true(r.keep_alive); /* Connection: Upgrade does not close it */
     net_h1req_fini(&r);
     t_refused("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", GW_E_HTTP_PARSE);
 }
@@ -269,6 +273,176 @@ test_h1req_token_every_byte(void **state)
     }
 }
 
+/* Where http-parser's lenient build guessed, this reader refuses, each with its own
+ * sentence (net/h1req.h NET_H1_WHY_*). */
+static void
+t_refused_why(const char *raw, const char *why)
+{
+    struct net_h1req r;
+
+    assert_int_equal(t_read(&r, raw), NET_H1_ERROR);
+    assert_int_equal(r.refuse, GW_E_HTTP_PARSE);
+    assert_string_equal(r.why, why);
+    net_h1req_fini(&r);
+}
+
+static void
+test_h1req_cr_without_lf_is_refused(void **state)
+{
+    (void)state;
+    /* http-parser ended the head at a CR and any byte: "\r\r\n" smuggled the next line */
+    t_refused_why("GET / HTTP/1.1\r\nHost: a\r\n\rXGET /b HTTP/1.1\r\n\r\n", NET_H1_WHY_BARE_CR);
+    t_refused_why("GET / HTTP/1.1\r\nHost: a\r\nX-A:\rXB: c\r\n\r\n", NET_H1_WHY_BARE_CR);
+    t_refused_why("GET / HTTP/1.1\r\nHost: a\r\nX-A: b\rc\r\n\r\n", NET_H1_WHY_BARE_CR);
+    t_refused_why("GET /\ra HTTP/1.1\r\nHost: a\r\n\r\n", NET_H1_WHY_BARE_CR);
+    /* in chunked framing: after the size, after the data */
+    t_refused_why("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3\rXabc\r\n0\r\n\r\n",
+                  NET_H1_WHY_BARE_CR);
+    t_refused_why("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3\r\nabc\rX0\r\n\r\n",
+                  NET_H1_WHY_BARE_CR);
+    t_refused_why("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3\r\nabcXY0\r\n\r\n",
+                  NET_H1_WHY_CHUNK);
+    t_refused_why("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3;x\ny\r\nabc\r\n0\r\n\r\n",
+                  NET_H1_WHY_CHUNK);
+}
+
+static void
+test_h1req_folding_target_and_version_are_strict(void **state)
+{
+    struct net_h1req r;
+
+    (void)state;
+    t_refused_why("GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n", NET_H1_WHY_FOLD);
+    t_refused_why("GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\tc\r\n\r\n", NET_H1_WHY_FOLD);
+    t_refused_why("GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", NET_H1_WHY_CTL);
+    t_refused_why("GET / HTTP/1.1\r\nHost: a\r\nX-A: a\001b\r\n\r\n", NET_H1_WHY_CTL);
+    t_refused_why("GET http://a/b HTTP/1.1\r\nHost: a\r\n\r\n", NET_H1_WHY_TARGET_FORM);
+    t_refused_why("GET / HTXP/1.1\r\nHost: a\r\n\r\n", NET_H1_WHY_VERSION);
+    t_refused_why("GET / HTTP/1.1 \r\nHost: a\r\n\r\n", NET_H1_WHY_VERSION);
+    t_refused("get / HTTP/1.1\r\nHost: a\r\n\r\n", GW_E_HTTP_PARSE);
+    /* what http-parser took, taken: spaces between the parts, bare LF line ends, an
+     * empty value, leading blank lines, the methods of its list */
+    assert_int_equal(t_read(&r, "\r\n\nM-SEARCH   *  HTTP/1.1\nHost: a\nX-Empty:\n\n"),
+                     NET_H1_DONE);
+    assert_int_equal(r.method, HTTP_MSEARCH);
+    assert_int_equal(r.url.len, 1);
+    assert_int_equal(r.n_hdrs, 2);
+    net_h1req_fini(&r);
+}
+
+static void
+test_h1req_content_length_forms(void **state)
+{
+    struct net_h1req r;
+
+    (void)state;
+    assert_int_equal(t_read(&r, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: \t 3  \r\n\r\nabc"),
+                     NET_H1_DONE);
+    assert_int_equal(r.content_length, 3);
+    assert_memory_equal(r.body.data, "abc", 3);
+    net_h1req_fini(&r);
+    t_refused("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\t\r\n\r\nabc", GW_E_HTTP_PARSE);
+    t_refused("POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", GW_E_HTTP_PARSE);
+    t_refused("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3 3\r\n\r\nabc", GW_E_HTTP_PARSE);
+    t_refused("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n",
+              GW_E_HTTP_PARSE);
+}
+
+/* Keep-alive as http-parser decided it: HTTP/1.1 unless a "close" token, HTTP/1.0 only
+ * with a "keep-alive" token; Proxy-Connection counts like Connection. */
+static void
+test_h1req_connection_tokens(void **state)
+{
+    static const struct {
+        const char *raw;
+        bool keep_alive;
+    } cases[] = {
+        {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", true},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, CLOSE  \r\n\r\n", false},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: closed\r\n\r\n", true},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\t\r\n\r\n", true},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: x,\tclose\r\n\r\n", true},
+        {"GET / HTTP/1.1\r\nHost: a\r\nProxy-Connection: close\r\n\r\n", false},
+        {"GET / HTTP/1.0\r\n\r\n", false},
+        {"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", true},
+        {"GET / HTTP/1.0\r\nConnection: foo, keep-alive\r\n\r\n", true},
+        {"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n", true},
+    };
+    unsigned i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct net_h1req r;
+
+        assert_int_equal(t_read(&r, cases[i].raw), NET_H1_DONE);
+        if (r.keep_alive != cases[i].keep_alive)
+            fail_msg("case %u: keep_alive %d", i, r.keep_alive);
+        net_h1req_fini(&r);
+    }
+}
+
+/* The same request split in two at every byte reads the same: the head is read only
+ * once whole, and the head's last byte is left for the feed after the resume. */
+static void
+test_h1req_every_split_reads_the_same(void **state)
+{
+    const char *raw =
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nX-A:  v \r\n"
+        "Transfer-Encoding: chunked\r\n\r\n2;e=1\r\nab\r\n1\r\nc\r\n0\r\nT: x\r\n\r\n";
+    size_t len = strlen(raw), cut;
+
+    (void)state;
+    for (cut = 0; cut <= len; cut++) {
+        struct net_h1req r;
+        size_t off = 0, used, end = cut;
+        enum net_h1_ev ev = NET_H1_MORE;
+        struct gw_str v;
+
+        net_h1req_init(&r, &t_lim);
+        while (ev != NET_H1_DONE && off < len) {
+            if (off >= end)
+                end = len;
+            ev = net_h1req_feed(&r, raw + off, end - off, &used);
+            off += used;
+            assert_int_not_equal(ev, NET_H1_ERROR);
+            if (ev == NET_H1_HEAD) {
+                assert_true(r.chunked);
+                assert_true(net_h1req_header(&r, GW_STR_LIT("x-a"), &v));
+                assert_true(gw_str_eq(v, GW_STR_LIT("v")));
+                net_h1req_resume(&r);
+            }
+        }
+        assert_int_equal(ev, NET_H1_DONE);
+        assert_int_equal(off, len);
+        assert_int_equal(r.body.len, 3);
+        assert_memory_equal(r.body.data, "abc", 3);
+        assert_int_equal(r.n_hdrs, 3); /* the trailer is not a header */
+        net_h1req_fini(&r);
+    }
+}
+
+static void
+test_h1req_head_without_end_is_refused_at_its_byte_limit(void **state)
+{
+    static char raw[8192];
+    static const char head[] = "GET / HTTP/1.1\r\nHost: a\r\nX-A:";
+    struct net_h1req r;
+
+    (void)state;
+    /* blanks the head's byte count does not see still count against the raw limit */
+    memcpy(raw, head, sizeof(head) - 1);
+    memset(raw + sizeof(head) - 1, ' ', sizeof(raw) - sizeof(head));
+    assert_int_equal(t_read(&r, raw), NET_H1_ERROR);
+    assert_int_equal(r.refuse, GW_E_HEADERS_TOO_LARGE);
+    assert_string_equal(r.why, NET_H1_WHY_HEAD_LONG);
+    net_h1req_fini(&r);
+}
+
 /* HTTP/2 builds its requests header by header (net/http2.c): the same limits hold. */
 static void
 test_h1req_add_header_keeps_the_limits(void **state)
@@ -327,6 +501,12 @@ main(void)
         cmocka_unit_test(test_h1req_token),
         cmocka_unit_test(test_h1req_token_every_byte),
         cmocka_unit_test(test_h1req_add_header_keeps_the_limits),
+        cmocka_unit_test(test_h1req_cr_without_lf_is_refused),
+        cmocka_unit_test(test_h1req_folding_target_and_version_are_strict),
+        cmocka_unit_test(test_h1req_content_length_forms),
+        cmocka_unit_test(test_h1req_connection_tokens),
+        cmocka_unit_test(test_h1req_every_split_reads_the_same),
+        cmocka_unit_test(test_h1req_head_without_end_is_refused_at_its_byte_limit),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
