@@ -312,8 +312,9 @@ request_line(struct net_h1req *r, const char *p, const char *lend)
 /* What the head's headers say about the framing and the connection. */
 struct h1_facts {
     unsigned n_host, n_te, n_cl, conn;
-    bool te_chunked;
-    bool te_longer; /* a name that begins with "transfer-encoding" */
+    bool te_chunked;      /* the Transfer-Encoding's value is "chunked" */
+    bool te_longer;       /* a name that begins with "transfer-encoding" */
+    bool te_last_chunked; /* the last of those two kinds was a chunked Transfer-Encoding */
 };
 
 /* One header line (not empty, no LF): checked, kept, and noted in <f>. */
@@ -380,11 +381,13 @@ header_line(struct net_h1req *r, const char *line, const char *lend, struct h1_f
         }
         break;
     default:
-        /* http-parser took any name that begins with it for a Transfer-Encoding (its
-         * flag was set once those 17 bytes matched): such a request is refused unless
-         * it is plainly chunked, as before */
-        if (nlen > 17 && eq_nocase(line, 17, "transfer-encoding"))
+        /* http-parser (Debian's) took any name that begins with it for a
+         * Transfer-Encoding once those 17 bytes matched, and forgot an earlier chunked
+         * one: refused unless a chunked Transfer-Encoding comes after it, as before */
+        if (nlen > 17 && eq_nocase(line, 17, "transfer-encoding")) {
             f->te_longer = true;
+            f->te_last_chunked = false;
+        }
         break;
     case 17:
         if (eq_nocase(line, nlen, "transfer-encoding")) {
@@ -395,6 +398,7 @@ header_line(struct net_h1req *r, const char *line, const char *lend, struct h1_f
             while (f->te_chunked && n > 7 && v[n - 1] == ' ')
                 n--;
             f->te_chunked = f->te_chunked && n == 7;
+            f->te_last_chunked = f->te_chunked;
         }
         break;
     }
@@ -435,7 +439,7 @@ head_parse(struct net_h1req *r)
         return refuse(r, GW_E_HTTP_PARSE, "ambiguous Transfer-Encoding");
     if (f.n_te && !f.te_chunked)
         return refuse(r, GW_E_HTTP_PARSE, "only Transfer-Encoding: chunked is accepted");
-    if (f.te_longer && (f.n_cl || !f.n_te))
+    if (f.te_longer && (f.n_cl || !f.te_last_chunked))
         return refuse(r, GW_E_HTTP_PARSE, "ambiguous Transfer-Encoding");
     if (r->method == HTTP_CONNECT)
         return refuse(r, GW_E_HTTP_PARSE, "CONNECT is not supported here");
