@@ -54,6 +54,21 @@ swar_special(uint64_t v)
     return (v | ((q - ONES) & ~q) | ((b - ONES) & ~b) | ((v - ONES * 0x20) & ~v)) & HIGHS;
 }
 
+#ifdef __SSE2__
+/* One bit per byte of the 16 at <p> that needs a look: '"', '\\', and, through a signed
+ * compare below 0x20, control bytes and (as negative) every byte from 0x80. */
+static inline unsigned
+sse_special(const unsigned char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i hit = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+        _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+#endif
+
 static int
 hex4(const unsigned char *p)
 {
@@ -103,27 +118,22 @@ utf8_seq(const unsigned char *p, size_t avail)
     return 0;
 }
 
-bool
-dl_json_string(struct dl_json *j, struct dl_json_str *o)
+/* The rest of the string from <i>, every byte before it plain ASCII: escapes, UTF-8,
+ * the last bytes of the document, errors. Kept out of line so that dl_json_string's
+ * common case saves no registers. */
+static __attribute__((noinline)) bool
+string_rest(struct dl_json *j, struct dl_json_str *o, size_t i)
 {
     const unsigned char *s = (const unsigned char *)j->s;
-    size_t n = j->n, i = j->i + 1, adj = 0, ext = 0;
+    size_t n = j->n, adj = 0, ext = 0;
 
-    o->start = i;
-    o->escaped = false;
-    o->nul = false;
     for (;;) {
         unsigned c;
 
 #ifdef __SSE2__
-        /* 16 plain bytes at a time: a signed compare below 0x20 catches control bytes
-         * and (as negative) every byte from 0x80 */
+        /* 16 plain bytes at a time */
         while (i + 16 <= n) {
-            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-            __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-                                                    _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
-                                       _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
-            unsigned m = (unsigned)_mm_movemask_epi8(hit);
+            unsigned m = sse_special(s + i);
 
             if (m) {
                 i += (size_t)__builtin_ctz(m);
@@ -222,6 +232,53 @@ dl_json_string(struct dl_json *j, struct dl_json_str *o)
     o->jlen = o->dlen + ext;
     j->i = i + 1;
     return true;
+}
+
+/* The common string: plain ASCII up to its quote, a block at a time (the same test as
+ * string_rest's). True with *<ip> on the closing quote; false with *<ip> on the first
+ * byte that needs a look, or where less than a block is left: string_rest's from there. */
+static inline bool
+plain_string(const unsigned char *s, size_t n, size_t *ip)
+{
+    size_t i = *ip;
+
+#ifdef __SSE2__
+    while (i + 16 <= n) {
+        unsigned m = sse_special(s + i);
+
+        if (m) {
+            i += (size_t)__builtin_ctz(m);
+            *ip = i;
+            return s[i] == '"';
+        }
+        i += 16;
+    }
+#endif
+    *ip = i;
+    return false;
+}
+
+/* dl_json_string's body, inlined where a string is met most (object keys, skips). */
+static inline bool
+string_at(struct dl_json *j, struct dl_json_str *o)
+{
+    size_t start = j->i + 1, i = start;
+
+    o->start = start;
+    o->escaped = false;
+    o->nul = false;
+    if (!plain_string((const unsigned char *)j->s, j->n, &i))
+        return string_rest(j, o, i);
+    o->end = i;
+    o->dlen = o->jlen = i - start;
+    j->i = i + 1;
+    return true;
+}
+
+bool
+dl_json_string(struct dl_json *j, struct dl_json_str *o)
+{
+    return string_at(j, o);
 }
 
 static size_t
@@ -572,53 +629,114 @@ dl_json_arr_enter(struct dl_json *j)
     return dl_json_obj_enter(j);
 }
 
+/* Past the whitespace at *<ip>: the next other byte (0..255) with *<ip> on it, or -1 with
+ * *<ip> at <n>. Compact JSON has none: every whitespace byte is <= ' ', so one test
+ * decides the common case. */
+static inline int
+peek_at(const char *s, size_t n, size_t *ip)
+{
+    size_t i;
+
+    for (i = *ip; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c > ' ' || (c != ' ' && c != '\n' && c != '\r' && c != '\t')) {
+            *ip = i;
+            return c;
+        }
+    }
+    *ip = i;
+    return -1;
+}
+
+/* dl_json_obj_next's error return, the cursor where a structural byte was expected. */
+static __attribute__((noinline)) int
+member_fail(struct dl_json *j, size_t i)
+{
+    j->i = i;
+    fail_token(j);
+    return -1;
+}
+
+/* dl_json_obj_next from a key that is not plain ASCII (or ends the document's last
+ * block) to the member's value: the key's rest from <i>, then ':'. */
+static __attribute__((noinline)) int
+member_rest(struct dl_json *j, struct dl_json_str *key, size_t i)
+{
+    if (!string_rest(j, key, i))
+        return -1;
+    if (key->nul) /* jansson: "NUL byte in object key not supported" */
+        return fail_at(j, key->start, DL_JSON_E_SYNTAX), -1;
+    i = j->i;
+    if (peek_at(j->s, j->n, &i) != ':')
+        return member_fail(j, i);
+    i++;
+    (void)peek_at(j->s, j->n, &i);
+    j->i = i;
+    return 1;
+}
+
+/* Every call but those of errors and unusual keys is a tail call: the common member
+ * (plain key, compact or not) saves no registers. */
 int
 dl_json_obj_next(struct dl_json *j, bool *first, struct dl_json_str *key)
 {
-    int c = dl_json_peek(j);
+    const char *s = j->s;
+    size_t n = j->n, i = j->i, start;
+    int c = peek_at(s, n, &i);
 
     if (c == '}') {
-        j->i++;
+        j->i = i + 1;
         j->depth--;
         return 0;
     }
     if (!*first) {
         if (c != ',')
-            return fail_token(j), -1;
-        j->i++;
-        c = dl_json_peek(j);
+            return member_fail(j, i);
+        i++;
+        c = peek_at(s, n, &i);
     }
     *first = false;
     if (c != '"')
-        return fail_token(j), -1;
-    if (!dl_json_string(j, key))
-        return -1;
-    if (key->nul) /* jansson: "NUL byte in object key not supported" */
-        return fail_at(j, key->start, DL_JSON_E_SYNTAX), -1;
-    if (dl_json_peek(j) != ':')
-        return fail_token(j), -1;
-    j->i++;
-    (void)dl_json_peek(j);
+        return member_fail(j, i);
+    start = i + 1;
+    key->start = start;
+    key->escaped = false;
+    key->nul = false;
+    i = start;
+    if (!plain_string((const unsigned char *)s, n, &i))
+        return member_rest(j, key, i);
+    key->end = i;
+    key->dlen = key->jlen = i - start;
+    i++;
+    if (peek_at(s, n, &i) != ':')
+        return member_fail(j, i);
+    i++;
+    (void)peek_at(s, n, &i);
+    j->i = i;
     return 1;
 }
 
 int
 dl_json_arr_next(struct dl_json *j, bool *first)
 {
-    int c = dl_json_peek(j);
+    const char *s = j->s;
+    size_t n = j->n, i = j->i;
+    int c = peek_at(s, n, &i);
 
     if (c == ']') {
-        j->i++;
+        j->i = i + 1;
         j->depth--;
         return 0;
     }
     if (!*first) {
         if (c != ',')
-            return fail_token(j), -1;
-        j->i++;
-        (void)dl_json_peek(j);
+            return member_fail(j, i);
+        i++;
+        (void)peek_at(s, n, &i);
     }
     *first = false;
+    j->i = i;
     return 1;
 }
 
@@ -670,15 +788,15 @@ scalar(struct dl_json *j, int c, bool want_len, size_t *add)
     }
 }
 
-bool
-dl_json_skip(struct dl_json *j, size_t *compact)
+/* dl_json_skip of any value, the cursor on its first byte <c>. */
+static __attribute__((noinline)) bool
+skip_value(struct dl_json *j, int c, size_t *compact)
 {
     /* one bit per open level below the cursor's depth: 1 for an object */
     unsigned char stack[DL_JSON_MAX_DEPTH / 8];
     unsigned base = j->depth, sp = 0;
     size_t len = 0, add;
     struct dl_json_str key;
-    int c = dl_json_peek(j);
 
 value:
     if (c == '{' || c == '[') {
@@ -750,6 +868,28 @@ member:
     len += key.jlen + 3;
     c = dl_json_peek(j);
     goto value;
+}
+
+/* The common skips, strings and numbers, without skip_value's frame. (A scalar at the
+ * depth limit is skip_value's: jansson counts it as a level of its own.) */
+bool
+dl_json_skip(struct dl_json *j, size_t *compact)
+{
+    int c = dl_json_peek(j);
+
+    if (j->depth < DL_JSON_MAX_DEPTH && !compact) {
+        if (c == '"') {
+            struct dl_json_str str;
+
+            return string_at(j, &str);
+        }
+        if (c == '-' || is_digit(c)) {
+            struct dl_json_num num;
+
+            return dl_json_number(j, &num);
+        }
+    }
+    return skip_value(j, c, compact);
 }
 
 /* ---- errors ---- */
