@@ -441,8 +441,9 @@ dl_json_num_real(struct dl_json *j, const struct dl_json_num *num, double *out)
     return true;
 }
 
-bool
-dl_json_number(struct dl_json *j, struct dl_json_num *o)
+/* dl_json_number's whole grammar and range checks. */
+static __attribute__((noinline)) bool
+number_rest(struct dl_json *j, struct dl_json_num *o)
 {
     const char *s = j->s;
     size_t n = j->n, i = j->i, lead;
@@ -517,6 +518,35 @@ dl_json_number(struct dl_json *j, struct dl_json_num *o)
         if ((v == HUGE_VAL || v == -HUGE_VAL) && errno == ERANGE)
             return dl_json_fail(j, DL_JSON_E_RANGE);
     }
+    return true;
+}
+
+/* The common number, a non-negative integer of at most 18 digits (in range) followed by
+ * what cannot continue a number nor be a bad UTF-8 sequence, decided here; anything
+ * else by number_rest from its first byte. */
+bool
+dl_json_number(struct dl_json *j, struct dl_json_num *o)
+{
+    const char *s = j->s;
+    size_t n = j->n, start = j->i, i = start;
+    unsigned char c;
+
+    if (i >= n || !is_digit(s[i]))
+        return number_rest(j, o);
+    if (s[i++] != '0')
+        while (i < n && is_digit(s[i]))
+            i++;
+    if (i - start > 18)
+        return number_rest(j, o);
+    if (i < n) {
+        c = (unsigned char)s[i];
+        if (is_digit(c) || c == '.' || c == 'e' || c == 'E' || c >= 0x80)
+            return number_rest(j, o);
+    }
+    o->start = start;
+    o->end = i;
+    o->real = false;
+    j->i = i;
     return true;
 }
 

@@ -82,13 +82,18 @@ bool dl_json_fail(struct dl_json *j, enum dl_json_err e);
 static inline int
 dl_json_peek(struct dl_json *j)
 {
-    while (j->i < j->n) {
-        unsigned char c = (unsigned char)j->s[j->i];
+    size_t i;
 
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t')
+    for (i = j->i; i < j->n; i++) {
+        unsigned char c = (unsigned char)j->s[i];
+
+        /* every whitespace byte is <= ' ': the first test decides compact JSON */
+        if (c > ' ' || (c != ' ' && c != '\n' && c != '\r' && c != '\t')) {
+            j->i = i;
             return c;
-        j->i++;
+        }
     }
+    j->i = i;
     return -1;
 }
 
