@@ -521,23 +521,48 @@ number_rest(struct dl_json *j, struct dl_json_num *o)
     return true;
 }
 
-/* The common number, a non-negative integer of at most 18 digits (in range) followed by
- * what cannot continue a number nor be a bad UTF-8 sequence, decided here; anything
- * else by number_rest from its first byte. */
-bool
-dl_json_number(struct dl_json *j, struct dl_json_num *o)
+/* The end of the run of digits at <i>: eight bytes at a time (a byte is a digit when its
+ * high nibble is 3, and still is once 6 is added), then one at a time. */
+static inline size_t
+digits_end(const char *s, size_t n, size_t i)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (i + 8 <= n) {
+        uint64_t v, x;
+
+        memcpy(&v, s + i, 8);
+        /* non-zero bytes where a byte is not a digit; a carry of v + 6s only runs into
+         * bytes above a non-digit, and only the lowest one counts */
+        x = ((v & ONES * 0xF0) ^ ONES * 0x30) | (((v + ONES * 6) & ONES * 0xF0) ^ ONES * 0x30);
+        x = (x | ((x & ONES * 0x7F) + ONES * 0x7F)) & HIGHS;
+        if (x)
+            return i + (size_t)__builtin_ctzll(x) / 8;
+        i += 8;
+    }
+#endif
+    while (i < n && is_digit(s[i]))
+        i++;
+    return i;
+}
+
+/* number_at's end: <i> past the integer part of the number at <start>; the fraction
+ * (which tends to be long: a logprob has 16 digits) eight digits at a time. Out of line
+ * and a leaf, so that its constants take no register from an integer's path. */
+static __attribute__((noinline)) bool
+number_end(struct dl_json *j, struct dl_json_num *o, size_t start, size_t i)
 {
     const char *s = j->s;
-    size_t n = j->n, start = j->i, i = start;
+    size_t n = j->n;
+    bool real = false;
     unsigned char c;
 
-    if (i >= n || !is_digit(s[i]))
-        return number_rest(j, o);
-    if (s[i++] != '0')
-        while (i < n && is_digit(s[i]))
-            i++;
-    if (i - start > 18)
-        return number_rest(j, o);
+    if (i < n && s[i] == '.') {
+        i++;
+        if (i >= n || !is_digit(s[i]))
+            return number_rest(j, o);
+        i = digits_end(s, n, i + 1);
+        real = true;
+    }
     if (i < n) {
         c = (unsigned char)s[i];
         if (is_digit(c) || c == '.' || c == 'e' || c == 'E' || c >= 0x80)
@@ -545,9 +570,46 @@ dl_json_number(struct dl_json *j, struct dl_json_num *o)
     }
     o->start = start;
     o->end = i;
-    o->real = false;
+    o->real = real;
     j->i = i;
     return true;
+}
+
+/* The common number decided here: an integer part of at most 18 digits (an integer is
+ * then in range, and so is a real without an exponent), an optional fraction, no
+ * exponent, followed by what cannot continue a number nor be a bad UTF-8 sequence.
+ * Anything else is number_rest's from the number's first byte. */
+static inline __attribute__((always_inline)) bool
+number_at(struct dl_json *j, struct dl_json_num *o)
+{
+    const char *s = j->s;
+    size_t n = j->n, start = j->i, i = start, lead;
+
+    if (i < n && s[i] == '-')
+        i++;
+    lead = i;
+    if (i >= n || !is_digit(s[i]))
+        return number_rest(j, o);
+    if (s[i++] != '0') /* short, as a rule */
+        while (i < n && is_digit(s[i]))
+            i++;
+    if (i - lead > 18)
+        return number_rest(j, o);
+    if (i >= n ||
+        ((unsigned char)s[i] < 0x80 && !is_digit(s[i]) && s[i] != '.' && (s[i] | 0x20) != 'e')) {
+        o->start = start;
+        o->end = i;
+        o->real = false;
+        j->i = i;
+        return true;
+    }
+    return number_end(j, o, start, i);
+}
+
+bool
+dl_json_number(struct dl_json *j, struct dl_json_num *o)
+{
+    return number_at(j, o);
 }
 
 bool
@@ -824,31 +886,36 @@ skip_value(struct dl_json *j, int c, size_t *compact)
 {
     /* one bit per open level below the cursor's depth: 1 for an object */
     unsigned char stack[DL_JSON_MAX_DEPTH / 8];
+    const char *s = j->s;
+    size_t n = j->n, i = j->i, len = 0, add;
     unsigned base = j->depth, sp = 0;
-    size_t len = 0, add;
-    struct dl_json_str key;
+    struct dl_json_str str;
+    bool obj = false; /* the innermost open level is an object (when sp > 0) */
 
+    /* The cursor is <i> here; j->i is set from it before any call that reads it or may
+     * fail, so errors are recorded where they were. */
 value:
     if (c == '{' || c == '[') {
-        if (base + sp >= DL_JSON_MAX_DEPTH)
+        if (base + sp >= DL_JSON_MAX_DEPTH) {
+            j->i = i;
             return dl_json_fail(j, DL_JSON_E_DEPTH);
-        if (c == '{')
+        }
+        obj = c == '{';
+        if (obj)
             stack[sp / 8] |= (unsigned char)(1u << (sp % 8));
         else
             stack[sp / 8] &= (unsigned char)~(1u << (sp % 8));
         sp++;
-        j->i++;
+        i++;
         len += 2;
-        c = dl_json_peek(j);
-        if (c == (level_is_obj(stack, sp - 1) ? '}' : ']')) {
-            j->i++;
-            sp--;
-            goto after;
-        }
-        if (level_is_obj(stack, sp - 1))
+        c = peek_at(s, n, &i);
+        if (c == (obj ? '}' : ']'))
+            goto close;
+        if (obj)
             goto member;
         goto value;
     }
+    j->i = i;
     /* jansson counts a scalar as a level of its own: one at the limit is too deep, once
      * its token lexes (jansson's lexer reads the token first, so a bad one there is
      * invalid JSON: a libFuzzer find) */
@@ -857,46 +924,62 @@ value:
             return false;
         return dl_json_fail(j, DL_JSON_E_DEPTH);
     }
-    if (!scalar(j, c, compact != NULL, &add))
-        return false;
-    len += add;
+    if (c == '"') {
+        if (!string_at(j, &str))
+            return false;
+        len += str.jlen + 2;
+    } else if (!compact && (c == '-' || is_digit(c))) {
+        struct dl_json_num num;
+
+        if (!number_at(j, &num))
+            return false;
+    } else {
+        if (!scalar(j, c, compact != NULL, &add))
+            return false;
+        len += add;
+    }
+    i = j->i;
 after:
     if (sp == 0) {
+        j->i = i;
         if (compact)
             *compact += len;
         return true;
     }
-    c = dl_json_peek(j);
-    {
-        bool obj = level_is_obj(stack, sp - 1);
-
-        if (c == ',') {
-            j->i++;
-            len++;
-            c = dl_json_peek(j);
-            if (obj)
-                goto member;
-            goto value;
-        }
-        if (c == (obj ? '}' : ']')) {
-            j->i++;
-            sp--;
-            goto after;
-        }
+    c = peek_at(s, n, &i);
+    if (c == ',') {
+        i++;
+        len++;
+        c = peek_at(s, n, &i);
+        if (obj)
+            goto member;
+        goto value;
+    }
+    if (c != (obj ? '}' : ']')) {
+        j->i = i;
         return fail_token(j);
     }
+close:
+    i++;
+    if (--sp)
+        obj = level_is_obj(stack, sp - 1);
+    goto after;
 member:
+    j->i = i;
     if (c != '"')
         return fail_token(j);
-    if (!dl_json_string(j, &key))
+    if (!string_at(j, &str))
         return false;
-    if (key.nul)
-        return fail_at(j, key.start, DL_JSON_E_SYNTAX);
-    if (dl_json_peek(j) != ':')
+    if (str.nul)
+        return fail_at(j, str.start, DL_JSON_E_SYNTAX);
+    i = j->i;
+    if (peek_at(s, n, &i) != ':') {
+        j->i = i;
         return fail_token(j);
-    j->i++;
-    len += key.jlen + 3;
-    c = dl_json_peek(j);
+    }
+    i++;
+    len += str.jlen + 3;
+    c = peek_at(s, n, &i);
     goto value;
 }
 
