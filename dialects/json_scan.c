@@ -983,8 +983,8 @@ member:
     goto value;
 }
 
-/* The common skips, strings and numbers, without skip_value's frame. (A scalar at the
- * depth limit is skip_value's: jansson counts it as a level of its own.) */
+/* The common skips, scalars, without skip_value's frame. (A scalar at the depth limit is
+ * skip_value's: jansson counts it as a level of its own.) */
 bool
 dl_json_skip(struct dl_json *j, size_t *compact)
 {
@@ -1001,6 +1001,10 @@ dl_json_skip(struct dl_json *j, size_t *compact)
 
             return dl_json_number(j, &num);
         }
+        if (c == 't' || c == 'n')
+            return literal(j, c == 't' ? "true" : "null", 4);
+        if (c == 'f')
+            return literal(j, "false", 5);
     }
     return skip_value(j, c, compact);
 }
