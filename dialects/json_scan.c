@@ -2,11 +2,15 @@
  * dialects/json_scan.c - a validating, allocation-free, single-pass JSON scanner.
  * Accepts what jansson's json_loadb(JSON_ALLOW_NUL) accepts (the differential check in
  * tests/fuzz/fuzz_openai.c holds it to that) at a small fraction of the cost: no tree,
- * no hashtable, no copies. Plain string bytes are checked eight at a time.
+ * no hashtable, no copies. Plain string bytes are checked sixteen at a time (eight
+ * without SSE2). The common cases (a plain string, a short number, a member with a plain
+ * key, a scalar skipped) run without a call that saves registers; the rest is in the
+ * *_rest functions, out of line.
  * Allocates only to hand strtod a copy of a real number longer than 128 bytes.
  * Owns:    nothing beyond one call.
  * Threads: any; never blocks.
- * See:     dialects/json_scan.h, dialects/openai.c, tests/fuzz/fuzz_openai.c
+ * See:     dialects/json_scan.h, dialects/openai.c, tests/fuzz/fuzz_openai.c,
+ *          tests/unit/dialects/test_json_scan.c, docs/perf.md
  */
 #include "dialects/json_scan.h"
 
@@ -880,6 +884,59 @@ scalar(struct dl_json *j, int c, bool want_len, size_t *add)
     }
 }
 
+static inline bool
+is_alpha(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* True when the bytes at <p> start a sequence that is not UTF-8 (jansson's reader
+ * refuses it whatever the lexer wanted there). */
+static bool
+bad_utf8_at(const unsigned char *s, size_t n, size_t p)
+{
+    return p < n && s[p] >= 0x80 && !utf8_seq(s + p, n - p);
+}
+
+/* A value where DL_JSON_MAX_DEPTH containers are open, its first byte <c> at the cursor;
+ * always false. jansson counts a scalar as a level of its own, and lexes a token before
+ * it judges the depth: only an error of its lexer comes first (a byte it read that is
+ * not UTF-8, a bad string, a number out of range: a libFuzzer find); any other token
+ * there, even an invalid one, is too deep, and so is the end of the bytes, except in an
+ * array (<in_array>), whose parser wants its ']' first (another libFuzzer find). */
+static bool
+too_deep(struct dl_json *j, int c, bool in_array)
+{
+    const unsigned char *s = (const unsigned char *)j->s;
+    size_t n = j->n, i = j->i;
+
+    if (c == '"') {
+        struct dl_json_str str;
+
+        if (!string_at(j, &str))
+            return false;
+    } else if (c == '-' || is_digit(c)) {
+        struct dl_json_num num;
+
+        if (!dl_json_number(j, &num)) {
+            /* a number's grammar fails at the byte jansson's lexer stopped at, without an
+             * error of its own unless that byte is not UTF-8 */
+            if (j->err != DL_JSON_E_SYNTAX || bad_utf8_at(s, n, j->err_at))
+                return false;
+            j->err = DL_JSON_OK;
+        }
+    } else if (is_alpha(c)) { /* jansson reads a whole identifier and the byte after it */
+        while (i < n && is_alpha(s[i]))
+            i++;
+        j->i = i;
+        if (bad_utf8_at(s, n, i))
+            return dl_json_fail(j, DL_JSON_E_SYNTAX);
+    } else if ((c == -1 && in_array) || (c >= 0x80 && bad_utf8_at(s, n, i))) {
+        return dl_json_fail(j, DL_JSON_E_SYNTAX);
+    }
+    return dl_json_fail(j, DL_JSON_E_DEPTH);
+}
+
 /* dl_json_skip of any value, the cursor on its first byte <c>. */
 static __attribute__((noinline)) bool
 skip_value(struct dl_json *j, int c, size_t *compact)
@@ -916,14 +973,8 @@ value:
         goto value;
     }
     j->i = i;
-    /* jansson counts a scalar as a level of its own: one at the limit is too deep, once
-     * its token lexes (jansson's lexer reads the token first, so a bad one there is
-     * invalid JSON: a libFuzzer find) */
-    if (base + sp >= DL_JSON_MAX_DEPTH) {
-        if (!scalar(j, c, false, &add))
-            return false;
-        return dl_json_fail(j, DL_JSON_E_DEPTH);
-    }
+    if (base + sp >= DL_JSON_MAX_DEPTH)
+        return too_deep(j, c, sp > 0 && !obj);
     if (c == '"') {
         if (!string_at(j, &str))
             return false;

@@ -140,14 +140,35 @@ static const struct {
     const char *bytes;
     int fails_at;
 } t_pieces[] = {
-    {"\\n", -1},          {"\\\"", -1},   {"\\\\", -1},      {"\\/", -1},
-    {"\\u0041", -1},      {"\\u00e9", -1}, {"\\u20ac", -1},   {"\\u0000", -1},
-    {"\\u001f", -1},      {"\\ud83d\\ude00", -1},             {"\x7f", -1},
-    {"\xc3\xa9", -1},     {"\xe2\x82\xac", -1},               {"\xf0\x9f\x98\x80", -1},
-    {"\x01", 0},          {"\x1f", 0},    {"\t", 0},         {"\n", 0},
-    {"\\x", 1},           {"\\u12g4", 0}, {"\\ud83d", 0},    {"\\ude00", 0},
-    {"\\ud83d\\u0041", 0}, {"\xc3", 0},   {"\xe2\x82", 0},   {"\xff", 0},
-    {"\xc0\x80", 0},      {"\xed\xa0\x80", 0},               {"\xf4\x90\x80\x80", 0},
+    {"\\n", -1},
+    {"\\\"", -1},
+    {"\\\\", -1},
+    {"\\/", -1},
+    {"\\u0041", -1},
+    {"\\u00e9", -1},
+    {"\\u20ac", -1},
+    {"\\u0000", -1},
+    {"\\u001f", -1},
+    {"\\ud83d\\ude00", -1},
+    {"\x7f", -1},
+    {"\xc3\xa9", -1},
+    {"\xe2\x82\xac", -1},
+    {"\xf0\x9f\x98\x80", -1},
+    {"\x01", 0},
+    {"\x1f", 0},
+    {"\t", 0},
+    {"\n", 0},
+    {"\\x", 1},
+    {"\\u12g4", 0},
+    {"\\ud83d", 0},
+    {"\\ude00", 0},
+    {"\\ud83d\\u0041", 0},
+    {"\xc3", 0},
+    {"\xe2\x82", 0},
+    {"\xff", 0},
+    {"\xc0\x80", 0},
+    {"\xed\xa0\x80", 0},
+    {"\xf4\x90\x80\x80", 0},
 };
 
 static void
@@ -541,16 +562,75 @@ test_json_skip_depth_limit(void **state)
         assert_false(dl_json_skip(&j, NULL));
         assert_int_equal(j.err, DL_JSON_E_DEPTH);
         assert_int_equal(j.err_at, 3);
-        dl_json_init(&j, "tru", 3);
+        dl_json_init(&j, "\"s", 2);
         j.depth = DL_JSON_MAX_DEPTH;
         assert_false(dl_json_skip(&j, NULL));
         assert_int_equal(j.err, DL_JSON_E_SYNTAX);
-        assert_int_equal(j.err_at, 0);
         dl_json_init(&j, "[", 1);
         j.depth = DL_JSON_MAX_DEPTH;
         assert_false(dl_json_skip(&j, NULL));
         assert_int_equal(j.err, DL_JSON_E_DEPTH);
         assert_int_equal(j.err_at, 0);
+    }
+}
+
+/* The error of <token> as a value where DL_JSON_MAX_DEPTH containers are open (the
+ * innermost an object when <in_obj>, an array else): ours, and jansson's by its code. */
+static void
+t_at_depth_limit(const char *token, bool in_obj)
+{
+    size_t k, n = DL_JSON_MAX_DEPTH - 1, tl = strlen(token);
+    char *doc = malloc(n + 5 + tl);
+    enum dl_json_err want;
+    json_error_t e;
+    struct dl_json j;
+
+    assert_non_null(doc);
+    for (k = 0; k < n; k++)
+        doc[k] = '[';
+    if (in_obj) {
+        memcpy(doc + n, "{\"k\":", 5);
+        n += 5;
+    } else {
+        doc[n++] = '[';
+    }
+    memcpy(doc + n, token, tl);
+    n += tl;
+    assert_null(json_loadb(doc, n, JSON_ALLOW_NUL, &e));
+    want = json_error_code(&e) == json_error_stack_overflow     ? DL_JSON_E_DEPTH
+           : json_error_code(&e) == json_error_numeric_overflow ? DL_JSON_E_RANGE
+                                                                : DL_JSON_E_SYNTAX;
+    dl_json_init(&j, doc, n);
+    (void)dl_json_peek(&j);
+    assert_false(dl_json_skip(&j, NULL));
+    if (j.err != want)
+        fail_msg("%s token \"%s\": ours %d, jansson's %d (%s)", in_obj ? "object" : "array", token,
+                 (int)j.err, (int)want, e.text);
+    free(doc);
+}
+
+/* jansson lexes a token before it judges the depth: only its lexer's errors come first
+ * (bytes that are not UTF-8, bad strings, numbers out of range); an invalid token is too
+ * deep, and so is the end, except in an array. */
+static void
+test_json_skip_at_depth_limit_errs_as_jansson(void **state)
+{
+    static const char *const tokens[] = {
+        "1",        "1,",      "-0.5",     "1e5",      "-",      "-x",
+        "01",       "1.",      "1.x",      "1e",       "1e+",    "99999999999999999999",
+        "1e400",    "1\xff",   "-\xff",    "1.\xff",   "1e\xff", "\"s\"",
+        "\"s",      "\"\\x\"", "\"\x01\"", "\"\xff\"", "true",   "true]",
+        "true\xff", "tru",     "trux",     "nul",      "x",      "X\xc3",
+        ",",        "}",       "]",        ":",        "#",      "\x01",
+        "\xc3\xa9", "\xff",    "\xc3",     "",         " ",      "{",
+        "[",
+    };
+    size_t k;
+
+    (void)state;
+    for (k = 0; k < sizeof(tokens) / sizeof(tokens[0]); k++) {
+        t_at_depth_limit(tokens[k], false);
+        t_at_depth_limit(tokens[k], true);
     }
 }
 
@@ -567,6 +647,7 @@ main(void)
         cmocka_unit_test(test_json_obj_next_members_and_errors),
         cmocka_unit_test(test_json_skip_agrees_with_jansson),
         cmocka_unit_test(test_json_skip_depth_limit),
+        cmocka_unit_test(test_json_skip_at_depth_limit_errs_as_jansson),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
