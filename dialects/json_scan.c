@@ -709,22 +709,6 @@ level_is_obj(const unsigned char *stack, unsigned level)
     return (stack[level / 8] >> (level % 8)) & 1;
 }
 
-bool
-dl_json_obj_enter(struct dl_json *j)
-{
-    if (j->depth >= DL_JSON_MAX_DEPTH)
-        return dl_json_fail(j, DL_JSON_E_DEPTH);
-    j->depth++;
-    j->i++;
-    return true;
-}
-
-bool
-dl_json_arr_enter(struct dl_json *j)
-{
-    return dl_json_obj_enter(j);
-}
-
 /* Past the whitespace at *<ip>: the next other byte (0..255) with *<ip> on it, or -1 with
  * *<ip> at <n>. Compact JSON has none: every whitespace byte is <= ' ', so one test
  * decides the common case. */
