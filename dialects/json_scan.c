@@ -2,11 +2,15 @@
  * dialects/json_scan.c - a validating, allocation-free, single-pass JSON scanner.
  * Accepts what jansson's json_loadb(JSON_ALLOW_NUL) accepts (the differential check in
  * tests/fuzz/fuzz_openai.c holds it to that) at a small fraction of the cost: no tree,
- * no hashtable, no copies. Plain string bytes are checked eight at a time.
+ * no hashtable, no copies. Plain string bytes are checked sixteen at a time (eight
+ * without SSE2). The common cases (a plain string, a short number, a member with a plain
+ * key, a scalar skipped) run without a call that saves registers; the rest is in the
+ * *_rest functions, out of line.
  * Allocates only to hand strtod a copy of a real number longer than 128 bytes.
  * Owns:    nothing beyond one call.
  * Threads: any; never blocks.
- * See:     dialects/json_scan.h, dialects/openai.c, tests/fuzz/fuzz_openai.c
+ * See:     dialects/json_scan.h, dialects/openai.c, tests/fuzz/fuzz_openai.c,
+ *          tests/unit/dialects/test_json_scan.c, docs/perf.md
  */
 #include "dialects/json_scan.h"
 
@@ -53,6 +57,21 @@ swar_special(uint64_t v)
 
     return (v | ((q - ONES) & ~q) | ((b - ONES) & ~b) | ((v - ONES * 0x20) & ~v)) & HIGHS;
 }
+
+#ifdef __SSE2__
+/* One bit per byte of the 16 at <p> that needs a look: '"', '\\', and, through a signed
+ * compare below 0x20, control bytes and (as negative) every byte from 0x80. */
+static inline unsigned
+sse_special(const unsigned char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i hit = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+        _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+#endif
 
 static int
 hex4(const unsigned char *p)
@@ -103,27 +122,22 @@ utf8_seq(const unsigned char *p, size_t avail)
     return 0;
 }
 
-bool
-dl_json_string(struct dl_json *j, struct dl_json_str *o)
+/* The rest of the string from <i>, every byte before it plain ASCII: escapes, UTF-8,
+ * the last bytes of the document, errors. Kept out of line so that dl_json_string's
+ * common case saves no registers. */
+static __attribute__((noinline)) bool
+string_rest(struct dl_json *j, struct dl_json_str *o, size_t i)
 {
     const unsigned char *s = (const unsigned char *)j->s;
-    size_t n = j->n, i = j->i + 1, adj = 0, ext = 0;
+    size_t n = j->n, adj = 0, ext = 0;
 
-    o->start = i;
-    o->escaped = false;
-    o->nul = false;
     for (;;) {
         unsigned c;
 
 #ifdef __SSE2__
-        /* 16 plain bytes at a time: a signed compare below 0x20 catches control bytes
-         * and (as negative) every byte from 0x80 */
+        /* 16 plain bytes at a time */
         while (i + 16 <= n) {
-            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-            __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-                                                    _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
-                                       _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
-            unsigned m = (unsigned)_mm_movemask_epi8(hit);
+            unsigned m = sse_special(s + i);
 
             if (m) {
                 i += (size_t)__builtin_ctz(m);
@@ -222,6 +236,53 @@ dl_json_string(struct dl_json *j, struct dl_json_str *o)
     o->jlen = o->dlen + ext;
     j->i = i + 1;
     return true;
+}
+
+/* The common string: plain ASCII up to its quote, a block at a time (the same test as
+ * string_rest's). True with *<ip> on the closing quote; false with *<ip> on the first
+ * byte that needs a look, or where less than a block is left: string_rest's from there. */
+static inline bool
+plain_string(const unsigned char *s, size_t n, size_t *ip)
+{
+    size_t i = *ip;
+
+#ifdef __SSE2__
+    while (i + 16 <= n) {
+        unsigned m = sse_special(s + i);
+
+        if (m) {
+            i += (size_t)__builtin_ctz(m);
+            *ip = i;
+            return s[i] == '"';
+        }
+        i += 16;
+    }
+#endif
+    *ip = i;
+    return false;
+}
+
+/* dl_json_string's body, inlined where a string is met most (object keys, skips). */
+static inline bool
+string_at(struct dl_json *j, struct dl_json_str *o)
+{
+    size_t start = j->i + 1, i = start;
+
+    o->start = start;
+    o->escaped = false;
+    o->nul = false;
+    if (!plain_string((const unsigned char *)j->s, j->n, &i))
+        return string_rest(j, o, i);
+    o->end = i;
+    o->dlen = o->jlen = i - start;
+    j->i = i + 1;
+    return true;
+}
+
+bool
+dl_json_string(struct dl_json *j, struct dl_json_str *o)
+{
+    return string_at(j, o);
 }
 
 static size_t
@@ -384,8 +445,9 @@ dl_json_num_real(struct dl_json *j, const struct dl_json_num *num, double *out)
     return true;
 }
 
-bool
-dl_json_number(struct dl_json *j, struct dl_json_num *o)
+/* dl_json_number's whole grammar and range checks. */
+static __attribute__((noinline)) bool
+number_rest(struct dl_json *j, struct dl_json_num *o)
 {
     const char *s = j->s;
     size_t n = j->n, i = j->i, lead;
@@ -461,6 +523,97 @@ dl_json_number(struct dl_json *j, struct dl_json_num *o)
             return dl_json_fail(j, DL_JSON_E_RANGE);
     }
     return true;
+}
+
+/* The end of the run of digits at <i>: eight bytes at a time (a byte is a digit when its
+ * high nibble is 3, and still is once 6 is added), then one at a time. */
+static inline size_t
+digits_end(const char *s, size_t n, size_t i)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (i + 8 <= n) {
+        uint64_t v, x;
+
+        memcpy(&v, s + i, 8);
+        /* non-zero bytes where a byte is not a digit; a carry of v + 6s only runs into
+         * bytes above a non-digit, and only the lowest one counts */
+        x = ((v & ONES * 0xF0) ^ ONES * 0x30) | (((v + ONES * 6) & ONES * 0xF0) ^ ONES * 0x30);
+        x = (x | ((x & ONES * 0x7F) + ONES * 0x7F)) & HIGHS;
+        if (x)
+            return i + (size_t)__builtin_ctzll(x) / 8;
+        i += 8;
+    }
+#endif
+    while (i < n && is_digit(s[i]))
+        i++;
+    return i;
+}
+
+/* number_at's end: <i> past the integer part of the number at <start>; the fraction
+ * (which tends to be long: a logprob has 16 digits) eight digits at a time. Out of line
+ * and a leaf, so that its constants take no register from an integer's path. */
+static __attribute__((noinline)) bool
+number_end(struct dl_json *j, struct dl_json_num *o, size_t start, size_t i)
+{
+    const char *s = j->s;
+    size_t n = j->n;
+    bool real = false;
+    unsigned char c;
+
+    if (i < n && s[i] == '.') {
+        i++;
+        if (i >= n || !is_digit(s[i]))
+            return number_rest(j, o);
+        i = digits_end(s, n, i + 1);
+        real = true;
+    }
+    if (i < n) {
+        c = (unsigned char)s[i];
+        if (is_digit(c) || c == '.' || c == 'e' || c == 'E' || c >= 0x80)
+            return number_rest(j, o);
+    }
+    o->start = start;
+    o->end = i;
+    o->real = real;
+    j->i = i;
+    return true;
+}
+
+/* The common number decided here: an integer part of at most 18 digits (an integer is
+ * then in range, and so is a real without an exponent), an optional fraction, no
+ * exponent, followed by what cannot continue a number nor be a bad UTF-8 sequence.
+ * Anything else is number_rest's from the number's first byte. */
+static inline __attribute__((always_inline)) bool
+number_at(struct dl_json *j, struct dl_json_num *o)
+{
+    const char *s = j->s;
+    size_t n = j->n, start = j->i, i = start, lead;
+
+    if (i < n && s[i] == '-')
+        i++;
+    lead = i;
+    if (i >= n || !is_digit(s[i]))
+        return number_rest(j, o);
+    if (s[i++] != '0') /* short, as a rule */
+        while (i < n && is_digit(s[i]))
+            i++;
+    if (i - lead > 18)
+        return number_rest(j, o);
+    if (i >= n ||
+        ((unsigned char)s[i] < 0x80 && !is_digit(s[i]) && s[i] != '.' && (s[i] | 0x20) != 'e')) {
+        o->start = start;
+        o->end = i;
+        o->real = false;
+        j->i = i;
+        return true;
+    }
+    return number_end(j, o, start, i);
+}
+
+bool
+dl_json_number(struct dl_json *j, struct dl_json_num *o)
+{
+    return number_at(j, o);
 }
 
 bool
@@ -556,69 +709,114 @@ level_is_obj(const unsigned char *stack, unsigned level)
     return (stack[level / 8] >> (level % 8)) & 1;
 }
 
-bool
-dl_json_obj_enter(struct dl_json *j)
+/* Past the whitespace at *<ip>: the next other byte (0..255) with *<ip> on it, or -1 with
+ * *<ip> at <n>. Compact JSON has none: every whitespace byte is <= ' ', so one test
+ * decides the common case. */
+static inline int
+peek_at(const char *s, size_t n, size_t *ip)
 {
-    if (j->depth >= DL_JSON_MAX_DEPTH)
-        return dl_json_fail(j, DL_JSON_E_DEPTH);
-    j->depth++;
-    j->i++;
-    return true;
+    size_t i;
+
+    for (i = *ip; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c > ' ' || (c != ' ' && c != '\n' && c != '\r' && c != '\t')) {
+            *ip = i;
+            return c;
+        }
+    }
+    *ip = i;
+    return -1;
 }
 
-bool
-dl_json_arr_enter(struct dl_json *j)
+/* dl_json_obj_next's error return, the cursor where a structural byte was expected. */
+static __attribute__((noinline)) int
+member_fail(struct dl_json *j, size_t i)
 {
-    return dl_json_obj_enter(j);
+    j->i = i;
+    fail_token(j);
+    return -1;
 }
 
+/* dl_json_obj_next from a key that is not plain ASCII (or ends the document's last
+ * block) to the member's value: the key's rest from <i>, then ':'. */
+static __attribute__((noinline)) int
+member_rest(struct dl_json *j, struct dl_json_str *key, size_t i)
+{
+    if (!string_rest(j, key, i))
+        return -1;
+    if (key->nul) /* jansson: "NUL byte in object key not supported" */
+        return fail_at(j, key->start, DL_JSON_E_SYNTAX), -1;
+    i = j->i;
+    if (peek_at(j->s, j->n, &i) != ':')
+        return member_fail(j, i);
+    i++;
+    (void)peek_at(j->s, j->n, &i);
+    j->i = i;
+    return 1;
+}
+
+/* Every call but those of errors and unusual keys is a tail call: the common member
+ * (plain key, compact or not) saves no registers. */
 int
 dl_json_obj_next(struct dl_json *j, bool *first, struct dl_json_str *key)
 {
-    int c = dl_json_peek(j);
+    const char *s = j->s;
+    size_t n = j->n, i = j->i, start;
+    int c = peek_at(s, n, &i);
 
     if (c == '}') {
-        j->i++;
+        j->i = i + 1;
         j->depth--;
         return 0;
     }
     if (!*first) {
         if (c != ',')
-            return fail_token(j), -1;
-        j->i++;
-        c = dl_json_peek(j);
+            return member_fail(j, i);
+        i++;
+        c = peek_at(s, n, &i);
     }
     *first = false;
     if (c != '"')
-        return fail_token(j), -1;
-    if (!dl_json_string(j, key))
-        return -1;
-    if (key->nul) /* jansson: "NUL byte in object key not supported" */
-        return fail_at(j, key->start, DL_JSON_E_SYNTAX), -1;
-    if (dl_json_peek(j) != ':')
-        return fail_token(j), -1;
-    j->i++;
-    (void)dl_json_peek(j);
+        return member_fail(j, i);
+    start = i + 1;
+    key->start = start;
+    key->escaped = false;
+    key->nul = false;
+    i = start;
+    if (!plain_string((const unsigned char *)s, n, &i))
+        return member_rest(j, key, i);
+    key->end = i;
+    key->dlen = key->jlen = i - start;
+    i++;
+    if (peek_at(s, n, &i) != ':')
+        return member_fail(j, i);
+    i++;
+    (void)peek_at(s, n, &i);
+    j->i = i;
     return 1;
 }
 
 int
 dl_json_arr_next(struct dl_json *j, bool *first)
 {
-    int c = dl_json_peek(j);
+    const char *s = j->s;
+    size_t n = j->n, i = j->i;
+    int c = peek_at(s, n, &i);
 
     if (c == ']') {
-        j->i++;
+        j->i = i + 1;
         j->depth--;
         return 0;
     }
     if (!*first) {
         if (c != ',')
-            return fail_token(j), -1;
-        j->i++;
-        (void)dl_json_peek(j);
+            return member_fail(j, i);
+        i++;
+        (void)peek_at(s, n, &i);
     }
     *first = false;
+    j->i = i;
     return 1;
 }
 
@@ -670,86 +868,180 @@ scalar(struct dl_json *j, int c, bool want_len, size_t *add)
     }
 }
 
-bool
-dl_json_skip(struct dl_json *j, size_t *compact)
+static inline bool
+is_alpha(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* True when the bytes at <p> start a sequence that is not UTF-8 (jansson's reader
+ * refuses it whatever the lexer wanted there). */
+static bool
+bad_utf8_at(const unsigned char *s, size_t n, size_t p)
+{
+    return p < n && s[p] >= 0x80 && !utf8_seq(s + p, n - p);
+}
+
+/* A value where DL_JSON_MAX_DEPTH containers are open, its first byte <c> at the cursor;
+ * always false. jansson counts a scalar as a level of its own, and lexes a token before
+ * it judges the depth: only an error of its lexer comes first (a byte it read that is
+ * not UTF-8, a bad string, a number out of range: a libFuzzer find); any other token
+ * there, even an invalid one, is too deep, and so is the end of the bytes, except in an
+ * array (<in_array>), whose parser wants its ']' first (another libFuzzer find). */
+static bool
+too_deep(struct dl_json *j, int c, bool in_array)
+{
+    const unsigned char *s = (const unsigned char *)j->s;
+    size_t n = j->n, i = j->i;
+
+    if (c == '"') {
+        struct dl_json_str str;
+
+        if (!string_at(j, &str))
+            return false;
+    } else if (c == '-' || is_digit(c)) {
+        struct dl_json_num num;
+
+        if (!dl_json_number(j, &num)) {
+            /* a number's grammar fails at the byte jansson's lexer stopped at, without an
+             * error of its own unless that byte is not UTF-8 */
+            if (j->err != DL_JSON_E_SYNTAX || bad_utf8_at(s, n, j->err_at))
+                return false;
+            j->err = DL_JSON_OK;
+        }
+    } else if (is_alpha(c)) { /* jansson reads a whole identifier and the byte after it */
+        while (i < n && is_alpha(s[i]))
+            i++;
+        j->i = i;
+        if (bad_utf8_at(s, n, i))
+            return dl_json_fail(j, DL_JSON_E_SYNTAX);
+    } else if ((c == -1 && in_array) || (c >= 0x80 && bad_utf8_at(s, n, i))) {
+        return dl_json_fail(j, DL_JSON_E_SYNTAX);
+    }
+    return dl_json_fail(j, DL_JSON_E_DEPTH);
+}
+
+/* dl_json_skip of any value, the cursor on its first byte <c>. */
+static __attribute__((noinline)) bool
+skip_value(struct dl_json *j, int c, size_t *compact)
 {
     /* one bit per open level below the cursor's depth: 1 for an object */
     unsigned char stack[DL_JSON_MAX_DEPTH / 8];
+    const char *s = j->s;
+    size_t n = j->n, i = j->i, len = 0, add;
     unsigned base = j->depth, sp = 0;
-    size_t len = 0, add;
-    struct dl_json_str key;
-    int c = dl_json_peek(j);
+    struct dl_json_str str;
+    bool obj = false; /* the innermost open level is an object (when sp > 0) */
 
+    /* The cursor is <i> here; j->i is set from it before any call that reads it or may
+     * fail, so errors are recorded where they were. */
 value:
     if (c == '{' || c == '[') {
-        if (base + sp >= DL_JSON_MAX_DEPTH)
+        if (base + sp >= DL_JSON_MAX_DEPTH) {
+            j->i = i;
             return dl_json_fail(j, DL_JSON_E_DEPTH);
-        if (c == '{')
+        }
+        obj = c == '{';
+        if (obj)
             stack[sp / 8] |= (unsigned char)(1u << (sp % 8));
         else
             stack[sp / 8] &= (unsigned char)~(1u << (sp % 8));
         sp++;
-        j->i++;
+        i++;
         len += 2;
-        c = dl_json_peek(j);
-        if (c == (level_is_obj(stack, sp - 1) ? '}' : ']')) {
-            j->i++;
-            sp--;
-            goto after;
-        }
-        if (level_is_obj(stack, sp - 1))
+        c = peek_at(s, n, &i);
+        if (c == (obj ? '}' : ']'))
+            goto close;
+        if (obj)
             goto member;
         goto value;
     }
-    /* jansson counts a scalar as a level of its own: one at the limit is too deep, once
-     * its token lexes (jansson's lexer reads the token first, so a bad one there is
-     * invalid JSON: a libFuzzer find) */
-    if (base + sp >= DL_JSON_MAX_DEPTH) {
-        if (!scalar(j, c, false, &add))
+    j->i = i;
+    if (base + sp >= DL_JSON_MAX_DEPTH)
+        return too_deep(j, c, sp > 0 && !obj);
+    if (c == '"') {
+        if (!string_at(j, &str))
             return false;
-        return dl_json_fail(j, DL_JSON_E_DEPTH);
+        len += str.jlen + 2;
+    } else if (!compact && (c == '-' || is_digit(c))) {
+        struct dl_json_num num;
+
+        if (!number_at(j, &num))
+            return false;
+    } else {
+        if (!scalar(j, c, compact != NULL, &add))
+            return false;
+        len += add;
     }
-    if (!scalar(j, c, compact != NULL, &add))
-        return false;
-    len += add;
+    i = j->i;
 after:
     if (sp == 0) {
+        j->i = i;
         if (compact)
             *compact += len;
         return true;
     }
-    c = dl_json_peek(j);
-    {
-        bool obj = level_is_obj(stack, sp - 1);
-
-        if (c == ',') {
-            j->i++;
-            len++;
-            c = dl_json_peek(j);
-            if (obj)
-                goto member;
-            goto value;
-        }
-        if (c == (obj ? '}' : ']')) {
-            j->i++;
-            sp--;
-            goto after;
-        }
+    c = peek_at(s, n, &i);
+    if (c == ',') {
+        i++;
+        len++;
+        c = peek_at(s, n, &i);
+        if (obj)
+            goto member;
+        goto value;
+    }
+    if (c != (obj ? '}' : ']')) {
+        j->i = i;
         return fail_token(j);
     }
+close:
+    i++;
+    if (--sp)
+        obj = level_is_obj(stack, sp - 1);
+    goto after;
 member:
+    j->i = i;
     if (c != '"')
         return fail_token(j);
-    if (!dl_json_string(j, &key))
+    if (!string_at(j, &str))
         return false;
-    if (key.nul)
-        return fail_at(j, key.start, DL_JSON_E_SYNTAX);
-    if (dl_json_peek(j) != ':')
+    if (str.nul)
+        return fail_at(j, str.start, DL_JSON_E_SYNTAX);
+    i = j->i;
+    if (peek_at(s, n, &i) != ':') {
+        j->i = i;
         return fail_token(j);
-    j->i++;
-    len += key.jlen + 3;
-    c = dl_json_peek(j);
+    }
+    i++;
+    len += str.jlen + 3;
+    c = peek_at(s, n, &i);
     goto value;
+}
+
+/* The common skips, scalars, without skip_value's frame. (A scalar at the depth limit is
+ * skip_value's: jansson counts it as a level of its own.) */
+bool
+dl_json_skip(struct dl_json *j, size_t *compact)
+{
+    int c = dl_json_peek(j);
+
+    if (j->depth < DL_JSON_MAX_DEPTH && !compact) {
+        if (c == '"') {
+            struct dl_json_str str;
+
+            return string_at(j, &str);
+        }
+        if (c == '-' || is_digit(c)) {
+            struct dl_json_num num;
+
+            return dl_json_number(j, &num);
+        }
+        if (c == 't' || c == 'n')
+            return literal(j, c == 't' ? "true" : "null", 4);
+        if (c == 'f')
+            return literal(j, "false", 5);
+    }
+    return skip_value(j, c, compact);
 }
 
 /* ---- errors ---- */

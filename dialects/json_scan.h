@@ -82,13 +82,18 @@ bool dl_json_fail(struct dl_json *j, enum dl_json_err e);
 static inline int
 dl_json_peek(struct dl_json *j)
 {
-    while (j->i < j->n) {
-        unsigned char c = (unsigned char)j->s[j->i];
+    size_t i;
 
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t')
+    for (i = j->i; i < j->n; i++) {
+        unsigned char c = (unsigned char)j->s[i];
+
+        /* every whitespace byte is <= ' ': the first test decides compact JSON */
+        if (c > ' ' || (c != ' ' && c != '\n' && c != '\r' && c != '\t')) {
+            j->i = i;
             return c;
-        j->i++;
+        }
     }
+    j->i = i;
     return -1;
 }
 
@@ -102,8 +107,21 @@ bool dl_json_number(struct dl_json *j, struct dl_json_num *out);
 bool dl_json_skip(struct dl_json *j, size_t *compact);
 
 /* At '{' (or '['): consumes it and counts a level. False (E_DEPTH) past the limit. */
-bool dl_json_obj_enter(struct dl_json *j);
-bool dl_json_arr_enter(struct dl_json *j);
+static inline bool
+dl_json_obj_enter(struct dl_json *j)
+{
+    if (j->depth >= DL_JSON_MAX_DEPTH)
+        return dl_json_fail(j, DL_JSON_E_DEPTH);
+    j->depth++;
+    j->i++;
+    return true;
+}
+
+static inline bool
+dl_json_arr_enter(struct dl_json *j)
+{
+    return dl_json_obj_enter(j);
+}
 /* Inside an entered object: 1 with the next key in <key> and the cursor on its value
  * (whitespace skipped); 0 when the object closed (the '}' consumed; its offset is
  * j->i - 1); -1 on an error. <*first> starts true and is kept by the call. */

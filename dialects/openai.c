@@ -79,7 +79,7 @@ str_bytes(struct dl_json *j, size_t *out)
 
 /* An object's member <key> through <fn> (the last one, as jansson keeps it); 0 when it
  * is missing or the value is not an object. */
-static bool
+static inline bool
 member_bytes(struct dl_json *j, const char *key, size_t klen, scan_fn fn, size_t *out)
 {
     struct dl_json_str k;
@@ -345,22 +345,48 @@ schema_bytes(struct dl_json *j, size_t *out)
     return dl_json_skip(j, c == '{' || c == '[' ? out : NULL);
 }
 
-/* Which read field the key <k> is (escapes decoded), or RF__COUNT for another key; notes
- * the first one met twice in <rs->dup>. */
+/* True when the key <k> is read field <f> (a constant once inlined: the compare is too). */
+static inline bool
+is_field(const struct dl_json *j, const struct dl_json_str *k, enum read_field f)
+{
+    return dl_json_key_is(j, k, read_fields[f].name, read_fields[f].len);
+}
+
+/* Which read field the key <k> is (escapes decoded), or RF__COUNT for another key. Only
+ * the fields of the key's length are compared, each with a constant. */
+static enum read_field
+read_field_of(const struct dl_json *j, const struct dl_json_str *k)
+{
+    _Static_assert(RF__COUNT == 9, "a read field added needs its case here");
+    switch (k->dlen) {
+    case 5:
+        return is_field(j, k, RF_MODEL)   ? RF_MODEL
+               : is_field(j, k, RF_TOOLS) ? RF_TOOLS
+                                          : RF__COUNT;
+    case 6: return is_field(j, k, RF_STREAM) ? RF_STREAM : RF__COUNT;
+    case 8: return is_field(j, k, RF_MESSAGES) ? RF_MESSAGES : RF__COUNT;
+    case 9: return is_field(j, k, RF_FUNCTIONS) ? RF_FUNCTIONS : RF__COUNT;
+    case 10: return is_field(j, k, RF_MAX_TOKENS) ? RF_MAX_TOKENS : RF__COUNT;
+    case 14: return is_field(j, k, RF_STREAM_OPTIONS) ? RF_STREAM_OPTIONS : RF__COUNT;
+    case 16: return is_field(j, k, RF_PROMPT_CACHE_KEY) ? RF_PROMPT_CACHE_KEY : RF__COUNT;
+    case 21: return is_field(j, k, RF_MAX_COMPLETION_TOKENS) ? RF_MAX_COMPLETION_TOKENS : RF__COUNT;
+    default: return RF__COUNT;
+    }
+}
+
+/* Which read field the key <k> is, or RF__COUNT for another key; notes the first one met
+ * twice in <rs->dup>. */
 static enum read_field
 note_field(const struct dl_json *j, const struct dl_json_str *k, struct req_scan *rs)
 {
-    unsigned f;
+    enum read_field f = read_field_of(j, k);
 
-    for (f = 0; f < RF__COUNT; f++)
-        if (dl_json_key_is(j, k, read_fields[f].name, read_fields[f].len))
-            break;
     if (f == RF__COUNT)
         return RF__COUNT;
     if ((rs->seen & (1u << f)) && !rs->dup)
         rs->dup = read_fields[f].name;
     rs->seen |= 1u << f;
-    return (enum read_field)f;
+    return f;
 }
 
 /* The whole request, the cursor at its '{'. */
@@ -722,7 +748,7 @@ read_count(struct dl_json *j, uint64_t *out)
 
 /* One count <name> of a *_tokens_details object (cached_tokens, reasoning_tokens). */
 static bool
-read_detail(struct dl_json *j, const char *name, uint64_t *count)
+read_detail(struct dl_json *j, const char *name, size_t len, uint64_t *count)
 {
     struct dl_json_str k;
     bool first = true;
@@ -734,8 +760,7 @@ read_detail(struct dl_json *j, const char *name, uint64_t *count)
     if (!dl_json_obj_enter(j))
         return false;
     while ((rc = dl_json_obj_next(j, &first, &k)) > 0)
-        if (!(dl_json_key_is(j, &k, name, strlen(name)) ? read_count(j, count)
-                                                        : dl_json_skip(j, NULL)))
+        if (!(dl_json_key_is(j, &k, name, len) ? read_count(j, count) : dl_json_skip(j, NULL)))
             return false;
     return rc == 0;
 }
@@ -760,9 +785,9 @@ read_usage(struct dl_json *j, struct gw_usage *usage)
         else if (KEY_IS(j, &k, "completion_tokens"))
             ok = read_count(j, &completion);
         else if (KEY_IS(j, &k, "prompt_tokens_details"))
-            ok = read_detail(j, "cached_tokens", &cached);
+            ok = read_detail(j, "cached_tokens", 13, &cached);
         else if (KEY_IS(j, &k, "completion_tokens_details"))
-            ok = read_detail(j, "reasoning_tokens", &reasoning);
+            ok = read_detail(j, "reasoning_tokens", 16, &reasoning);
         else
             ok = dl_json_skip(j, NULL);
         if (!ok)

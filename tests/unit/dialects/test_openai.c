@@ -432,8 +432,10 @@ test_openai_parse_nesting_limit_is_jansson_2048(void **state)
         else
             t_parse_refused(buf, "body: nested too deep at line 1 column", NULL);
     }
-    /* ... but at the limit a token that does not lex is invalid JSON, as jansson's lexer
-     * says before its depth check (a libFuzzer find: the scanner said too deep) */
+    /* ... but at the limit a token its lexer refuses is invalid JSON, as jansson's lexer
+     * says before its depth check (a libFuzzer find: the scanner said too deep), while a
+     * token that lexes, even as an invalid one (a bad literal), is too deep (another
+     * libFuzzer find: the scanner said invalid) */
     {
         size_t len = (size_t)snprintf(buf, sizeof(buf), "{\"model\":\"m\",\"messages\":[],\"x\":");
 
@@ -446,7 +448,7 @@ test_openai_parse_nesting_limit_is_jansson_2048(void **state)
         buf[len] = '\0';
         t_parse_refused(buf, "body: not valid JSON at line 1 column", NULL);
         buf[len - 2048 - 1] = 't'; /* a bad literal */
-        t_parse_refused(buf, "body: not valid JSON at line 1 column", NULL);
+        t_parse_refused(buf, "body: nested too deep at line 1 column", NULL);
     }
     /* objects count the same way, and deep nesting where the parse looks (messages) */
     t_parse_refused("{\"model\":\"m\",\"messages\":[{\"content\":[[[[[[[[[[[[[[[[[[[[[[[["
