@@ -13,14 +13,12 @@
 #include "core/alloc.h"
 
 bool
-gw_str_eq_nocase(struct gw_str a, struct gw_str b)
+gw_mem_eq_nocase(const char *a, const char *b, size_t n)
 {
     size_t i;
 
-    if (a.len != b.len)
-        return false;
-    for (i = 0; i < a.len; i++) {
-        unsigned char x = (unsigned char)a.ptr[i], y = (unsigned char)b.ptr[i];
+    for (i = 0; i < n; i++) {
+        unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
 
         /* equal bytes first: header names are matched against lists on every request,
          * mostly in the case they are written in */

@@ -35,8 +35,15 @@ gw_str_eq(struct gw_str a, struct gw_str b)
     return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
-/* Case-insensitive ASCII comparison (header names). */
-bool gw_str_eq_nocase(struct gw_str a, struct gw_str b);
+/* Case-insensitive ASCII comparison of <n> bytes. */
+bool gw_mem_eq_nocase(const char *a, const char *b, size_t n);
+/* Case-insensitive ASCII comparison (header names). Inline: names are matched against
+ * lists on every request, and most differ in length, which costs less than the call. */
+static inline bool
+gw_str_eq_nocase(struct gw_str a, struct gw_str b)
+{
+    return a.len == b.len && gw_mem_eq_nocase(a.ptr, b.ptr, a.len);
+}
 /* True when <s> starts (ends) with <p>, ASCII case ignored. */
 bool gw_str_has_prefix_nocase(struct gw_str s, const char *p);
 bool gw_str_has_suffix_nocase(struct gw_str s, const char *p);

@@ -779,8 +779,7 @@ net_h1req_header(const struct net_h1req *r, struct gw_str name, struct gw_str *v
     unsigned i;
 
     for (i = 0; i < r->n_hdrs; i++) {
-        /* the length first: most names differ in it, and the call costs more than this */
-        if (r->hdrs[i].name_len == name.len && gw_str_eq_nocase(hdr_name(r, &r->hdrs[i]), name)) {
+        if (gw_str_eq_nocase(hdr_name(r, &r->hdrs[i]), name)) {
             *value = hdr_value(r, &r->hdrs[i]);
             return true;
         }
