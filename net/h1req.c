@@ -145,6 +145,7 @@ request_reset(struct net_h1req *r)
 {
     gw_buf_reset(&r->url);
     gw_buf_reset(&r->hbuf);
+    gw_buf_reset(&r->trail);
     gw_buf_recycle(&r->body, H1_BODY_KEEP); /* no large body's memory on an idle conn */
     r->n_hdrs = 0;
     r->http_major = r->http_minor = 0;
@@ -553,7 +554,7 @@ size_byte(struct net_h1req *r, char c)
             return refuse(r, GW_E_BODY_TOO_LARGE, "request body larger than server.max_body_mb");
         if (r->left == 0) {
             r->part = NET_H1P_TRAILER;
-            r->line_start = r->hbuf.len;
+            gw_buf_reset(&r->trail);
         } else {
             r->part = NET_H1P_DATA;
         }
@@ -602,8 +603,9 @@ trailer_line(struct net_h1req *r, const char *line, const char *lend)
     return NET_H1_MORE;
 }
 
-/* Trailer bytes: whole lines are checked and dropped (a partial one waits in hbuf after
- * the head); the empty line ends the message. */
+/* Trailer bytes: whole lines are checked and dropped (a partial one waits in its own
+ * buffer: hbuf holds the head, which the caller may point into while the body is read);
+ * the empty line ends the message. */
 static enum net_h1_ev
 trailer_gather(struct net_h1req *r, const char *data, size_t len, size_t *used)
 {
@@ -611,29 +613,30 @@ trailer_gather(struct net_h1req *r, const char *data, size_t len, size_t *used)
     const char *lf;
 
     while ((lf = memchr(data + off, '\n', len - off)) != NULL) {
-        const char *line, *lend;
+        size_t n = (size_t)(lf - (data + off)) + 1; /* this piece of the line, LF included */
+        const char *line = data + off, *lend;
 
-        if (r->hbuf.len - r->line_start + (size_t)(lf - (data + off)) + 1 > cap)
+        if (r->trail.len + n > cap)
             return refuse(r, GW_E_HEADERS_TOO_LARGE, NET_H1_WHY_HEAD_LONG);
-        if (gw_buf_append(&r->hbuf, data + off, (size_t)(lf - (data + off)) + 1) != GW_OK)
-            return refuse(r, GW_E_NOMEM, "out of memory");
-        off = (size_t)(lf - data) + 1;
-        line = r->hbuf.data + r->line_start;
-        line_end(line, r->hbuf.data + r->hbuf.len, &lend);
+        off += n;
+        if (r->trail.len) { /* the line began in an earlier feed */
+            if (gw_buf_append(&r->trail, line, n) != GW_OK)
+                return refuse(r, GW_E_NOMEM, "out of memory");
+            line = r->trail.data;
+        }
+        line_end(line, line + (r->trail.len ? r->trail.len : n), &lend);
         if (lend == line) {
-            r->hbuf.len = r->line_start;
-            r->hbuf.data[r->hbuf.len] = '\0';
+            gw_buf_reset(&r->trail);
             *used = off;
             return message_done(r);
         }
         if (trailer_line(r, line, lend) == NET_H1_ERROR)
             return NET_H1_ERROR;
-        r->hbuf.len = r->line_start; /* the line is not kept */
-        r->hbuf.data[r->hbuf.len] = '\0';
+        gw_buf_reset(&r->trail); /* the line is not kept */
     }
-    if (r->hbuf.len - r->line_start + (len - off) > cap)
+    if (r->trail.len + (len - off) > cap)
         return refuse(r, GW_E_HEADERS_TOO_LARGE, NET_H1_WHY_HEAD_LONG);
-    if (gw_buf_append(&r->hbuf, data + off, len - off) != GW_OK)
+    if (gw_buf_append(&r->trail, data + off, len - off) != GW_OK)
         return refuse(r, GW_E_NOMEM, "out of memory");
     *used = len;
     return NET_H1_MORE;
@@ -653,6 +656,7 @@ net_h1req_fini(struct net_h1req *r)
 {
     gw_buf_fini(&r->url);
     gw_buf_fini(&r->hbuf);
+    gw_buf_fini(&r->trail);
     gw_buf_fini(&r->body);
     GW_FREE(r->hdrs);
     r->n_hdrs = r->cap_hdrs = 0;

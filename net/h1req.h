@@ -97,7 +97,8 @@ struct net_h1req {
     const char *why;     /* ... and a static sentence for the client */
     /* the reader's place */
     enum net_h1_part part;
-    size_t line_start;     /* NET_H1P_HEAD, _TRAILER: where the current line began in hbuf */
+    size_t line_start;     /* NET_H1P_HEAD: where the current line began in hbuf */
+    struct gw_buf trail;   /* NET_H1P_TRAILER: a trailer line begun in an earlier feed */
     uint64_t left;         /* NET_H1P_BODY, _DATA: bytes still to come */
     unsigned size_len;     /* NET_H1P_SIZE: bytes of the size line so far */
     unsigned char size_at; /* NET_H1P_SIZE: 0 digits, 1 extension, 2 CR seen */

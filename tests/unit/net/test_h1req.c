@@ -443,6 +443,49 @@ test_h1req_head_without_end_is_refused_at_its_byte_limit(void **state)
     net_h1req_fini(&r);
 }
 
+/* The caller may point into the head while the body is read (net_pipeline_head keeps
+ * header values): trailers, however long, leave the head's bytes where they are. */
+static void
+test_h1req_trailers_leave_the_head_in_place(void **state)
+{
+    static char raw[4096];
+    const char *head = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+    struct net_h1req r;
+    size_t n = strlen(head), off = 0, used, len;
+    const char *data;
+    struct gw_str host;
+    unsigned i;
+
+    (void)state;
+    memcpy(raw, head, n);
+    len = n;
+    len += (size_t)snprintf(raw + len, sizeof(raw) - len, "1\r\nx\r\n0\r\n");
+    for (i = 0; i < 20; i++)
+        len += (size_t)snprintf(raw + len, sizeof(raw) - len, "T%u: %090u\r\n", i, i);
+    len += (size_t)snprintf(raw + len, sizeof(raw) - len, "\r\n");
+    net_h1req_init(&r, &t_lim);
+    assert_int_equal(net_h1req_feed(&r, raw, len, &used), NET_H1_HEAD);
+    off = used;
+    assert_true(net_h1req_header(&r, GW_STR_LIT("host"), &host));
+    data = r.hbuf.data;
+    n = r.hbuf.len;
+    net_h1req_resume(&r);
+    while (off < len) { /* in small pieces, so trailer lines wait in between */
+        size_t piece = len - off < 7 ? len - off : 7;
+        enum net_h1_ev ev = net_h1req_feed(&r, raw + off, piece, &used);
+
+        off += used;
+        if (ev == NET_H1_DONE)
+            break;
+        assert_int_equal(ev, NET_H1_MORE);
+    }
+    assert_int_equal(off, len);
+    assert_ptr_equal(r.hbuf.data, data);
+    assert_int_equal(r.hbuf.len, n);
+    assert_memory_equal(host.ptr, "a", 1);
+    net_h1req_fini(&r);
+}
+
 /* HTTP/2 builds its requests header by header (net/http2.c): the same limits hold. */
 static void
 test_h1req_add_header_keeps_the_limits(void **state)
@@ -496,6 +539,7 @@ main(void)
         cmocka_unit_test(test_issue_8_chunk_past_the_limit_is_refused_at_its_size_line),
         cmocka_unit_test(test_issue_8_chunk_size_overflow_is_refused),
         cmocka_unit_test(test_h1req_trailers_are_not_headers),
+        cmocka_unit_test(test_h1req_trailers_leave_the_head_in_place),
         cmocka_unit_test(test_h1req_values_lose_trailing_blanks),
         cmocka_unit_test(test_h1req_reads_pipelined_requests_in_turn),
         cmocka_unit_test(test_h1req_token),
