@@ -208,7 +208,10 @@ content_length_of(const char *v, size_t n, uint64_t *out)
 static unsigned
 connection_tokens(const char *v, size_t n)
 {
-    static const char *const words[2] = {"keep-alive", "close"};
+    /* "upgrade" sets no flag the gateway reads, but it is matched like the others: a
+     * mismatch takes its byte, a comma included, as http-parser's did */
+    static const char *const words[3] = {"keep-alive", "close", "upgrade"};
+    static const unsigned word_flag[3] = {H1_KEEP_ALIVE, H1_CLOSE, 0};
     enum { VALUE_START, TOKEN_START, MATCH, TOKEN, GOT, DEAD } st = VALUE_START;
     unsigned flags = 0, w = 0, i = 0;
     size_t k;
@@ -219,12 +222,10 @@ connection_tokens(const char *v, size_t n)
         switch (st) {
         case VALUE_START:
         case TOKEN_START:
-            if (c == 'k' || c == 'c') {
-                w = c == 'k' ? 0 : 1;
+            if (c == 'k' || c == 'c' || c == 'u') {
+                w = c == 'k' ? 0 : c == 'c' ? 1 : 2;
                 i = 0;
                 st = MATCH;
-            } else if (c == 'u') {
-                st = TOKEN; /* "upgrade": not the gateway's concern */
             } else if (st == VALUE_START || is_tchar(c)) {
                 st = TOKEN;
             } else if (c != ' ') {
@@ -240,7 +241,7 @@ connection_tokens(const char *v, size_t n)
             break;
         case GOT:
             if (ch == ',') {
-                flags |= w == 0 ? H1_KEEP_ALIVE : H1_CLOSE;
+                flags |= word_flag[w];
                 st = TOKEN_START;
             } else if (ch != ' ') {
                 st = TOKEN;
@@ -254,7 +255,7 @@ connection_tokens(const char *v, size_t n)
         }
     }
     if (st == GOT)
-        flags |= w == 0 ? H1_KEEP_ALIVE : H1_CLOSE;
+        flags |= word_flag[w];
     return flags;
 }
 

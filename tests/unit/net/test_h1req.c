@@ -367,6 +367,9 @@ test_h1req_connection_tokens(void **state)
         {"GET / HTTP/1.1\r\nHost: a\r\nConnection: closed\r\n\r\n", true},
         {"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\t\r\n\r\n", true},
         {"GET / HTTP/1.1\r\nHost: a\r\nConnection: x,\tclose\r\n\r\n", true},
+        /* a failed "upgrade" takes its comma: the close is inside the same token */
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgr,close\r\n\r\n", true},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade,close\r\n\r\n", false},
         {"GET / HTTP/1.1\r\nHost: a\r\nProxy-Connection: close\r\n\r\n", false},
         {"GET / HTTP/1.0\r\n\r\n", false},
         {"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", true},
