@@ -1073,6 +1073,12 @@ def main():
     spread = [f"{n} {min(res[n]['serial_p50']):.0f}..{max(res[n]['serial_p50']):.0f}"
               for n in names if res[n].get("serial_p50")]
     notes.append("noise: 1 conn p50 range over the runs (us): " + ", ".join(spread))
+    # each round's figure, in the order of the rounds: a column whose median sits apart
+    # from its neighbours' shows here whether one round or all of them put it there
+    rounds_cpu = [f"{n} " + " ".join(f"{v:.1f}" for v in res[n]["cpu_req"])
+                  for n in names if res[n].get("cpu_req")]
+    notes.append("noise: 64 conns proxy CPU per request in each round (us): "
+                 + "; ".join(rounds_cpu))
     notes.append(f"noise: other work on the machine took {other:.0f} CPU-seconds during the "
                  f"rounds ({100.0 * other / max(1e-9, elapsed * os.cpu_count()):.0f}% of "
                  f"{os.cpu_count()} CPUs for {elapsed:.0f} s)")
