@@ -11,13 +11,15 @@
  *   keep-alive, url, header pairs, body) and end the same way (wanting more, or refused
  *   with the same code).
  * - Against the reference it must see the same requests. It may refuse where the
- *   reference took the input only with one of its stricter sentences (NET_H1_WHY_*:
- *   a CR without LF, obsolete folding, a control byte (http-parser let one through
- *   as the first byte of a trailer's value), another form of request target, a version other than
- * HTTP/1.x, chunk framing, a head past its byte limit), each backed by the input holding what it
- * names where that can be seen in the bytes; it may still want more of a head or trailers that the
- * reference refused early (it reads them a whole line at a time), or ended early at a CR without
- * LF. It never takes what the reference refused.
+ *   reference took the input only with one of its stricter sentences (NET_H1_WHY_*: a
+ *   CR without LF, obsolete folding, a control byte (http-parser let one through as the
+ *   first byte of a trailer's value), another form of request target, a version other
+ *   than HTTP/1.x, chunk framing, a head past its byte limit), each backed by the input
+ *   holding what it names where the bytes show it. It may still want more of a head or
+ *   trailers that the reference refused early (it reads them a whole line at a time),
+ *   or ended early at a CR without LF. It never takes what the reference refused.
+ *   The reference is the http-parser the build links: Debian's 2.9.4, whose patches
+ *   differ from upstream's 2.9.4 (a name that begins with transfer-encoding).
  * - Every header kept has a token name and a value without control bytes; a body never
  *   passes max_body.
  * Owns:    one input at a time.
