@@ -227,18 +227,6 @@ gw_ct_equal(const void *a, const void *b, size_t n)
     return d == 0;
 }
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 bool
 gw_hex_decode32(struct gw_str hex, unsigned char out[32])
 {
@@ -247,7 +235,7 @@ gw_hex_decode32(struct gw_str hex, unsigned char out[32])
     if (hex.len != 64)
         return false;
     for (i = 0; i < 32; i++) {
-        int hi = hexval(hex.ptr[2 * i]), lo = hexval(hex.ptr[2 * i + 1]);
+        int hi = gw_hex_digit(hex.ptr[2 * i]), lo = gw_hex_digit(hex.ptr[2 * i + 1]);
 
         if (hi < 0 || lo < 0)
             return false;
@@ -299,8 +287,8 @@ gw_pct_decode(struct gw_str in, char *out, size_t cap)
 
             if (i + 2 >= in.len)
                 return -1;
-            hi = hexval(in.ptr[i + 1]);
-            lo = hexval(in.ptr[i + 2]);
+            hi = gw_hex_digit(in.ptr[i + 1]);
+            lo = gw_hex_digit(in.ptr[i + 2]);
             if (hi < 0 || lo < 0)
                 return -1;
             c = (char)(hi << 4 | lo);

@@ -132,6 +132,19 @@ void gw_buf_recycle(struct gw_buf *b, size_t keep);
 /* Constant-time comparison of <n> bytes; true when equal. */
 bool gw_ct_equal(const void *a, const void *b, size_t n);
 
+/* The value of hex digit <c> (either case), or -1 when it is not one. */
+static inline int
+gw_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 /* Decodes 64 hex characters into 32 bytes; false when <hex> is not exactly that. */
 bool gw_hex_decode32(struct gw_str hex, unsigned char out[32]);
 /* Writes 2*n lowercase hex characters and a NUL into <out>. */

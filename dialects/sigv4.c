@@ -114,18 +114,6 @@ append_encoded(struct gw_buf *out, const char *p, size_t n)
     return rc;
 }
 
-static int
-hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Appends <s> percent-decoded then encoded as SigV4 wants: a query as sent is already
  * encoded by its writer's rules ("%E1%88%B4", or the bare UTF-8), and AWS signs the
  * parameter itself, so both spellings sign the same (the suite's
@@ -140,8 +128,8 @@ append_query_part(struct gw_buf *out, struct gw_str s)
 
     for (i = 0; i < s.len && rc == GW_OK; i++) {
         char c = s.ptr[i];
-        int hi = c == '%' && i + 2 < s.len ? hex_value(s.ptr[i + 1]) : -1;
-        int lo = hi >= 0 ? hex_value(s.ptr[i + 2]) : -1;
+        int hi = c == '%' && i + 2 < s.len ? gw_hex_digit(s.ptr[i + 1]) : -1;
+        int lo = hi >= 0 ? gw_hex_digit(s.ptr[i + 2]) : -1;
 
         if (lo >= 0) {
             c = (char)(hi << 4 | lo);

@@ -111,17 +111,6 @@ is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-static int
-hex_val(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)(c | 0x20);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 static bool
 eq_nocase(const char *a, size_t n, const char *lit)
 {
@@ -148,7 +137,7 @@ request_reset(struct net_h1req *r)
     gw_buf_reset(&r->trail);
     gw_buf_recycle(&r->body, H1_BODY_KEEP); /* no large body's memory on an idle conn */
     r->n_hdrs = 0;
-    r->http_major = r->http_minor = 0;
+    r->http_minor = 0;
     r->keep_alive = false;
     r->chunked = false;
     r->has_body = false;
@@ -306,7 +295,6 @@ request_line(struct net_h1req *r, const char *p, const char *lend)
     if (lend - p != 8 || memcmp(p, "HTTP/", 5) != 0 || !is_digit(p[5]) || p[6] != '.' ||
         !is_digit(p[7]) || p[5] != '1' || p[7] > '1')
         return refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_VERSION);
-    r->http_major = 1;
     r->http_minor = (unsigned)(p[7] - '0');
     return NET_H1_MORE;
 }
@@ -450,7 +438,6 @@ head_parse(struct net_h1req *r)
     r->keep_alive = http11 ? !(f.conn & H1_CLOSE) : (f.conn & H1_KEEP_ALIVE) != 0;
     r->chunked = f.n_te == 1;
     r->has_body = r->chunked || r->content_length > 0;
-    r->state = NET_H1_IN_BODY;
     r->part = NET_H1P_HEAD_END;
     return NET_H1_HEAD;
 }
@@ -482,7 +469,7 @@ head_gather(struct net_h1req *r, const char *data, size_t len, size_t *used)
         if (n == 0 || (n == 1 && first == '\r')) {
             if (gw_buf_append(&r->hbuf, data, off) != GW_OK)
                 return refuse(r, GW_E_NOMEM, "out of memory");
-            *used = off - 1; /* the final LF waits for the feed after the resume */
+            *used = off - 1; /* the final LF waits for the next feed */
             return head_parse(r);
         }
         r->line_start = at + 1;
@@ -510,7 +497,6 @@ body_take(struct net_h1req *r, const char *data, size_t n)
 static enum net_h1_ev
 message_done(struct net_h1req *r)
 {
-    r->state = NET_H1_COMPLETE;
     r->part = NET_H1P_DONE;
     return NET_H1_DONE;
 }
@@ -525,29 +511,29 @@ size_byte(struct net_h1req *r, char c)
     if (++r->size_len > H1_SIZE_LINE_MAX)
         return refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_CHUNK);
     switch (r->size_at) {
-    case 0: /* the size */
-        d = hex_val(c);
+    case NET_H1S_DIGITS: /* the size */
+        d = gw_hex_digit(c);
         if (d >= 0) {
             if ((UINT64_MAX - 16) / 16 < r->left)
                 return refuse(r, GW_E_HTTP_PARSE, "chunk size too large");
             r->left = r->left * 16 + (uint64_t)d;
         } else if (r->size_len > 1 && (c == ';' || c == ' ')) {
-            r->size_at = 1;
+            r->size_at = NET_H1S_EXT;
         } else if (r->size_len > 1 && c == '\r') {
-            r->size_at = 2;
+            r->size_at = NET_H1S_CR;
         } else {
             /* (http-parser took bytes past 0x7f for zeros: framing of its own) */
             return refuse(r, GW_E_HTTP_PARSE,
                           (unsigned char)c >= 0x80 ? NET_H1_WHY_CHUNK : "malformed chunk size");
         }
         return NET_H1_MORE;
-    case 1: /* extensions */
+    case NET_H1S_EXT: /* extensions */
         if (c == '\r')
-            r->size_at = 2;
+            r->size_at = NET_H1S_CR;
         else if (is_ctl((unsigned char)c))
             return refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_CHUNK);
         return NET_H1_MORE;
-    default: /* the LF */
+    default: /* NET_H1S_CR: the LF */
         if (c != '\n')
             return refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_BARE_CR);
         /* At once, not when the bytes arrive: a chunk declared past the limit is refused. */
@@ -705,7 +691,6 @@ net_h1req_feed(struct net_h1req *r, const char *data, size_t len, size_t *used)
                 break;
             }
             request_reset(r);
-            r->state = NET_H1_IN_HEAD;
             r->part = NET_H1P_HEAD;
             break;
         case NET_H1P_HEAD:
@@ -717,7 +702,8 @@ net_h1req_feed(struct net_h1req *r, const char *data, size_t len, size_t *used)
             off++; /* the head's final LF, read before */
             if (r->chunked) {
                 r->part = NET_H1P_SIZE;
-                r->size_len = r->size_at = 0;
+                r->size_len = 0;
+                r->size_at = NET_H1S_DIGITS;
                 r->left = 0;
             } else if (r->content_length > 0) {
                 r->part = NET_H1P_BODY;
@@ -749,7 +735,8 @@ net_h1req_feed(struct net_h1req *r, const char *data, size_t len, size_t *used)
             if (data[off++] != '\n')
                 ev = refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_BARE_CR);
             r->part = NET_H1P_SIZE;
-            r->size_len = r->size_at = 0;
+            r->size_len = 0;
+            r->size_at = NET_H1S_DIGITS;
             r->left = 0;
             break;
         case NET_H1P_TRAILER:
@@ -765,16 +752,9 @@ net_h1req_feed(struct net_h1req *r, const char *data, size_t len, size_t *used)
 }
 
 void
-net_h1req_resume(struct net_h1req *r)
-{
-    (void)r; /* the reader goes on from NET_H1P_HEAD_END at the next feed */
-}
-
-void
 net_h1req_next(struct net_h1req *r)
 {
     request_reset(r);
-    r->state = NET_H1_IDLE;
     r->part = NET_H1P_IDLE;
 }
 

@@ -51,16 +51,9 @@ struct net_req_hdr {
 enum net_h1_ev {
     NET_H1_MORE = 0, /* every byte was taken: feed more when it comes */
     NET_H1_HEAD,     /* the head is read: decide (a declared content_length over
-                      * max_body included), then net_h1req_resume or refuse */
+                      * max_body included), then feed the body or refuse */
     NET_H1_DONE,     /* the request is complete (body included) */
     NET_H1_ERROR,    /* refused: <refuse> and <why> say why; close after answering */
-};
-
-enum net_h1_state {
-    NET_H1_IDLE = 0, /* before the first byte of a request */
-    NET_H1_IN_HEAD,
-    NET_H1_IN_BODY,
-    NET_H1_COMPLETE,
 };
 
 /* Where the reader is within the message (net/h1req.c's own). */
@@ -79,10 +72,9 @@ enum net_h1_part {
 
 struct net_h1req {
     struct net_h1req_limits lim;
-    enum net_h1_state state;
     /* the request being read; valid from NET_H1_HEAD until net_h1req_next */
     enum http_method method;
-    unsigned http_major, http_minor;
+    unsigned http_minor; /* HTTP/1.<http_minor>: 0 or 1 */
     struct gw_buf url;
     struct gw_buf hbuf; /* the head as read (names and values are offsets into it) */
     struct net_req_hdr *hdrs;
@@ -97,12 +89,12 @@ struct net_h1req {
     const char *why;     /* ... and a static sentence for the client */
     /* the reader's place */
     enum net_h1_part part;
-    size_t line_start;     /* NET_H1P_HEAD: where the current line began in hbuf */
-    struct gw_buf trail;   /* NET_H1P_TRAILER: a trailer line begun in an earlier feed */
-    uint64_t left;         /* NET_H1P_BODY, _DATA: bytes still to come */
-    unsigned size_len;     /* NET_H1P_SIZE: bytes of the size line so far */
-    unsigned char size_at; /* NET_H1P_SIZE: 0 digits, 1 extension, 2 CR seen */
-    bool trailer_cl;       /* a Content-Length trailer was seen */
+    size_t line_start;   /* NET_H1P_HEAD: where the current line began in hbuf */
+    struct gw_buf trail; /* NET_H1P_TRAILER: a trailer line begun in an earlier feed */
+    uint64_t left;       /* NET_H1P_BODY, _DATA: bytes still to come */
+    unsigned size_len;   /* NET_H1P_SIZE: bytes of the size line so far */
+    enum { NET_H1S_DIGITS, NET_H1S_EXT, NET_H1S_CR } size_at; /* NET_H1P_SIZE: where */
+    bool trailer_cl; /* a Content-Length trailer was seen */
 };
 
 /* Prepares <r> with <lim> for the first request. */
@@ -110,13 +102,17 @@ void net_h1req_init(struct net_h1req *r, const struct net_h1req_limits *lim);
 /* Frees the buffers. */
 void net_h1req_fini(struct net_h1req *r);
 /* Feeds <len> bytes at <data>; *<used> tells how many were taken (the rest waits for
- * the next call). NET_H1_HEAD and NET_H1_DONE stop the reader until net_h1req_resume
- * or net_h1req_next; NET_H1_ERROR is final for the connection. NET_H1_HEAD leaves the
- * head's last byte (its final LF) unread, so the caller always has a byte to feed after
- * resuming, even for a request without a body. */
+ * the next call). NET_H1_HEAD returns before any body byte: the next feed reads the
+ * body. It leaves the head's last byte (its final LF) unread, so the caller always has a
+ * byte to feed after it, even for a request without a body. NET_H1_DONE holds the
+ * reader until net_h1req_next; NET_H1_ERROR is final for the connection. */
 enum net_h1_ev net_h1req_feed(struct net_h1req *r, const char *data, size_t len, size_t *used);
-/* After NET_H1_HEAD: go on reading the body. */
-void net_h1req_resume(struct net_h1req *r);
+/* True from a request's first byte until its head is read. */
+static inline bool
+net_h1req_in_head(const struct net_h1req *r)
+{
+    return r->part == NET_H1P_HEAD;
+}
 /* After NET_H1_DONE (the answer was written): forget the request, keep the buffers'
  * memory except a large body's, and read the next one. */
 void net_h1req_next(struct net_h1req *r);

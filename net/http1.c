@@ -454,7 +454,6 @@ head_read(struct net_conn *c)
             gw_str_eq_nocase(v, GW_STR_LIT("100-continue")))
             net_conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     }
-    net_h1req_resume(&c->rq);
     return true;
 }
 
@@ -493,7 +492,7 @@ conn_parse(struct net_conn *c)
             break;
         ev = net_h1req_feed(&c->rq, v.iov_base, v.iov_len, &used);
         evbuffer_drain(in, used);
-        if (c->state == NET_CONN_IDLE && c->rq.state == NET_H1_IN_HEAD) {
+        if (c->state == NET_CONN_IDLE && net_h1req_in_head(&c->rq)) {
             c->state = NET_CONN_HEAD; /* the first byte of a request: the head's deadline */
             timer_arm(c, c->header_timeout_secs);
         }

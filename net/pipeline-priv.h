@@ -70,12 +70,8 @@ struct net_stream {
     struct gw_str model;       /* the model the client asked for (a slice of its body) */
     uint64_t est_input;        /* estimated input tokens (DESIGN.md 18) */
     struct dl_dropped dropped; /* fields a conversion dropped (x-gw-dropped) */
-    struct gw_buf body;        /* the client's body (taken from the conn) */
-    size_t body_held;          /* its bytes in net_body_budget */
-    struct gw_buf upbody;      /* what is sent upstream ... */
-    struct gw_buf hop_path;    /* the hop's upstream path, and its credential header */
-    struct gw_buf hop_auth;    /* (wiped once sent); both built by net_hop_send */
-    size_t upbody_for;         /* ... to candidate cands[upbody_for] */
+    size_t body_held;          /* the body's bytes (body, below) in net_body_budget */
+    size_t upbody_for;         /* upbody (below) is for candidate cands[upbody_for] */
     bool upbody_ready;         /* upbody holds that candidate's body */
     char unconvertible[160];   /* why a candidate's shape could not take it */
     size_t n_cands, cur;       /* cands (below) */
@@ -147,9 +143,7 @@ struct net_stream {
     /* a Bedrock hop's stream: binary eventstream messages instead of SSE (up_es) */
     struct dl_bedrock_es es;
     bool up_es;
-    char up_errtype[64];   /* a Bedrock error answer's x-amzn-ErrorType, before any ':' */
-    struct gw_buf out;     /* held events, or the non-streamed answer */
-    struct gw_buf errbody; /* a non-2xx upstream body (bounded, logged only) */
+    char up_errtype[64]; /* a Bedrock error answer's x-amzn-ErrorType, before any ':' */
     uint64_t t_hop_us, t_first_us;
     size_t content_bytes;
     struct gw_usage usage;
@@ -166,9 +160,19 @@ struct net_stream {
     struct gw_buf xbody;                 /* the body expanded with them */
     bool resp_keep;                      /* this answer is to be kept */
     struct dl_answer resp_fold;          /* ... its events folded */
+    /* ---- kept: buffers whose memory a freed stream keeps in its worker's cache
+     * (pipeline.c stream_cache_put empties them; zeroed only when the stream is first
+     * allocated), so a request does not allocate them again ---- */
+    struct gw_buf body;     /* the client's body (taken from the conn) */
+    struct gw_buf upbody;   /* what is sent upstream (to cands[upbody_for]) */
+    struct gw_buf hop_path; /* the hop's upstream path, and its credential header */
+    struct gw_buf hop_auth; /* (wiped once sent); both built by net_hop_send */
+    struct gw_buf out;      /* held events, or the non-streamed answer */
+    struct gw_buf errbody;  /* a non-2xx upstream body (bounded, logged only) */
     /* ---- scratch: not zeroed when the stream is made (net_pipeline_start zeroes the
-     * fields above, NET_STREAM_ZEROED bytes); each is written before it is read. Zeroing
-     * them showed in profiles (half of the stream's bytes, on every request). ---- */
+     * fields before the kept ones, NET_STREAM_ZEROED bytes); each is written before it
+     * is read. Zeroing them showed in profiles (half of the stream's bytes, on every
+     * request). ---- */
     struct net_stream *cache_next;            /* in its worker's stream_cache while it is there */
     struct gw_route_cand cands[GW_ROUTE_MAX]; /* in the order to try (core/route.h): the
                                                * first n_cands, written by gw_route_order */
@@ -179,8 +183,10 @@ struct net_stream {
                                  * request_parse clears it first) */
 };
 
-/* The bytes of a new stream that start zeroed: everything before the scratch fields. */
-#define NET_STREAM_ZEROED offsetof(struct net_stream, cands)
+/* The bytes of a stream that start zeroed for each request: everything before the kept
+ * buffers; and for a stream just allocated, everything before the scratch fields. */
+#define NET_STREAM_ZEROED offsetof(struct net_stream, body)
+#define NET_STREAM_ZEROED_NEW offsetof(struct net_stream, cache_next)
 
 /* Retry-After, retry-after-ms and x-should-retry (DESIGN.md 18), as header pairs. */
 struct net_retry_hdrs {

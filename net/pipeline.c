@@ -273,35 +273,22 @@ stream_cache_put(struct net_stream *s)
     w->n_stream_cache++;
 }
 
-/* A stream with its first NET_STREAM_ZEROED bytes zeroed but the kept buffers (empty),
+/* A stream with its first NET_STREAM_ZEROED bytes zeroed and its kept buffers empty,
  * or NULL when out of memory. */
 static struct net_stream *
 stream_cache_get(struct net_worker *w)
 {
     struct net_stream *s = w->stream_cache;
-    struct gw_buf body, upbody, out, errbody, hop_path, hop_auth;
 
     if (!s) {
         s = gw_malloc(sizeof(*s));
         if (s)
-            memset(s, 0, NET_STREAM_ZEROED);
+            memset(s, 0, NET_STREAM_ZEROED_NEW);
         return s;
     }
     w->stream_cache = s->cache_next;
     w->n_stream_cache--;
-    body = s->body;
-    upbody = s->upbody;
-    hop_path = s->hop_path;
-    hop_auth = s->hop_auth;
-    out = s->out;
-    errbody = s->errbody;
     memset(s, 0, NET_STREAM_ZEROED);
-    s->body = body;
-    s->upbody = upbody;
-    s->hop_path = hop_path;
-    s->hop_auth = hop_auth;
-    s->out = out;
-    s->errbody = errbody;
     return s;
 }
 

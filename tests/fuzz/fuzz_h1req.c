@@ -40,10 +40,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* ---- the reference: http-parser with gw's checks (net/h1req.c before it was gw's own) ---- */
 
+enum ref_state {
+    NET_H1_IDLE = 0, /* before the first byte of a request */
+    NET_H1_IN_HEAD,
+    NET_H1_IN_BODY,
+    NET_H1_COMPLETE,
+};
+
 struct ref_req {
     http_parser parser;
     struct net_h1req_limits lim;
-    enum net_h1_state state;
+    enum ref_state state;
     enum http_method method;
     struct gw_buf url;
     struct gw_buf hbuf;
@@ -486,7 +493,6 @@ t_read(const uint8_t *data, size_t size, int step, struct t_run *run)
                 run->end = GW_E_BODY_TOO_LARGE; /* the server refuses it here */
                 break;
             }
-            net_h1req_resume(&r);
         } else if (ev == NET_H1_DONE) {
             if (r.body.len > t_lim.max_body)
                 abort();

@@ -20,7 +20,7 @@
 
 static const struct net_h1req_limits t_lim = {4096, 32, 1024};
 
-/* Feeds <raw> as the server does (resume at the head, stop at the end). Returns the
+/* Feeds <raw> as the server does (on past the head, stop at the end). Returns the
  * last event; *<r> keeps the request. */
 static enum net_h1_ev
 t_read(struct net_h1req *r, const char *raw)
@@ -32,9 +32,7 @@ t_read(struct net_h1req *r, const char *raw)
     while (off < len) {
         ev = net_h1req_feed(r, raw + off, len - off, &used);
         off += used;
-        if (ev == NET_H1_HEAD)
-            net_h1req_resume(r);
-        else if (ev != NET_H1_MORE)
+        if (ev != NET_H1_MORE && ev != NET_H1_HEAD)
             break;
     }
     return ev;
@@ -67,7 +65,6 @@ test_h1req_stops_at_the_head_before_the_body(void **state)
     assert_int_equal(r.content_length, 5);
     assert_true(r.has_body);
     assert_int_equal(r.method, HTTP_POST);
-    net_h1req_resume(&r);
     assert_int_equal(net_h1req_feed(&r, raw + used, strlen(raw) - used, &used), NET_H1_DONE);
     assert_int_equal(r.body.len, 5);
     assert_memory_equal(r.body.data, "hello", 5);
@@ -227,7 +224,6 @@ test_h1req_reads_pipelined_requests_in_turn(void **state)
     net_h1req_init(&r, &t_lim);
     assert_int_equal(net_h1req_feed(&r, raw, len, &used), NET_H1_HEAD);
     off += used;
-    net_h1req_resume(&r);
     assert_int_equal(net_h1req_feed(&r, raw + off, len - off, &used), NET_H1_DONE);
     off += used;
     assert_int_equal(r.url.len, 2);
@@ -237,7 +233,6 @@ test_h1req_reads_pipelined_requests_in_turn(void **state)
     off += used;
     assert_memory_equal(r.url.data, "/b", 2);
     assert_false(r.has_body);
-    net_h1req_resume(&r);
     assert_int_equal(net_h1req_feed(&r, raw + off, len - off, &used), NET_H1_DONE);
     assert_int_equal(off + used, len);
     net_h1req_fini(&r);
@@ -390,7 +385,7 @@ test_h1req_connection_tokens(void **state)
 }
 
 /* The same request split in two at every byte reads the same: the head is read only
- * once whole, and the head's last byte is left for the feed after the resume. */
+ * once whole, and the head's last byte is left for the feed after it. */
 static void
 test_h1req_every_split_reads_the_same(void **state)
 {
@@ -417,7 +412,6 @@ test_h1req_every_split_reads_the_same(void **state)
                 assert_true(r.chunked);
                 assert_true(net_h1req_header(&r, GW_STR_LIT("x-a"), &v));
                 assert_true(gw_str_eq(v, GW_STR_LIT("v")));
-                net_h1req_resume(&r);
             }
         }
         assert_int_equal(ev, NET_H1_DONE);
@@ -472,7 +466,6 @@ test_h1req_trailers_leave_the_head_in_place(void **state)
     assert_true(net_h1req_header(&r, GW_STR_LIT("host"), &host));
     data = r.hbuf.data;
     n = r.hbuf.len;
-    net_h1req_resume(&r);
     while (off < len) { /* in small pieces, so trailer lines wait in between */
         size_t piece = len - off < 7 ? len - off : 7;
         enum net_h1_ev ev = net_h1req_feed(&r, raw + off, piece, &used);
