@@ -175,17 +175,20 @@ GWD_LOG_LEVEL = "warn"
 AWS_REGION, AWS_KEY_ID, AWS_SECRET = "us-east-1", "AKIDBENCH", "bench-aws-secret"
 
 
-def start_upstream(bindir, procs):
-    p = Proc("upstream", [os.path.join(bindir, "gwbench"), "upstream", "--listen",
-                          "127.0.0.1:0", "--threads", "1", "--quiet",
-                          "--aws-access-key-id", AWS_KEY_ID, "--aws-secret-access-key",
-                          AWS_SECRET, "--aws-region", AWS_REGION],
-             stdout=subprocess.PIPE, text=True)
+def start_upstream(bindir, procs, name="upstream", args=None):
+    """`gwbench upstream` on a free port, with <args> (by default the AWS credentials
+    gwd-br-conv signs with); its port (the process is procs[-1]). bench/scale.py and
+    bench/soak.py start theirs here too."""
+    if args is None:
+        args = ["--aws-access-key-id", AWS_KEY_ID, "--aws-secret-access-key", AWS_SECRET,
+                "--aws-region", AWS_REGION]
+    p = Proc(name, [os.path.join(bindir, "gwbench"), "upstream", "--listen", "127.0.0.1:0",
+                    "--threads", "1", "--quiet"] + args, stdout=subprocess.PIPE, text=True)
     procs.append(p)
     line = p.p.stdout.readline()
     m = re.search(r"listening on ([\d.]+):(\d+)", line)
     if not m:
-        raise SystemExit(f"bench: gwbench upstream did not start: {line!r}")
+        raise SystemExit(f"bench: gwbench upstream {name} did not start: {line!r}")
     return int(m.group(2))
 
 

@@ -38,6 +38,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import (ROOT, Proc, busy_secs, cpu_secs, fmt_table, free_port, md_table,  # noqa: E402
+                 start_upstream,
                  own_secs, rss_kb)
 
 # Open files a process may have here (hard limit) and what each process keeps for
@@ -69,18 +70,6 @@ def listen_overflows():
     except (OSError, ValueError, IndexError):
         pass
     return None
-
-
-def start_upstream(bindir, procs, name):
-    """One `gwbench upstream` on a free port; returns its port. Its streams_open_max
-    starts at 0: each cell starts its own."""
-    p = Proc(name, [os.path.join(bindir, "gwbench"), "upstream", "--listen", "127.0.0.1:0",
-                    "--threads", "1", "--quiet"], stdout=subprocess.PIPE, text=True)
-    procs.append(p)
-    m = re.search(r"listening on [\d.]+:(\d+)", p.p.stdout.readline())
-    if not m:
-        raise SystemExit(f"scale: {name} did not start")
-    return int(m.group(1)), p
 
 
 def start_gwd(bindir, home, ups, workers, h2, max_conns, procs):
@@ -240,8 +229,10 @@ def cell(bindir, tmp, name, n, workers, h2, a):
         # gwbench upstream answers an h2 stream through a socketpair: two descriptors a
         # stream, so the h2 cell spreads its streams over enough upstreams
         per_up = (NOFILE - RESERVE) // (2 if h2 else 1)
-        ups = [start_upstream(bindir, procs, f"upstream-{i}")
-               for i in range(max(1, math.ceil(n / per_up)))]
+        # (each cell starts its own upstreams: their streams_open_max starts at 0)
+        ups = []  # (port, process)
+        for i in range(max(1, math.ceil(n / per_up))):
+            ups.append((start_upstream(bindir, procs, f"upstream-{i}", []), procs[-1]))
         up_ports = [u for u, _ in ups]
         gwd = ctl = None
         port = up_ports[0]

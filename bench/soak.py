@@ -36,7 +36,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import (ROOT, Proc, cpu_secs, fmt_table, free_port, md_table,  # noqa: E402
-                 overview, rss_kb)
+                 overview, rss_kb, start_upstream)
 
 SAMPLE_SECS = 10
 SETTLE_SECS = 30  # how long the held counters may take to return to zero after the loads
@@ -76,18 +76,6 @@ def quota_windows(secs):
     to_mock = sum(m[1] for m in MIX if m[3] in ("mock-model", "soak-fallback"))
     rpm = int(to_mock * min(secs, 60) / (len(UP_KEYS) - 1) / QUOTA_RPM_SHARE)
     return [("rpm", rpm), ("tpm", rpm * 10**4), ("rpd", 10**8), ("tpd", 10**11)]
-
-
-def start_upstream(bindir, procs, name, args):
-    """`gwbench upstream` on a free port with <args>; its port."""
-    p = Proc(name, [os.path.join(bindir, "gwbench"), "upstream", "--listen", "127.0.0.1:0",
-                    "--threads", "1", "--quiet"] + args, stdout=subprocess.PIPE, text=True)
-    procs.append(p)
-    line = p.p.stdout.readline()
-    m = re.search(r"listening on ([\d.]+):(\d+)", line)
-    if not m:
-        raise SystemExit(f"soak: gwbench upstream {name} did not start: {line!r}")
-    return int(m.group(2))
 
 
 def rss_detail(pid):

@@ -442,6 +442,27 @@ head_parse(struct net_h1req *r)
     return NET_H1_HEAD;
 }
 
+/* The request line's method as far as it has come (hbuf, then <data>): letters A-Z and
+ * '-' up to a space within its first 12 bytes (the longest method has 11). Checked at
+ * every feed until the request line is whole, so that a client speaking another
+ * protocol (a TLS hello on the plain port) is refused at once rather than at the head's
+ * timeout; what comes later waits for whole lines. */
+static bool
+method_so_far(const struct net_h1req *r, const char *data, size_t len)
+{
+    size_t base = r->hbuf.len, n = base + len < 12 ? base + len : 12, k;
+
+    for (k = 0; k < n; k++) {
+        char c = k < base ? r->hbuf.data[k] : data[k - base];
+
+        if (c == ' ')
+            return k > 0;
+        if (!((c >= 'A' && c <= 'Z') || c == '-'))
+            return false;
+    }
+    return n < 12;
+}
+
 /* Gathers head bytes into hbuf until the empty line. Only whole lines are looked at, so
  * the head is read the same however it was split. */
 static enum net_h1_ev
@@ -451,6 +472,8 @@ head_gather(struct net_h1req *r, const char *data, size_t len, size_t *used)
     size_t cap = (size_t)r->lim.max_header_bytes + H1_HEAD_SLACK;
     const char *lf;
 
+    if (r->line_start == 0 && !method_so_far(r, data, len))
+        return malformed(r);
     while ((lf = memchr(data + off, '\n', len - off)) != NULL) {
         size_t at = base + (size_t)(lf - data), n = at - r->line_start;
         char first = n == 0                 ? '\n'

@@ -482,6 +482,35 @@ test_h1req_trailers_leave_the_head_in_place(void **state)
     net_h1req_fini(&r);
 }
 
+/* Another protocol on the port (a TLS hello: no LF in sight) is refused at its first
+ * bytes, not at the head's timeout; a method still coming is waited for. */
+static void
+test_h1req_a_bad_method_is_refused_before_the_line_ends(void **state)
+{
+    static const char hello[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03";
+    struct net_h1req r;
+    size_t used;
+
+    (void)state;
+    net_h1req_init(&r, &t_lim);
+    assert_int_equal(net_h1req_feed(&r, hello, sizeof(hello) - 1, &used), NET_H1_ERROR);
+    assert_int_equal(r.refuse, GW_E_HTTP_PARSE);
+    net_h1req_fini(&r);
+    net_h1req_init(&r, &t_lim);
+    assert_int_equal(net_h1req_feed(&r, "M-SEAR", 6, &used), NET_H1_MORE);
+    assert_int_equal(net_h1req_feed(&r, "CH / HT", 7, &used), NET_H1_MORE);
+    assert_int_equal(net_h1req_feed(&r, "TP/1.1\r\nHost: a\r\n\r", 18, &used), NET_H1_MORE);
+    assert_int_equal(net_h1req_feed(&r, "\n", 1, &used), NET_H1_HEAD);
+    assert_int_equal(r.method, HTTP_MSEARCH);
+    net_h1req_fini(&r);
+    net_h1req_init(&r, &t_lim);
+    assert_int_equal(net_h1req_feed(&r, "POSTPOSTPOSTPOST", 16, &used), NET_H1_ERROR);
+    net_h1req_fini(&r);
+    net_h1req_init(&r, &t_lim);
+    assert_int_equal(net_h1req_feed(&r, "Get / HTTP/1.1", 14, &used), NET_H1_ERROR);
+    net_h1req_fini(&r);
+}
+
 /* HTTP/2 builds its requests header by header (net/http2.c): the same limits hold. */
 static void
 test_h1req_add_header_keeps_the_limits(void **state)
@@ -536,6 +565,7 @@ main(void)
         cmocka_unit_test(test_issue_8_chunk_size_overflow_is_refused),
         cmocka_unit_test(test_h1req_trailers_are_not_headers),
         cmocka_unit_test(test_h1req_trailers_leave_the_head_in_place),
+        cmocka_unit_test(test_h1req_a_bad_method_is_refused_before_the_line_ends),
         cmocka_unit_test(test_h1req_values_lose_trailing_blanks),
         cmocka_unit_test(test_h1req_reads_pipelined_requests_in_turn),
         cmocka_unit_test(test_h1req_token),
