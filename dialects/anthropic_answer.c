@@ -237,6 +237,8 @@ on_message_start(struct ep *s, struct dl_json *j, struct dl_emitter *e)
         return j->err == DL_JSON_E_NOMEM ? GW_E_NOMEM : GW_E_UPSTREAM_PROTOCOL;
     if (top[0].kind != DA_OBJ)
         return GW_E_UPSTREAM_PROTOCOL;
+    if (s->finished)
+        return GW_OK; /* a start after the finish: the answer is whole */
     if (m[2].kind == DA_OBJ && !usage_read(j, u, &s->usage))
         return GW_E_NOMEM;
     if (!txt_field(&id, j, &m[0]))

@@ -155,18 +155,38 @@ fold_nomem(struct dl_answer *a)
     return 1;
 }
 
+/* An index an upstream's answer gave (Messages numbers its blocks itself): it must not
+ * size the arena. */
+static int
+fold_bad_index(struct dl_answer *a)
+{
+    a->failed = true;
+    a->status = 502;
+    a->error_type = GW_STR_LIT("api_error");
+    a->message = GW_STR_LIT("the upstream's answer numbers its blocks out of order");
+    return 1;
+}
+
 /* The block of <index>, started now when it is new: blocks are numbered in the order they
  * start, and a delta for a block never started starts it (some shapes have no block
- * events: Chat's deltas carry their index). */
+ * events: Chat's deltas carry their index). NULL when out of memory, or when <index> is
+ * more than DL_ANSWER_MAX_GAP past the blocks so far or not below DL_ANSWER_MAX_BLOCKS,
+ * with a->failed set either way. */
 static struct dl_answer_block *
 fold_block(struct dl_answer *a, unsigned index, enum dl_block kind)
 {
+    if (index >= DL_ANSWER_MAX_BLOCKS || index > a->n_blocks + DL_ANSWER_MAX_GAP) {
+        fold_bad_index(a);
+        return NULL;
+    }
     while (a->n_blocks <= index) {
         struct dl_answer_block *b = gw_arena_push(a->arena, (void **)&a->blocks, &a->n_blocks,
                                                   &a->cap_blocks, sizeof(*a->blocks));
 
-        if (!b)
+        if (!b) {
+            fold_nomem(a);
             return NULL;
+        }
         b->block = kind;
     }
     return &a->blocks[index];
@@ -189,7 +209,7 @@ dl_answer_fold(void *arg, const struct dl_event *ev)
     case DL_EV_BLOCK_START:
         b = fold_block(a, ev->index, ev->block);
         if (!b)
-            return fold_nomem(a);
+            return 1;
         b->block = ev->block;
         b->redacted = ev->redacted;
         if (ev->block == DL_BLOCK_TOOL_CALL) {
@@ -202,7 +222,9 @@ dl_answer_fold(void *arg, const struct dl_event *ev)
         break;
     case DL_EV_DELTA:
         b = fold_block(a, ev->index, ev->block);
-        if (!b || gw_buf_append_str(&b->text, ev->text) != GW_OK ||
+        if (!b)
+            return 1;
+        if (gw_buf_append_str(&b->text, ev->text) != GW_OK ||
             gw_buf_append_str(&b->signature, ev->signature) != GW_OK)
             return fold_nomem(a);
         break;

@@ -328,6 +328,12 @@ struct dl_answer_block {
     bool redacted;
 };
 
+/* An answer's blocks: at most this many, and a block may start at most this many past
+ * the last one started (an index further on fails the answer as the upstream's protocol
+ * error: a Messages upstream numbers its own blocks). */
+#define DL_ANSWER_MAX_BLOCKS 4096
+#define DL_ANSWER_MAX_GAP 16
+
 struct dl_answer {
     struct gw_str id, model; /* arena copies */
     uint64_t created;
@@ -348,7 +354,8 @@ void dl_answer_init(struct dl_answer *a, struct gw_arena *arena);
 /* Frees the text buffers (the arena keeps the rest). */
 void dl_answer_fini(struct dl_answer *a);
 /* Folds one event into <a>: a dl_event_fn (arg: struct dl_answer *). Returns non-zero
- * (stop) only when out of memory, with a->failed set and status 500. */
+ * (stop) with a->failed set: status 500 when out of memory, 502 for a block index out
+ * of the bounds above. */
 int dl_answer_fold(void *arg, const struct dl_event *ev);
 
 /* ---- the shapes' table ---- */

@@ -230,11 +230,15 @@ test_messages_events_finish_reasons(void **state)
         snprintf(want, sizeof(want), "FINISH %s\n", reasons[i][1]);
         dl_anthropic_shape.parse_init(&st);
         assert_int_equal(t_event(&st, "message_delta", data, &got), GW_OK);
-        /* after the finish: usage still counts, content does not, stop adds nothing */
+        /* after the finish: usage still counts, content does not, a start or a stop adds
+         * nothing */
         assert_int_equal(t_event(&st, "content_block_delta",
                                  "{\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}",
                                  &got),
                          GW_OK);
+        assert_int_equal(
+            t_event(&st, "message_start", "{\"message\":{\"id\":\"m2\",\"model\":\"c\"}}", &got),
+            GW_OK);
         assert_int_equal(t_event(&st, "message_delta", "{\"usage\":{\"output_tokens\":3}}", &got),
                          GW_OK);
         assert_int_equal(t_event(&st, "message_stop", "{}", &got), GW_OK);

@@ -165,6 +165,56 @@ test_canon_events_fold_into_an_answer(void **state)
     gw_arena_fini(&arena);
 }
 
+/* A Messages upstream numbers its own blocks: a delta for block 4 000 000 000 must fail
+ * the answer as the upstream's error, not start four billion blocks. */
+static void
+test_canon_fold_refuses_a_block_index_far_past_the_last(void **state)
+{
+    struct gw_arena arena;
+    struct dl_answer a;
+    struct dl_event e = {.kind = DL_EV_DELTA, .block = DL_BLOCK_TEXT, .text = GW_STR_LIT("x")};
+    unsigned i;
+
+    (void)state;
+    gw_arena_init(&arena);
+    dl_answer_init(&a, &arena);
+    /* a gap up to DL_ANSWER_MAX_GAP starts the blocks before it */
+    e.index = DL_ANSWER_MAX_GAP;
+    assert_int_equal(dl_answer_fold(&a, &e), 0);
+    assert_int_equal(a.n_blocks, DL_ANSWER_MAX_GAP + 1);
+    assert_false(a.failed);
+    /* one further is refused, with nothing started */
+    e.index = 2 * DL_ANSWER_MAX_GAP + 2;
+    assert_int_not_equal(dl_answer_fold(&a, &e), 0);
+    assert_true(a.failed);
+    assert_int_equal(a.status, 502);
+    assert_int_equal(a.n_blocks, DL_ANSWER_MAX_GAP + 1);
+    dl_answer_fini(&a);
+
+    /* a block start far away: the same */
+    dl_answer_init(&a, &arena);
+    e.kind = DL_EV_BLOCK_START;
+    e.index = 4000000000u;
+    assert_int_not_equal(dl_answer_fold(&a, &e), 0);
+    assert_true(a.failed);
+    assert_int_equal(a.status, 502);
+    assert_int_equal(a.n_blocks, 0);
+    dl_answer_fini(&a);
+
+    /* blocks in order stop at DL_ANSWER_MAX_BLOCKS */
+    dl_answer_init(&a, &arena);
+    for (i = 0; i < DL_ANSWER_MAX_BLOCKS; i++) {
+        e.index = i;
+        assert_int_equal(dl_answer_fold(&a, &e), 0);
+    }
+    e.index = DL_ANSWER_MAX_BLOCKS;
+    assert_int_not_equal(dl_answer_fold(&a, &e), 0);
+    assert_int_equal(a.status, 502);
+    assert_int_equal(a.n_blocks, DL_ANSWER_MAX_BLOCKS);
+    dl_answer_fini(&a);
+    gw_arena_fini(&arena);
+}
+
 static void
 test_canon_signature_of_another_shape_is_tagged_and_read_back(void **state)
 {
@@ -250,6 +300,7 @@ main(void)
         cmocka_unit_test(test_canon_input_estimate_counts_every_part),
         cmocka_unit_test(test_canon_content_is_a_delta_with_text_or_a_tool_call_start),
         cmocka_unit_test(test_canon_events_fold_into_an_answer),
+        cmocka_unit_test(test_canon_fold_refuses_a_block_index_far_past_the_last),
         cmocka_unit_test(test_canon_signature_of_another_shape_is_tagged_and_read_back),
         cmocka_unit_test(test_canon_offered_tools_are_dropped_by_name_for_other_shapes),
     };
