@@ -81,6 +81,13 @@ struct store {
      * or main once the writer is stopped). Slots hold struct gw_row *. */
     struct ck_ring q;
     struct ck_ring_buffer *q_buf;
+    /* Rows the writer is done with, for workers to fill again (store_row_new): ck_ring
+     * used only through back_put (the writer, or main once the writer is stopped) and
+     * back_take (any worker). A row freed by the writer went back to the worker's malloc
+     * arena under its lock, and a batch of them made the arena trim its top and fault the
+     * pages in again. Slots hold struct gw_row *. */
+    struct ck_ring back;
+    struct ck_ring_buffer *back_buf;
 
     /* Writer thread. mu guards <stop> and <sync_waiters>; workers never take mu. cv wakes
      * the writer; done_cv wakes store_sync callers after each of the writer's turns. */

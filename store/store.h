@@ -48,7 +48,12 @@ bool store_sync(struct store *s, unsigned timeout_ms);
 /* Closes the environment. Writer must be stopped. NULL is fine. */
 void store_close(struct store *s);
 
-/* Queues <*rowp> (allocated with gw_malloc) for the writer. Always takes ownership:
+/* A row to fill (uninitialised): one the writer is done with when there is one, else a new
+ * allocation; NULL when out of memory. <s> may be NULL (no store: a new allocation).
+ * Any thread; never blocks. */
+struct gw_row *store_row_new(struct store *s);
+
+/* Queues <*rowp> (from store_row_new, or gw_malloc) for the writer. Always takes ownership:
  * *rowp is NULL on return; if the queue is full the row is counted, freed and
  * GW_E_STORE_QUEUE_FULL returned. Any thread; never blocks. */
 enum gw_code store_row_submit(struct store *s, struct gw_row **rowp);
