@@ -30,9 +30,13 @@ bool dl_openai_usage_scan(struct dl_json *j, struct gw_usage *u);
 
 /* ---- dialects/openai_request.c: the canonical request ---- */
 
-/* The row's request_parse (canon.h), see openai_request.c for what maps where. */
+/* The row's request_parse (canon.h), see openai_request.c for what maps where: the checks
+ * of dl_openai_req_check, then dl_openai_request_read. */
 enum gw_code dl_openai_request_parse(struct gw_arena *a, const char *body, size_t len,
                                      struct dl_request *out, struct gw_buf *why);
+/* The canonical reading of a body dl_openai_req_check accepted, without the check. */
+enum gw_code dl_openai_request_read(struct gw_arena *a, const char *body, size_t len,
+                                    struct dl_request *out, struct gw_buf *why);
 /* The row's request_render. */
 enum gw_code dl_openai_request_render(const struct dl_request *r, struct gw_str model,
                                       uint64_t max_output_default, struct dl_dropped *dropped,

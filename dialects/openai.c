@@ -502,6 +502,15 @@ req_checked(const char *body, size_t len, struct dl_json *j0, struct req_scan *r
 }
 
 enum gw_code
+dl_openai_req_canon(const struct dl_openai_req *r, struct gw_arena *a, const char *body, size_t len,
+                    struct dl_request *out, struct gw_buf *why)
+{
+    if (body == r->body && len == r->len) /* the bytes checked when <r> was parsed */
+        return dl_openai_request_read(a, body, len, out, why);
+    return dl_openai_request_parse(a, body, len, out, why);
+}
+
+enum gw_code
 dl_openai_req_check(const char *body, size_t len, struct gw_buf *why)
 {
     struct req_scan rs;

@@ -1411,8 +1411,8 @@ parse_idents(struct rq *q, const struct fld *f)
 }
 
 enum gw_code
-dl_openai_request_parse(struct gw_arena *a, const char *body, size_t len, struct dl_request *out,
-                        struct gw_buf *why)
+dl_openai_request_read(struct gw_arena *a, const char *body, size_t len, struct dl_request *out,
+                       struct gw_buf *why)
 {
     struct fld f[T__N] = {
         FLD("model"),
@@ -1446,14 +1446,10 @@ dl_openai_request_parse(struct gw_arena *a, const char *body, size_t len, struct
         FLD("web_search_options"),
     };
     struct rq q = {0};
-    enum gw_code rc;
 
     memset(out, 0, sizeof(*out));
     out->parallel_tool_calls = -1;
     out->store = -1; /* a Responses field: unset */
-    rc = dl_openai_req_check(body, len, why);
-    if (rc != GW_OK)
-        return rc;
     q.a = a;
     q.s = body;
     q.n = len;
@@ -1472,6 +1468,19 @@ dl_openai_request_parse(struct gw_arena *a, const char *body, size_t len, struct
         return q.rc;
     }
     return GW_OK;
+}
+
+enum gw_code
+dl_openai_request_parse(struct gw_arena *a, const char *body, size_t len, struct dl_request *out,
+                        struct gw_buf *why)
+{
+    enum gw_code rc = dl_openai_req_check(body, len, why);
+
+    if (rc != GW_OK) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    return dl_openai_request_read(a, body, len, out, why);
 }
 
 /* ---- render ---- */

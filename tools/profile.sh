@@ -9,12 +9,17 @@
 #   - system calls per request (strace -c -f on gwd), by call.
 # Not part of `make test` (about a minute). Needs valgrind and strace (Debian packages).
 #
-# usage: tools/profile.sh [BINDIR] [N] [LOG_LEVEL]   (default build/release/bin 2000 warn)
+# usage: tools/profile.sh [BINDIR] [N] [LOG_LEVEL] [DIALECT]
+#        (default build/release/bin 2000 warn openai)
+# DIALECT is the provider's (openai, anthropic, responses or gemini): anything but
+# openai profiles a converted path (the Chat request and answer said in that shape, as
+# bench/run.py's gwd-conv cell does with anthropic).
 # PROFILE_KEEP=FILE keeps the callgrind dump (callgrind_annotate FILE, or kcachegrind).
 set -eu
 B=${1:-build/release/bin}
 N=${2:-2000}
 LEVEL=${3:-warn}
+DIALECT=${4:-openai}
 for t in valgrind callgrind_control strace python3; do
     command -v $t >/dev/null || { echo "profile: $t is missing (apt-get install valgrind strace)"; exit 2; }
 done
@@ -35,7 +40,7 @@ control: {listen: "127.0.0.1:$(free_port)"}
 store: {path: $D/store}
 log: {level: $LEVEL}
 providers:
-  - {name: mock, dialect: openai, base_url: "http://127.0.0.1:$UPORT", keys: [{value: k}], models: ["*"]}
+  - {name: mock, dialect: $DIALECT, base_url: "http://127.0.0.1:$UPORT", keys: [{value: k}], models: ["*"]}
 clients:
   - {name: bench, key_sha256: "$(printf %s $KEY | sha256sum | cut -d' ' -f1)"}
 EOF
