@@ -119,6 +119,67 @@ test_buf_json_string_escapes_controls_and_quotes(void **state)
     gw_buf_fini(&b);
 }
 
+/* The escape of one byte as JSON wants it, or the byte itself: the test's own oracle. */
+static size_t
+t_json_byte(unsigned char c, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    if (c == '"' || c == '\\') {
+        out[0] = '\\';
+        out[1] = (char)c;
+        return 2;
+    }
+    if (c >= 0x20) {
+        out[0] = (char)c;
+        return 1;
+    }
+    out[0] = '\\';
+    out[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : 'u';
+    if (out[1] != 'u')
+        return 2;
+    out[2] = '0';
+    out[3] = '0';
+    out[4] = hex[c >> 4];
+    out[5] = hex[c & 15];
+    return 6;
+}
+
+/* The runs are read sixteen bytes at a time: every byte value at every position of
+ * strings of 1 to 48 bytes (around one, two and three blocks), among plain ASCII and
+ * among bytes from 0x80 (UTF-8, copied as they are), against the byte-wise oracle. */
+static void
+test_buf_json_string_every_byte_at_every_position(void **state)
+{
+    struct gw_buf b = {0};
+    char in[48], want[2 + 48 * 6];
+    size_t len, pos, k, n;
+    unsigned c, fill;
+
+    (void)state;
+    for (fill = 0; fill < 2; fill++) {
+        for (len = 1; len <= sizeof(in); len++) {
+            for (pos = 0; pos < len; pos++) {
+                for (c = 0; c < 256; c++) {
+                    for (k = 0; k < len; k++)
+                        in[k] = fill ? (char)(0x80 + k) : (char)('a' + k % 26);
+                    in[pos] = (char)c;
+                    n = 0;
+                    want[n++] = '"';
+                    for (k = 0; k < len; k++)
+                        n += t_json_byte((unsigned char)in[k], want + n);
+                    want[n++] = '"';
+                    gw_buf_reset(&b);
+                    assert_int_equal(gw_buf_append_json_str(&b, (struct gw_str){in, len}), GW_OK);
+                    assert_int_equal(b.len, n);
+                    assert_memory_equal(b.data, want, n);
+                }
+            }
+        }
+    }
+    gw_buf_fini(&b);
+}
+
 static void
 test_hex_round_trip_and_refusals(void **state)
 {
@@ -253,6 +314,7 @@ main(void)
         cmocka_unit_test(test_buf_append_printf_and_consume),
         cmocka_unit_test(test_buf_recycle_keeps_small_memory_only),
         cmocka_unit_test(test_buf_json_string_escapes_controls_and_quotes),
+        cmocka_unit_test(test_buf_json_string_every_byte_at_every_position),
         cmocka_unit_test(test_hex_round_trip_and_refusals),
         cmocka_unit_test(test_ct_equal_detects_any_difference),
         cmocka_unit_test(test_alloc_fail_at_fails_exactly_the_nth),
