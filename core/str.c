@@ -152,7 +152,7 @@ gw_buf_append_u64(struct gw_buf *b, uint64_t v)
 /* The length of the run at <p> (<n> bytes) that a JSON string holds as it is: no '"',
  * '\\' or control byte (below 0x20). Sixteen bytes at a time where SSE2 is there. */
 static size_t
-json_plain_run(const unsigned char *p, size_t n)
+unescaped_run(const unsigned char *p, size_t n)
 {
     size_t i = 0;
 
@@ -189,7 +189,7 @@ gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
     if (gw_buf_append(b, "\"", 1) != GW_OK)
         return GW_E_NOMEM;
     for (;;) {
-        size_t run = json_plain_run(p + i, s.len - i);
+        size_t run = unescaped_run(p + i, s.len - i);
         char esc[6] = {'\\', 0, '0', '0', 0, 0};
         size_t n = 2;
         unsigned char c;
