@@ -145,26 +145,22 @@ dl_answer_fini(struct dl_answer *a)
     a->n_blocks = 0;
 }
 
+/* The fold fails: out of memory (500), or an index an upstream's answer gave that must
+ * not size the arena (502: Messages numbers its blocks itself). Returns 1 (stop). */
 static int
-fold_nomem(struct dl_answer *a)
+fold_failed(struct dl_answer *a, int status, struct gw_str message)
 {
     a->failed = true;
-    a->status = 500;
+    a->status = status;
     a->error_type = GW_STR_LIT("api_error");
-    a->message = GW_STR_LIT("out of memory");
+    a->message = message;
     return 1;
 }
 
-/* An index an upstream's answer gave (Messages numbers its blocks itself): it must not
- * size the arena. */
 static int
-fold_bad_index(struct dl_answer *a)
+fold_nomem(struct dl_answer *a)
 {
-    a->failed = true;
-    a->status = 502;
-    a->error_type = GW_STR_LIT("api_error");
-    a->message = GW_STR_LIT("the upstream's answer numbers its blocks out of order");
-    return 1;
+    return fold_failed(a, 500, GW_STR_LIT("out of memory"));
 }
 
 /* The block of <index>, started now when it is new: blocks are numbered in the order they
@@ -176,7 +172,7 @@ static struct dl_answer_block *
 fold_block(struct dl_answer *a, unsigned index, enum dl_block kind)
 {
     if (index >= DL_ANSWER_MAX_BLOCKS || index > a->n_blocks + DL_ANSWER_MAX_GAP) {
-        fold_bad_index(a);
+        fold_failed(a, 502, GW_STR_LIT("the upstream's answer numbers its blocks out of order"));
         return NULL;
     }
     while (a->n_blocks <= index) {
