@@ -130,13 +130,28 @@ gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
 size_t
 gw_fmt_u64(char *dst, uint64_t v)
 {
+    /* two digits a division: the digits of 00 to 99 */
+    static const char pairs[201] = "0001020304050607080910111213141516171819"
+                                   "2021222324252627282930313233343536373839"
+                                   "4041424344454647484950515253545556575859"
+                                   "6061626364656667686970717273747576777879"
+                                   "8081828384858687888990919293949596979899";
     char tmp[20];
     size_t n = 0;
 
-    do {
-        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+
+        v /= 100;
+        n += 2;
+        memcpy(tmp + sizeof(tmp) - n, pairs + 2 * r, 2);
+    }
+    if (v >= 10) {
+        n += 2;
+        memcpy(tmp + sizeof(tmp) - n, pairs + 2 * v, 2);
+    } else {
+        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v);
+    }
     memcpy(dst, tmp + sizeof(tmp) - n, n);
     return n;
 }

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include "core/alloc.h"
@@ -180,6 +181,46 @@ test_buf_json_string_every_byte_at_every_position(void **state)
     gw_buf_fini(&b);
 }
 
+/* The digits of a number, against printf's: every value below 100 000, each power of
+ * ten and its neighbours, the largest, and a spread of others. */
+static void
+test_fmt_u64_is_printf_s_decimal(void **state)
+{
+    char got[21], want[24];
+    uint64_t v, p, x = 0x9e3779b97f4a7c15u;
+    size_t n;
+    unsigned i;
+
+    (void)state;
+    for (v = 0; v < 100000; v++) {
+        n = gw_fmt_u64(got, v);
+        assert_int_equal(n, (size_t)snprintf(want, sizeof want, "%llu", (unsigned long long)v));
+        assert_memory_equal(got, want, n);
+    }
+    for (p = 10, i = 1; i < 20; i++, p *= 10) {
+        uint64_t near[3] = {p - 1, p, p + 1};
+
+        for (unsigned k = 0; k < 3; k++) {
+            n = gw_fmt_u64(got, near[k]);
+            assert_int_equal(
+                n, (size_t)snprintf(want, sizeof want, "%llu", (unsigned long long)near[k]));
+            assert_memory_equal(got, want, n);
+        }
+    }
+    for (i = 0; i < 100000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v = i % 2 ? x : x >> (i % 64);
+        n = gw_fmt_u64(got, v);
+        assert_int_equal(n, (size_t)snprintf(want, sizeof want, "%llu", (unsigned long long)v));
+        assert_memory_equal(got, want, n);
+    }
+    n = gw_fmt_u64(got, UINT64_MAX);
+    assert_int_equal(n, 20);
+    assert_memory_equal(got, "18446744073709551615", 20);
+}
+
 static void
 test_hex_round_trip_and_refusals(void **state)
 {
@@ -315,6 +356,7 @@ main(void)
         cmocka_unit_test(test_buf_recycle_keeps_small_memory_only),
         cmocka_unit_test(test_buf_json_string_escapes_controls_and_quotes),
         cmocka_unit_test(test_buf_json_string_every_byte_at_every_position),
+        cmocka_unit_test(test_fmt_u64_is_printf_s_decimal),
         cmocka_unit_test(test_hex_round_trip_and_refusals),
         cmocka_unit_test(test_ct_equal_detects_any_difference),
         cmocka_unit_test(test_alloc_fail_at_fails_exactly_the_nth),
