@@ -6,7 +6,9 @@
  *       give a body that request_parse accepts again, and rendering that gives the same
  *       bytes (render is idempotent: what one round loses, the next has nothing more to
  *       lose); the same request rendered as if parsed from another shape either refuses
- *       with GW_E_UNCONVERTIBLE or gives a body request_parse accepts.
+ *       with GW_E_UNCONVERTIBLE or gives a body request_parse accepts. dl_openai_req_canon
+ *       on a request dl_openai_req_parse accepted says the same as request_parse, and
+ *       renders the same.
  *   's': the rest is an SSE stream (core/sse.h splits it); event_parse on each event.
  *       A chunk is refused (GW_E_UPSTREAM_PROTOCOL) exactly when its data is neither
  *       empty, [DONE] nor a JSON object jansson loads (or when it names a tool index past
@@ -54,6 +56,39 @@ t_is_object(const char *s, size_t n)
 
 /* ---- request ---- */
 
+/* dl_openai_req_canon (the pipeline's read of a request the Chat scanner accepted) says
+ * what request_parse said (<rc>), and when it accepts, renders the same as <r>. */
+static void
+t_canon_as_parse(const char *s, size_t n, enum gw_code rc, const struct dl_request *r)
+{
+    struct dl_openai_req *req = NULL;
+    struct gw_buf why = {0}, want = {0}, got = {0};
+    struct dl_dropped d = {0};
+    struct gw_arena a;
+    struct dl_request c;
+    enum gw_code crc;
+
+    if (dl_openai_req_parse(s, n, &req, &why) != GW_OK) {
+        T_CHECK(rc != GW_OK); /* the scanner's refusals are request_parse's too */
+        gw_buf_fini(&why);
+        return;
+    }
+    gw_arena_init(&a);
+    crc = dl_openai_req_canon(req, &a, s, n, &c, &why);
+    T_CHECK(crc == rc || crc == GW_E_NOMEM || rc == GW_E_NOMEM);
+    if (crc == GW_OK && rc == GW_OK &&
+        dl_openai_shape.request_render(r, GW_STR_LIT("m"), 0, &d, &want, NULL) == GW_OK) {
+        d.n = 0;
+        T_CHECK(dl_openai_shape.request_render(&c, GW_STR_LIT("m"), 0, &d, &got, NULL) == GW_OK);
+        T_CHECK(got.len == want.len && memcmp(got.data, want.data, want.len) == 0);
+    }
+    dl_openai_req_free(req);
+    gw_arena_fini(&a);
+    gw_buf_fini(&why);
+    gw_buf_fini(&want);
+    gw_buf_fini(&got);
+}
+
 static void
 t_request(const char *s, size_t n)
 {
@@ -66,6 +101,7 @@ t_request(const char *s, size_t n)
     gw_arena_init(&a1);
     gw_arena_init(&a2);
     rc = dl_openai_shape.request_parse(&a1, s, n, &r1, &why);
+    t_canon_as_parse(s, n, rc, &r1);
     if (rc != GW_OK) {
         T_CHECK(rc == GW_E_BAD_REQUEST || rc == GW_E_NOMEM);
         T_CHECK(rc == GW_E_NOMEM || why.len > 0);
