@@ -25,9 +25,11 @@
 
 static ck_ring_t log_ring;
 static ck_ring_buffer_t log_slots[LOG_RING_SIZE];
-static unsigned log_level = GW_LOG_INFO;
+/* The level (low byte) and the format (the byte above) in one word, so that a line is
+ * written at the level and in the format of one configuration, never a mix of a reload's
+ * before and after (write_line reads it once). */
+static unsigned log_conf = GW_LOG_INFO | GW_LOG_TEXT << 8;
 static unsigned log_attached;
-static unsigned log_format = GW_LOG_TEXT;
 static uint64_t log_drops;
 static uint64_t (*log_clock)(void);
 
@@ -40,15 +42,21 @@ gw_log_set_clock(uint64_t (*now_ms)(void))
 }
 
 void
+gw_log_set(enum gw_log_format f, enum gw_log_level level)
+{
+    ck_pr_store_uint(&log_conf, (unsigned)level | (unsigned)f << 8);
+}
+
+void
 gw_log_set_level(enum gw_log_level level)
 {
-    ck_pr_store_uint(&log_level, (unsigned)level);
+    gw_log_set(gw_log_get_format(), level);
 }
 
 bool
 gw_log_enabled(enum gw_log_level level)
 {
-    return (unsigned)level <= ck_pr_load_uint(&log_level);
+    return (unsigned)level <= (ck_pr_load_uint(&log_conf) & 0xff);
 }
 
 const char *
@@ -74,13 +82,13 @@ gw_log_level_from_str(const char *s, enum gw_log_level *out)
 void
 gw_log_set_format(enum gw_log_format f)
 {
-    ck_pr_store_uint(&log_format, (unsigned)f); /* relaxed: each line reads it once */
+    gw_log_set(f, (enum gw_log_level)(ck_pr_load_uint(&log_conf) & 0xff));
 }
 
 enum gw_log_format
 gw_log_get_format(void)
 {
-    return (enum gw_log_format)ck_pr_load_uint(&log_format);
+    return (enum gw_log_format)(ck_pr_load_uint(&log_conf) >> 8);
 }
 
 /* ---- formatting (pure) ---- */
@@ -279,8 +287,11 @@ write_line(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *co
            const struct gw_log_field *f, size_t n, const char *fmt, va_list ap)
 {
     struct gw_buf b = {0}, msg = {0};
-    enum gw_log_format lf = (enum gw_log_format)ck_pr_load_uint(&log_format);
+    unsigned conf = ck_pr_load_uint(&log_conf); /* relaxed: one read decides the line */
+    enum gw_log_format lf = (enum gw_log_format)(conf >> 8);
 
+    if ((unsigned)level > (conf & 0xff))
+        return; /* the caller checked an older level: this line is out now */
     gw_buf_vprintf(&msg, fmt, ap);
     if (gw_log_format_line(&b, lf, log_clock ? log_clock() : 0, level, ctx, code, f, n,
                            msg.data ? msg.data : "", msg.len) != GW_OK) {

@@ -45,6 +45,9 @@ struct gw_log_ctx {
 void gw_log_set_clock(uint64_t (*now_ms)(void));
 /* Lines at or below <level> are produced (default info). Any thread. */
 void gw_log_set_level(enum gw_log_level level);
+/* Sets the format and the level at once (a reload): no line is written at the one and
+ * in the other's former value. */
+void gw_log_set(enum gw_log_format f, enum gw_log_level level);
 bool gw_log_enabled(enum gw_log_level level);
 
 /* "error", "warn", "info", "debug"; and back (false for another word). */

@@ -353,8 +353,7 @@ attach_usage(struct gwd *g, struct gw_conf *conf)
 static void
 apply_log(const struct gw_conf *conf)
 {
-    gw_log_set_format((enum gw_log_format)conf->log.format);
-    gw_log_set_level((enum gw_log_level)conf->log.level);
+    gw_log_set((enum gw_log_format)conf->log.format, (enum gw_log_level)conf->log.level);
 }
 
 /* load_conf for a reload. With log.format json the problems of a refused file become

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/log.h"
 #include "core/str.h"
 
@@ -188,6 +189,31 @@ test_log_levels_by_name(void **state)
     gw_log_set_level(GW_LOG_INFO);
 }
 
+/* A reload sets the format and the level at once, and a line is decided by one reading
+ * of both: an info line whose writer checked the level before a reload to warn is not
+ * written (in the new format or any other). */
+static void
+test_log_a_line_takes_format_and_level_from_one_configuration(void **state)
+{
+    char *line;
+
+    (void)state;
+    gw_log_attach();
+    gw_log_set(GW_LOG_JSON, GW_LOG_WARN);
+    assert_int_equal(gw_log_get_format(), GW_LOG_JSON);
+    assert_false(gw_log_enabled(GW_LOG_INFO));
+    gw_log_write(GW_LOG_INFO, NULL, "request", "checked before the reload");
+    assert_null(gw_log_take());
+    gw_log_write(GW_LOG_WARN, NULL, "w", "after");
+    line = gw_log_take();
+    assert_non_null(line);
+    assert_int_equal(line[0], '{');
+    assert_non_null(strstr(line, "\"lvl\":\"warn\""));
+    gw_free(line);
+    gw_log_detach();
+    gw_log_set(GW_LOG_TEXT, GW_LOG_INFO);
+}
+
 int
 main(void)
 {
@@ -199,6 +225,7 @@ main(void)
         cmocka_unit_test(test_log_fields_in_text_and_json),
         cmocka_unit_test(test_log_escapes_quotes_newlines_control_and_bad_utf8),
         cmocka_unit_test(test_log_levels_by_name),
+        cmocka_unit_test(test_log_a_line_takes_format_and_level_from_one_configuration),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
