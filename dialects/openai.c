@@ -444,7 +444,7 @@ scan_request(struct dl_json *j, struct req_scan *rs)
 
 struct dl_openai_req {
     struct req_scan scan; /* offsets into <body>, for render */
-    const char *body;     /* the bytes parsed, only compared: render recognises them */
+    const char *body;     /* the bytes parsed: render recognises them, canon reads them */
     size_t len;
     struct gw_str model; /* points at <model_buf> */
     bool stream;
@@ -502,12 +502,10 @@ req_checked(const char *body, size_t len, struct dl_json *j0, struct req_scan *r
 }
 
 enum gw_code
-dl_openai_req_canon(const struct dl_openai_req *r, struct gw_arena *a, const char *body, size_t len,
-                    struct dl_request *out, struct gw_buf *why)
+dl_openai_req_canon(const struct dl_openai_req *r, struct gw_arena *a, struct dl_request *out,
+                    struct gw_buf *why)
 {
-    if (body == r->body && len == r->len) /* the bytes checked when <r> was parsed */
-        return dl_openai_request_read(a, body, len, out, why);
-    return dl_openai_request_parse(a, body, len, out, why);
+    return dl_openai_request_read(a, r->body, r->len, out, why);
 }
 
 enum gw_code

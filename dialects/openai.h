@@ -62,13 +62,11 @@ enum gw_code dl_openai_req_render(const struct dl_openai_req *r, const char *bod
 
 /* The request <r> in the hub's canonical form (into <a>), as dl_openai_shape.request_parse
  * reads it, without the checks dl_openai_req_parse made already: for a Chat client whose
- * request goes to an upstream of another shape. <body>/<len> are the bytes given to
- * dl_openai_req_parse: when they are the same buffer they are not checked again,
- * otherwise they are parsed as request_parse does. GW_OK; GW_E_BAD_REQUEST with <why>;
+ * request goes to an upstream of another shape. Reads the bytes given to
+ * dl_openai_req_parse, which must still be there. GW_OK; GW_E_BAD_REQUEST with <why>;
  * GW_E_NOMEM. */
 enum gw_code dl_openai_req_canon(const struct dl_openai_req *r, struct gw_arena *a,
-                                 const char *body, size_t len, struct dl_request *out,
-                                 struct gw_buf *why);
+                                 struct dl_request *out, struct gw_buf *why);
 
 /* Reads a non-streamed answer body: usage when present (returns true), and the bytes
  * of its content for an estimate when not. */

@@ -249,8 +249,8 @@ canon_request(struct net_stream *s)
 
     if (s->creq_ready)
         return GW_OK;
-    if (s->client_shape == DL_SHAPE_CHAT && s->req) /* checked when it was read */
-        rc = dl_openai_req_canon(s->req, &s->arena, s->body.data, s->body.len, &s->creq, &why);
+    if (s->req) /* a Chat request, checked when it was read */
+        rc = dl_openai_req_canon(s->req, &s->arena, &s->creq, &why);
     else
         rc = s->client_ops->request_parse(&s->arena, s->body.data, s->body.len, &s->creq, &why);
     if (rc != GW_OK)

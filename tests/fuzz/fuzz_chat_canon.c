@@ -74,7 +74,7 @@ t_canon_as_parse(const char *s, size_t n, enum gw_code rc, const struct dl_reque
         return;
     }
     gw_arena_init(&a);
-    crc = dl_openai_req_canon(req, &a, s, n, &c, &why);
+    crc = dl_openai_req_canon(req, &a, &c, &why);
     T_CHECK(crc == rc || crc == GW_E_NOMEM || rc == GW_E_NOMEM);
     if (crc == GW_OK && rc == GW_OK &&
         dl_openai_shape.request_render(r, GW_STR_LIT("m"), 0, &d, &want, NULL) == GW_OK) {

@@ -41,10 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* ---- the reference: http-parser with gw's checks (net/h1req.c before it was gw's own) ---- */
 
 enum ref_state {
-    NET_H1_IDLE = 0, /* before the first byte of a request */
-    NET_H1_IN_HEAD,
-    NET_H1_IN_BODY,
-    NET_H1_COMPLETE,
+    REF_IDLE = 0, /* before the first byte of a request */
+    REF_IN_HEAD,
+    REF_IN_BODY,
+    REF_COMPLETE,
 };
 
 struct ref_req {
@@ -139,7 +139,7 @@ on_msg_begin(http_parser *p)
     struct ref_req *r = p->data;
 
     request_reset(r);
-    r->state = NET_H1_IN_HEAD;
+    r->state = REF_IN_HEAD;
     return 0;
 }
 
@@ -174,7 +174,7 @@ on_hdr_field(http_parser *p, const char *at, size_t len)
      * count the same however its bytes were split. */
     if (count_head(r, len + (r->last_was_value ? 4 : 0)))
         return -1;
-    if (r->state != NET_H1_IN_HEAD) {
+    if (r->state != REF_IN_HEAD) {
         r->last_was_value = false; /* a chunked trailer: counted, never taken as a header */
         return 0;
     }
@@ -212,7 +212,7 @@ on_hdr_value(http_parser *p, const char *at, size_t len)
 
     if (count_head(r, len))
         return -1;
-    if (r->state != NET_H1_IN_HEAD) {
+    if (r->state != REF_IN_HEAD) {
         r->last_was_value = true; /* trailer */
         return 0;
     }
@@ -299,7 +299,7 @@ on_headers_complete(http_parser *p)
     /* A declared length over max_body is the caller's to refuse at NET_H1_HEAD (after its
      * own checks: a client without a key learns nothing of the limits); on_body holds the
      * limit in any case. */
-    r->state = NET_H1_IN_BODY;
+    r->state = REF_IN_BODY;
     r->ev = NET_H1_HEAD;
     /* Stop before any body byte: the caller decides on the head alone. */
     http_parser_pause(p, 1);
@@ -334,7 +334,7 @@ on_msg_complete(http_parser *p)
 {
     struct ref_req *r = p->data;
 
-    r->state = NET_H1_COMPLETE;
+    r->state = REF_COMPLETE;
     r->ev = NET_H1_DONE;
     http_parser_pause(p, 1); /* the answer comes before the next request is read */
     return 0;
@@ -391,7 +391,7 @@ static void
 ref_next(struct ref_req *r)
 {
     request_reset(r);
-    r->state = NET_H1_IDLE;
+    r->state = REF_IDLE;
     http_parser_pause(&r->parser, 0);
 }
 
