@@ -62,15 +62,21 @@ struct net_worker {
     int fds[NET_MAX_LISTEN];  /* listening sockets handed over by main */
     size_t n_fds;
     struct evconnlistener *listeners[NET_MAX_LISTEN];
-    unsigned tls_fds;   /* bit i: fds[i] is a TLS listener (server.tls) */
-    void *tls_ctx0;     /* SSL_CTX at start: TLS listeners use it if a reload drops server.tls */
-    struct event *wake; /* made active by main: start draining */
+    unsigned tls_fds; /* bit i: fds[i] is a TLS listener (server.tls) */
+    void *tls_ctx0;   /* SSL_CTX at start: TLS listeners use it if a reload drops server.tls */
+    /* The worker's base has no lock (EVENT_BASE_FLAG_NOLOCK: libevent's lock was a dozen
+     * lock/unlock pairs a request); another thread reaches the worker through its
+     * mailbox: an eventfd the worker reads (mail_ev) and a flag that saves the write
+     * while a wake-up is already on its way (net_worker_mail). */
+    int mail_fd;
+    struct event *mail_ev;
+    unsigned mail_pending;     /* 1: the eventfd was written and not yet read (__atomic) */
     struct event *drain_timer; /* drain deadline */
     struct event *drain_tick;  /* while draining: leave once no connection is left */
-    unsigned drain_requested;  /* set by main (ck_pr), read on the worker */
+    unsigned drain_requested;  /* set by main (ck_pr) before its mail, read on the worker */
     bool draining;
     struct net_workers *ws;       /* the array this worker belongs to */
-    struct event *grant_ev;       /* made active when grants are pushed (any thread) */
+    struct event *grant_ev;       /* made active by the worker's own grants (mail: others') */
     struct event *accept_backoff; /* out of descriptors: accepting again after it */
     struct net_stream *grants;    /* MPSC stack of streams granted a slot (__atomic) */
     struct net_conn *conns;       /* every client connection of this worker */

@@ -2,9 +2,12 @@
  * net/worker.c - worker threads and their listeners. Main binds every socket before
  * the threads start (so startup errors are reported at once and a port 0 is chosen
  * once); each worker wraps its sockets in evconnlisteners on its own event_base.
- * Draining: main sets drain_requested and activates the worker's wake event (both
- * thread-safe); the worker closes its listeners, closes idle connections, lets busy
- * ones finish, and leaves its loop when none is left or the drain deadline passes.
+ * A worker's base has no lock (EVENT_BASE_FLAG_NOLOCK): only its own thread touches it;
+ * other threads leave work in the worker's memory (drain_requested, the grant stack)
+ * and wake it through its mailbox, an eventfd (net_worker_mail).
+ * Draining: main sets drain_requested and mails the worker; the worker closes its
+ * listeners, closes idle connections, lets busy ones finish, and leaves its loop when
+ * none is left or the drain deadline passes.
  * Owns:    struct net_workers, each worker's thread, base, dns base, pool, listeners.
  * Threads: start/stop on main; worker_main and callbacks on each worker.
  * See:     net/worker.h, net/http1.c
@@ -18,6 +21,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -135,17 +139,31 @@ on_drain_deadline(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(w->base);
 }
 
+/* The worker whose thread this is (NULL on other threads). */
+static _Thread_local struct net_worker *tl_worker;
+
+/* Wakes <w> from another thread: the first mail since the worker last read its
+ * eventfd writes it; later ones find the flag set and leave it (the worker reads what
+ * was left before them, or after: it clears the flag before it looks). */
 static void
-on_wake(evutil_socket_t fd, short what, void *arg)
+net_worker_mail(struct net_worker *w)
 {
-    struct net_worker *w = arg;
+    uint64_t one = 1;
+
+    if (__atomic_exchange_n(&w->mail_pending, 1, __ATOMIC_ACQ_REL))
+        return;
+    while (write(w->mail_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+        ;
+}
+
+static void
+start_drain(struct net_worker *w)
+{
     struct timeval tick = {0, 20000};
     struct timeval deadline;
     unsigned secs;
     size_t i;
 
-    (void)fd;
-    (void)what;
     /* Acquire load: pairs with the release store in net_workers_stop. */
     secs = ck_pr_load_uint(&w->drain_requested);
     if (!secs || w->draining)
@@ -183,7 +201,10 @@ net_slots_granted(void *ctx, struct gw_slots_wait *g, unsigned index)
         net_stream_set_grant_next(s, head);
     while (!__atomic_compare_exchange_n(&w->grants, &head, s, true, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED));
-    event_active(w->grant_ev, EV_READ, 0); /* thread-safe: evthread is on */
+    if (tl_worker == w)
+        event_active(w->grant_ev, EV_READ, 0);
+    else
+        net_worker_mail(w);
 }
 
 static void
@@ -208,12 +229,30 @@ on_grants(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* The mailbox: read the eventfd, then clear the flag, then look at what was left (in
+ * that order: a mail after the clear writes the eventfd again; one before it left its
+ * work before its flag, so the looks below see it). */
+static void
+on_mail(evutil_socket_t fd, short what, void *arg)
+{
+    struct net_worker *w = arg;
+    uint64_t n;
+
+    (void)what;
+    while (read(fd, &n, sizeof(n)) < 0 && errno == EINTR)
+        ;
+    __atomic_store_n(&w->mail_pending, 0, __ATOMIC_SEQ_CST);
+    on_grants(-1, 0, w);
+    start_drain(w);
+}
+
 static void *
 worker_main(void *arg)
 {
     struct net_worker *w = arg;
     size_t i;
 
+    tl_worker = w;
     gw_thread_register(&w->gt);
     event_base_dispatch(w->base);
     for (i = 0; i < w->n_fds; i++) {
@@ -319,8 +358,10 @@ workers_free(struct net_workers *ws)
         if (w->pool)
             net_uppool_free(w->pool);
         net_probe_free(w->probe);
-        if (w->wake)
-            event_free(w->wake);
+        if (w->mail_ev)
+            event_free(w->mail_ev);
+        if (w->mail_fd >= 0)
+            close(w->mail_fd);
         if (w->drain_timer)
             event_free(w->drain_timer);
         if (w->drain_tick)
@@ -338,6 +379,21 @@ workers_free(struct net_workers *ws)
         SSL_CTX_free(ws->ssl_ctx);
     gw_free(ws->v);
     gw_free(ws);
+}
+
+/* A worker's base: without libevent's lock, which every event_add, event_del and loop
+ * turn would take and drop (evthread_use_pthreads makes it the default for every base). */
+static struct event_base *
+worker_base_new(void)
+{
+    struct event_config *cfg = event_config_new();
+    struct event_base *base = NULL;
+
+    if (cfg && event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK) == 0)
+        base = event_base_new_with_config(cfg);
+    if (cfg)
+        event_config_free(cfg);
+    return base;
 }
 
 /* Appends "host:port" to <buf> (space-separated; NULL: nothing). */
@@ -386,6 +442,7 @@ net_workers_start(const struct gw_conf *conf, unsigned n_workers, const struct n
         w->store = deps->store;
         w->sticky = deps->sticky;
         w->tls_ctx0 = conf->server.tls_ctx;
+        w->mail_fd = -1;
         for (j = 0; j < NET_MAX_LISTEN; j++)
             w->fds[j] = -1;
         if (getrandom(w->rng, sizeof(w->rng), 0) != sizeof(w->rng) || (!w->rng[0] && !w->rng[1]))
@@ -414,22 +471,25 @@ net_workers_start(const struct gw_conf *conf, unsigned n_workers, const struct n
     for (i = 0; i < n_workers; i++) {
         struct net_worker *w = &ws->v[i];
 
-        w->base = event_base_new();
-        if (!w->base) {
-            snprintf(err, errlen, "event_base_new failed");
+        w->base = worker_base_new();
+        w->mail_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (!w->base || w->mail_fd < 0) {
+            snprintf(err, errlen, "worker %u: %s failed", i,
+                     w->base ? "eventfd" : "event_base_new");
             workers_free(ws);
             return GW_E_INTERNAL;
         }
         w->dns = evdns_base_new(w->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
                                              EVDNS_BASE_DISABLE_WHEN_INACTIVE);
         w->pool = net_uppool_new(w->base, w->dns, ws->ssl_ctx);
-        w->wake = event_new(w->base, -1, 0, on_wake, w);
+        w->mail_ev = event_new(w->base, w->mail_fd, EV_READ | EV_PERSIST, on_mail, w);
         w->drain_timer = evtimer_new(w->base, on_drain_deadline, w);
         w->drain_tick = event_new(w->base, -1, EV_PERSIST, on_drain_tick, w);
         w->grant_ev = event_new(w->base, -1, 0, on_grants, w);
         w->accept_backoff = evtimer_new(w->base, on_accept_backoff, w);
-        if (!w->pool || !w->wake || !w->drain_timer || !w->drain_tick || !w->grant_ev ||
-            !w->accept_backoff || (i == 0 && !(w->probe = net_probe_new(w)))) {
+        if (!w->pool || !w->mail_ev || event_add(w->mail_ev, NULL) != 0 || !w->drain_timer ||
+            !w->drain_tick || !w->grant_ev || !w->accept_backoff ||
+            (i == 0 && !(w->probe = net_probe_new(w)))) {
             snprintf(err, errlen, "worker %u: out of memory", i);
             workers_free(ws);
             return GW_E_NOMEM;
@@ -467,10 +527,10 @@ net_workers_stop(struct net_workers *ws, unsigned drain_secs)
     if (!ws)
         return;
     for (i = 0; i < ws->n; i++) {
-        /* Release store: the worker's acquire load in on_wake sees the deadline. */
+        /* Release store: the worker's acquire load in start_drain sees the deadline. */
         ck_pr_fence_store();
         ck_pr_store_uint(&ws->v[i].drain_requested, drain_secs + 1);
-        event_active(ws->v[i].wake, EV_READ, 0); /* thread-safe: evthread is on */
+        net_worker_mail(&ws->v[i]);
     }
     for (i = 0; i < ws->n; i++) {
         pthread_join(ws->v[i].thread, NULL);
