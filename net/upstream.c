@@ -88,6 +88,8 @@ enum {
     NET_UP_READ_HIWAT = 65536,     /* bytes buffered per connection while not parsed */
     NET_UP_HEAD_MAX = 65536,       /* bytes of header names and values kept */
     NET_UP_HDRS_MAX = 256,         /* response header lines */
+    NET_UP_SPARE_MAX = 16,         /* spare buffers (and header offsets) a pool keeps */
+    NET_UP_KEEP_HV = 64,           /* header offsets in a spare array, at most */
     NET_UP_TUNNEL_HEAD_MAX = 8192, /* bytes of a CONNECT answer's head */
 };
 
@@ -232,6 +234,13 @@ struct net_uppool {
     struct net_upx *live;    /* exchanges not yet ended */
     struct net_upx *x_cache; /* ended exchanges kept for reuse (x_get, x_put) */
     unsigned n_x_cache;
+    /* Memory exchanges gave up, for the next ones (spare_*): request and head buffers,
+     * header offsets. */
+    struct gw_buf spare_buf[NET_UP_SPARE_MAX];
+    unsigned n_spare_buf;
+    struct net_hoff *spare_hv[NET_UP_SPARE_MAX];
+    size_t spare_cap_hv[NET_UP_SPARE_MAX];
+    unsigned n_spare_hv;
     const struct timeval *idle_tv; /* a common timeout of NET_UP_IDLE_SECS */
     struct net_uppool_stats st;
     bool freeing; /* net_uppool_free runs: no connection is opened any more */
@@ -1003,24 +1012,81 @@ x_unlink(struct net_upx *x)
     x->prev = x->next = NULL;
 }
 
-/* ---- the pool's exchange cache ----
- * An ended exchange is kept by its pool (at most NET_UPX_CACHE_MAX) with the memory of
- * its request, retry and head buffers and its header offsets (up to NET_UPX_KEEP_BUF
- * bytes each): the next exchange allocates none of them. */
+/* ---- the pool's exchange cache and spare memory ----
+ * An ended exchange is kept by its pool (at most NET_UPX_CACHE_MAX). The memory an
+ * exchange no longer needs goes to the pool's spares as soon as that is so: its request
+ * at the answer's first byte (too late for a retry), its head and header offsets once
+ * the head is delivered (a held stream keeps neither), the rest when it ends; the next
+ * exchange's request, head and offsets take it from there (at most NET_UP_SPARE_MAX of
+ * each, buffers of up to NET_UPX_KEEP_BUF bytes). No allocation per exchange after
+ * warm-up. */
 #define NET_UPX_CACHE_MAX 16u
 #define NET_UPX_KEEP_BUF (16u * 1024u)
 
+/* Gives <b>'s memory to the pool's spares (freed when they are full or it is large). */
+static void
+spare_buf_put(struct net_uppool *p, struct gw_buf *b)
+{
+    if (b->data && b->cap <= NET_UPX_KEEP_BUF && p->n_spare_buf < NET_UP_SPARE_MAX && !p->freeing) {
+        gw_buf_reset(b);
+        p->spare_buf[p->n_spare_buf++] = *b;
+        *b = (struct gw_buf){0};
+    } else {
+        gw_buf_fini(b);
+    }
+}
+
+/* <b> without memory takes a spare's, if there is one. */
+static void
+spare_buf_take(struct net_uppool *p, struct gw_buf *b)
+{
+    if (!b->data && p->n_spare_buf)
+        *b = p->spare_buf[--p->n_spare_buf];
+}
+
+static void
+spare_hv_put(struct net_uppool *p, struct net_upx *x)
+{
+    if (x->hv && x->cap_hv <= NET_UP_KEEP_HV && p->n_spare_hv < NET_UP_SPARE_MAX && !p->freeing) {
+        p->spare_hv[p->n_spare_hv] = x->hv;
+        p->spare_cap_hv[p->n_spare_hv++] = x->cap_hv;
+    } else {
+        gw_free(x->hv);
+    }
+    x->hv = NULL;
+    x->n_hv = x->cap_hv = 0;
+}
+
+static void
+spare_hv_take(struct net_uppool *p, struct net_upx *x)
+{
+    if (!x->hv && p->n_spare_hv) {
+        x->hv = p->spare_hv[--p->n_spare_hv];
+        x->cap_hv = p->spare_cap_hv[p->n_spare_hv];
+    }
+}
+
+static void
+spares_free(struct net_uppool *p)
+{
+    while (p->n_spare_buf)
+        gw_buf_fini(&p->spare_buf[--p->n_spare_buf]);
+    while (p->n_spare_hv)
+        gw_free(p->spare_hv[--p->n_spare_hv]);
+}
+
+/* The exchange's memory to the spares (freed, while the pool is being freed). */
 static void
 x_bufs_fini(struct net_upx *x)
 {
-    gw_buf_fini(&x->req);
-    gw_buf_fini(&x->retry);
-    gw_buf_fini(&x->head);
-    gw_buf_fini(&x->h2hdr);
+    struct net_uppool *p = x->pool;
+
+    spare_buf_put(p, &x->req);
+    spare_buf_put(p, &x->retry);
+    spare_buf_put(p, &x->head);
+    gw_buf_fini(&x->h2hdr); /* HTTP/2 only */
     gw_buf_fini(&x->pend);
-    gw_free(x->hv);
-    x->hv = NULL;
-    x->cap_hv = 0;
+    spare_hv_put(p, x);
 }
 
 static void
@@ -1028,46 +1094,27 @@ x_put(struct net_upx *x)
 {
     struct net_uppool *p = x->pool;
 
+    x_bufs_fini(x);
     if (p->freeing || p->n_x_cache >= NET_UPX_CACHE_MAX) {
-        x_bufs_fini(x);
         gw_free(x);
         return;
     }
-    gw_buf_recycle(&x->req, NET_UPX_KEEP_BUF);
-    gw_buf_recycle(&x->retry, NET_UPX_KEEP_BUF);
-    gw_buf_recycle(&x->head, NET_UPX_KEEP_BUF);
-    gw_buf_fini(&x->h2hdr); /* HTTP/2 only */
-    gw_buf_fini(&x->pend);
     x->next = p->x_cache;
     p->x_cache = x;
     p->n_x_cache++;
 }
 
-/* A zeroed exchange but the kept memory (empty buffers), or NULL. */
+/* A zeroed exchange, or NULL. */
 static struct net_upx *
 x_get(struct net_uppool *p)
 {
     struct net_upx *x = p->x_cache;
-    struct gw_buf req, head;
-    struct net_hoff *hv;
-    size_t cap_hv;
 
     if (!x)
         return gw_calloc(1, sizeof(*x));
     p->x_cache = x->next;
     p->n_x_cache--;
-    /* The request moves to retry once sent (see the top): keep one of the two. */
-    req = x->req.data ? x->req : x->retry;
-    if (x->req.data)
-        gw_buf_fini(&x->retry);
-    head = x->head;
-    hv = x->hv;
-    cap_hv = x->cap_hv;
     memset(x, 0, sizeof(*x));
-    x->req = req;
-    x->head = head;
-    x->hv = hv;
-    x->cap_hv = cap_hv;
     return x;
 }
 
@@ -1078,10 +1125,10 @@ x_cache_free(struct net_uppool *p)
         struct net_upx *x = p->x_cache;
 
         p->x_cache = x->next;
-        x_bufs_fini(x);
         gw_free(x);
     }
     p->n_x_cache = 0;
+    spares_free(p);
 }
 
 static void
@@ -1211,6 +1258,8 @@ on_hp_message_begin(http_parser *hp)
     struct net_upx *x = hp->data;
 
     x->n_hv = 0;
+    spare_buf_take(x->pool, &x->head);
+    spare_hv_take(x->pool, x);
     gw_buf_reset(&x->head);
     x->last_was_value = true;
     return 0;
@@ -1316,9 +1365,8 @@ on_hp_headers_complete(http_parser *hp)
     if (hdrs != stack)
         gw_free(hdrs);
     /* The head is delivered: its storage is not needed any more. */
-    gw_buf_fini(&x->head);
-    GW_FREE(x->hv);
-    x->n_hv = x->cap_hv = 0;
+    spare_buf_put(x->pool, &x->head);
+    spare_hv_put(x->pool, x);
     return after_cb(x, x->head_method ? 1 : 0);
 }
 
@@ -1367,7 +1415,7 @@ x_drive(struct net_upx *x)
             break;
         if (!x->got_bytes) {
             x->got_bytes = true;
-            gw_buf_fini(&x->retry); /* too late for a retry now */
+            spare_buf_put(x->pool, &x->retry); /* too late for a retry now */
         }
         n = http_parser_execute(&x->hp, &up_settings, v.iov_base, v.iov_len);
         evbuffer_drain(in, n);
@@ -1872,6 +1920,8 @@ h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ud)
     (void)ud;
     if (x && f->hd.type == NGHTTP2_HEADERS && x->phase == NET_UPX_HEAD) {
         x->n_hv = 0;
+        spare_buf_take(x->pool, &x->head);
+        spare_hv_take(x->pool, x);
         gw_buf_reset(&x->head);
         x->h2_status = 0;
     }
@@ -1949,9 +1999,8 @@ h2_head(struct net_upx *x)
     x->in_cb = false;
     if (hdrs != stack)
         gw_free(hdrs);
-    gw_buf_fini(&x->head);
-    GW_FREE(x->hv);
-    x->n_hv = x->cap_hv = 0;
+    spare_buf_put(x->pool, &x->head);
+    spare_hv_put(x->pool, x);
     if (x->cancelled)
         x_free(x);
 }
@@ -2528,6 +2577,7 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
     x->defer = &x->defer_ev;
     event_assign(x->timer, p->base, -1, 0, on_x_timer, x);
     event_assign(x->defer, p->base, -1, 0, on_x_defer, x);
+    spare_buf_take(p, &x->req);
     if (req_build(&x->req, req, k) != GW_OK)
         goto fail;
     x->body_len = req->body.len;
