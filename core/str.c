@@ -262,15 +262,27 @@ gw_buf_recycle(struct gw_buf *b, size_t keep)
         gw_buf_reset(b);
 }
 
+/* Eight bytes a step (a key digest is four): the differences are OR-ed into <d>, which
+ * an empty asm makes opaque to the compiler at every step, so no step can be skipped or
+ * the loop left early, whatever the bytes. The byte-wise volatile loop this replaces
+ * was 16 instructions a byte, on every request, for every client of the config. */
 bool
 gw_ct_equal(const void *a, const void *b, size_t n)
 {
-    const volatile unsigned char *x = a, *y = b;
-    unsigned char d = 0;
-    size_t i;
+    const unsigned char *x = a, *y = b;
+    uint64_t d = 0, u, v;
+    size_t i = 0;
 
-    for (i = 0; i < n; i++)
-        d |= (unsigned char)(x[i] ^ y[i]);
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&u, x + i, 8);
+        memcpy(&v, y + i, 8);
+        d |= u ^ v;
+        __asm__("" : "+r"(d));
+    }
+    for (; i < n; i++) {
+        d |= (uint64_t)(x[i] ^ y[i]);
+        __asm__("" : "+r"(d));
+    }
     return d == 0;
 }
 

@@ -254,6 +254,36 @@ test_ct_equal_detects_any_difference(void **state)
     assert_false(gw_ct_equal(a, b, 32));
 }
 
+/* Every length up to 40 (whole words and the bytes after them), every position, every
+ * bit: a difference anywhere is one; equal bytes of any value are equal. */
+static void
+test_ct_equal_every_length_position_and_bit(void **state)
+{
+    unsigned char a[40], b[40];
+    size_t n, i;
+    int bit;
+
+    (void)state;
+    for (i = 0; i < sizeof(a); i++)
+        a[i] = (unsigned char)(i * 37 + 11);
+    for (n = 0; n <= sizeof(a); n++) {
+        memcpy(b, a, sizeof(a));
+        assert_true(gw_ct_equal(a, b, n));
+        for (i = 0; i < n; i++)
+            for (bit = 0; bit < 8; bit++) {
+                b[i] ^= (unsigned char)(1u << bit);
+                assert_false(gw_ct_equal(a, b, n));
+                if (i + 1 < n)
+                    assert_true(gw_ct_equal(a + i + 1, b + i + 1, n - i - 1));
+                b[i] ^= (unsigned char)(1u << bit);
+            }
+        if (n < sizeof(a)) {
+            b[n] ^= 0xff; /* past the length: not compared */
+            assert_true(gw_ct_equal(a, b, n));
+        }
+    }
+}
+
 static void
 test_alloc_fail_at_fails_exactly_the_nth(void **state)
 {
@@ -359,6 +389,7 @@ main(void)
         cmocka_unit_test(test_fmt_u64_is_printf_s_decimal),
         cmocka_unit_test(test_hex_round_trip_and_refusals),
         cmocka_unit_test(test_ct_equal_detects_any_difference),
+        cmocka_unit_test(test_ct_equal_every_length_position_and_bit),
         cmocka_unit_test(test_alloc_fail_at_fails_exactly_the_nth),
         cmocka_unit_test(test_append_numbers_read_back_the_same),
         cmocka_unit_test(test_base64_decode_is_strict),
