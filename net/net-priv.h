@@ -36,6 +36,7 @@
 #include "core/snap.h"
 #include "core/str.h"
 #include "dialects/sigv4.h"
+#include "net/endpoint.h"
 #include "net/sockread.h"
 #include "net/h1req.h"
 
@@ -117,6 +118,7 @@ struct net_conn {
     unsigned header_timeout_secs, body_timeout_secs, idle_timeout_secs;
     /* the request being read (method, url, headers, body; net/h1req.h) */
     struct net_h1req rq;
+    struct net_target tgt;     /* its endpoint: set by net_pipeline_head, read by _start */
     struct gw_conf *conf;      /* reference taken by the head check, handed to the stream */
     size_t body_held;          /* bytes of rq.body counted in net_body_budget */
     size_t linger_left;        /* bytes a lingering close still discards before closing */

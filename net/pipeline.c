@@ -571,10 +571,10 @@ net_pipeline_head(struct net_conn *c, const char **why)
 {
     enum gw_code code = GW_OK;
     struct gw_conf *conf;
-    struct net_target t;
 
-    conn_target(c, &t);
-    switch (t.ep) {
+    /* Every request's head comes here before net_pipeline_start, which reads it back. */
+    conn_target(c, &c->tgt);
+    switch (c->tgt.ep) {
     case NET_EP_NONE: *why = "no such endpoint"; return GW_E_NOT_FOUND;
     case NET_EP_METHOD:
         *why = "this method is not served on this path";
@@ -773,7 +773,8 @@ net_pipeline_start(struct net_conn *c)
     s->conn = c;
     net_conn_sink(c, &s->sink);
     c->stream = s;
-    s->client_shape = net_conn_shape(c);
+    s->tgt = c->tgt; /* net_pipeline_head's */
+    s->client_shape = s->tgt.shape;
     s->client_ops = dl_shape_ops(s->client_shape);
     s->t0_us = net_mono_us();
     gw_sse_init(&s->sse, 0);
@@ -787,7 +788,6 @@ net_pipeline_start(struct net_conn *c)
         net_stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is shutting down", false);
         return;
     }
-    conn_target(c, &s->tgt);
     switch (s->tgt.ep) {
     case NET_EP_CHAT:
     case NET_EP_RESPONSES:
