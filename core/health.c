@@ -55,6 +55,15 @@ struct gw_upstate {
     struct gw_sample samples[GW_HEALTH_SAMPLES]; /* ring */
     unsigned smp_next, smp_n;
     int32_t link_ms;
+    /* The rings' facts as last computed (gw_upstate_facts): they hold while neither ring
+     * changed (gen, bumped by every push) and no entry they counted aged out or a
+     * stale one could count again (fresh_from <= now <= fresh_to). Routing reads them
+     * for every candidate of every request; the rings change once or twice a request. */
+    unsigned gen;
+    bool have_facts;
+    unsigned facts_gen;
+    uint64_t fresh_from, fresh_to;
+    struct gw_upfacts facts; /* its ring fields only */
 };
 
 /* Registry: touched by main only (attach), so a plain growing array. */
@@ -121,6 +130,7 @@ push_outcome(struct gw_upstate *u, uint64_t now_ms, bool ok)
     u->out_next = (u->out_next + 1) % GW_HEALTH_OUTCOMES;
     if (u->out_n < GW_HEALTH_OUTCOMES)
         u->out_n++;
+    u->gen++;
 }
 
 bool
@@ -193,6 +203,7 @@ gw_upstate_sample(struct gw_upstate *u, uint64_t now_ms, uint32_t ttfc_ms)
     u->smp_next = (u->smp_next + 1) % GW_HEALTH_SAMPLES;
     if (u->smp_n < GW_HEALTH_SAMPLES)
         u->smp_n++;
+    u->gen++;
     up_unlock(u);
 }
 
@@ -230,31 +241,18 @@ is_fresh(uint64_t at_ms, uint64_t now_ms)
     return at_ms + GW_HEALTH_OUTCOME_MAX_AGE_MS >= now_ms;
 }
 
-void
-gw_upstate_facts(struct gw_upstate *u, uint64_t now_ms, struct gw_upfacts *out)
+/* The facts the rings give at <now_ms> into <out> (its ring fields), from copies of
+ * the rings; *<to> is the last time they hold until an entry ages out. */
+static void
+ring_facts(const struct gw_outcome *outs, unsigned n_out, const struct gw_sample *smps,
+           unsigned n_smp, uint64_t now_ms, struct gw_upfacts *out, uint64_t *to)
 {
-    struct gw_outcome outs[GW_HEALTH_OUTCOMES];
-    struct gw_sample smps[GW_HEALTH_SAMPLES];
     uint32_t v[GW_HEALTH_SAMPLES];
-    unsigned n_out, n_smp, i, j, n, ok;
-    uint64_t until;
-
-    /* Copy out under the lock; filter and sort after releasing it. */
-    up_lock(u);
-    until = u->paused_until_ms;
-    out->consecutive_failures = u->consecutive_failures;
-    out->pauses = u->pauses;
-    out->link_ms = u->link_ms;
-    n_out = u->out_n;
-    n_smp = u->smp_n;
-    memcpy(outs, u->outcomes, sizeof(outs));
-    memcpy(smps, u->samples, sizeof(smps));
-    up_unlock(u);
-
-    out->paused_until_ms = until > now_ms ? until : 0;
+    unsigned i, j, n, ok;
 
     /* Ring slots beyond n are zeroed or stale only before the ring first fills; the
      * first n slots are the filled ones until then, and all of them afterwards. */
+    *to = UINT64_MAX;
     n = 0;
     ok = 0;
     for (i = 0; i < n_out; i++) {
@@ -262,6 +260,8 @@ gw_upstate_facts(struct gw_upstate *u, uint64_t now_ms, struct gw_upfacts *out)
             continue;
         n++;
         ok += outs[i].ok;
+        if (outs[i].at_ms + GW_HEALTH_OUTCOME_MAX_AGE_MS < *to)
+            *to = outs[i].at_ms + GW_HEALTH_OUTCOME_MAX_AGE_MS;
     }
     out->n_outcomes = n;
     out->success_rate = n >= GW_HEALTH_MIN_OUTCOMES ? (double)ok / n : -1.0;
@@ -272,6 +272,8 @@ gw_upstate_facts(struct gw_upstate *u, uint64_t now_ms, struct gw_upfacts *out)
 
         if (!is_fresh(smps[i].at_ms, now_ms))
             continue;
+        if (smps[i].at_ms + GW_HEALTH_OUTCOME_MAX_AGE_MS < *to)
+            *to = smps[i].at_ms + GW_HEALTH_OUTCOME_MAX_AGE_MS;
         /* insertion sort: at most 50 values */
         x = smps[i].ttfc_ms;
         for (j = n; j > 0 && v[j - 1] > x; j--)
@@ -287,4 +289,51 @@ gw_upstate_facts(struct gw_upstate *u, uint64_t now_ms, struct gw_upfacts *out)
 
         out->ttfc_median_ms = m > INT32_MAX ? INT32_MAX : (int32_t)m;
     }
+}
+
+void
+gw_upstate_facts(struct gw_upstate *u, uint64_t now_ms, struct gw_upfacts *out)
+{
+    struct gw_outcome outs[GW_HEALTH_OUTCOMES];
+    struct gw_sample smps[GW_HEALTH_SAMPLES];
+    unsigned n_out, n_smp, gen;
+    uint64_t until, to;
+
+    up_lock(u);
+    until = u->paused_until_ms;
+    out->consecutive_failures = u->consecutive_failures;
+    out->pauses = u->pauses;
+    out->link_ms = u->link_ms;
+    out->paused_until_ms = until > now_ms ? until : 0;
+    if (u->have_facts && u->facts_gen == u->gen && u->fresh_from <= now_ms &&
+        now_ms <= u->fresh_to) {
+        out->n_outcomes = u->facts.n_outcomes;
+        out->success_rate = u->facts.success_rate;
+        out->n_samples = u->facts.n_samples;
+        out->ttfc_median_ms = u->facts.ttfc_median_ms;
+        up_unlock(u);
+        return;
+    }
+    /* Copy out under the lock; filter and sort after releasing it. */
+    gen = u->gen;
+    n_out = u->out_n;
+    n_smp = u->smp_n;
+    memcpy(outs, u->outcomes, sizeof(outs));
+    memcpy(smps, u->samples, sizeof(smps));
+    up_unlock(u);
+
+    ring_facts(outs, n_out, smps, n_smp, now_ms, out, &to);
+
+    /* Kept for the next readers unless the rings changed meanwhile. An entry stale at
+     * now_ms could be fresh at an earlier time (another thread's clock): the facts hold
+     * from now_ms on. */
+    up_lock(u);
+    if (u->gen == gen) {
+        u->have_facts = true;
+        u->facts_gen = gen;
+        u->fresh_from = now_ms;
+        u->fresh_to = to;
+        u->facts = *out;
+    }
+    up_unlock(u);
 }

@@ -106,6 +106,84 @@ test_health_fresh_upstate_reports_nothing_known(void **state)
     gw_upstates_free(r);
 }
 
+/* ---- the kept facts ---- */
+
+struct t_event {
+    uint64_t at;
+    int kind; /* 0 success, 1 failure, 2 sample */
+    uint32_t ttfc;
+};
+
+/* The facts of a new upstate given <ev>[0, n) (nothing kept yet: computed). */
+static struct gw_upfacts
+facts_fresh(const struct t_event *ev, size_t n, uint64_t now)
+{
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "x");
+    struct gw_conf f = conf_failover(0, 60, 600);
+    struct gw_upfacts out;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (ev[i].kind == 0)
+            gw_upstate_success(u, ev[i].at);
+        else if (ev[i].kind == 1)
+            gw_upstate_failure(u, ev[i].at, &f, 0);
+        else
+            gw_upstate_sample(u, ev[i].at, ev[i].ttfc);
+    }
+    out = facts(u, now);
+    gw_upstates_free(r);
+    return out;
+}
+
+/* Facts read again and again (kept between readings) are the facts computed afresh:
+ * after each new outcome or sample, as entries age out at the window's edge (reads at
+ * the last fresh millisecond and the first stale one), and read at an earlier time
+ * than the kept ones (another thread's clock), where an aged entry counts again. */
+static void
+test_health_kept_facts_are_the_computed_ones(void **state)
+{
+    struct gw_upstates *r = t_upstates_new();
+    struct gw_upstate *u = t_upstate(r, "a");
+    struct gw_conf f = conf_failover(0, 60, 600);
+    struct t_event ev[400];
+    uint64_t t = T0, rng = 88172645463325252ull;
+    size_t n = 0, q;
+
+    (void)state;
+    for (n = 0; n < sizeof(ev) / sizeof(ev[0]); n++) {
+        uint64_t reads[6];
+
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        /* mostly close together, sometimes minutes apart: entries age out in between */
+        t += rng % 8 == 0 ? (rng >> 8) % (12u * 60 * 1000) : (rng >> 8) % 50;
+        ev[n] = (struct t_event){t, (int)((rng >> 20) % 3), (uint32_t)((rng >> 24) % 900)};
+        if (ev[n].kind == 0)
+            gw_upstate_success(u, t);
+        else if (ev[n].kind == 1)
+            gw_upstate_failure(u, t, &f, 0);
+        else
+            gw_upstate_sample(u, t, ev[n].ttfc);
+        /* the oldest entry's edge, either side; a time before; now, twice */
+        reads[0] = t;
+        reads[1] = ev[n > 60 ? n - 60 : 0].at + GW_HEALTH_OUTCOME_MAX_AGE_MS;
+        reads[2] = reads[1] + 1;
+        reads[3] = t > 5000 ? t - 5000 : t;
+        reads[4] = t + (rng >> 30) % (40u * 60 * 1000);
+        reads[5] = t;
+        for (q = 0; q < 6; q++) {
+            struct gw_upfacts a = facts(u, reads[q]), b = facts_fresh(ev, n + 1, reads[q]);
+
+            assert_int_equal(a.n_outcomes, b.n_outcomes);
+            assert_true(a.success_rate == b.success_rate);
+            assert_int_equal(a.n_samples, b.n_samples);
+            assert_int_equal(a.ttfc_median_ms, b.ttfc_median_ms);
+        }
+    }
+    gw_upstates_free(r);
+}
+
 /* ---- pauses ---- */
 
 static void
@@ -449,6 +527,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health_registry_returns_one_upstate_per_name),
         cmocka_unit_test(test_health_fresh_upstate_reports_nothing_known),
+        cmocka_unit_test(test_health_kept_facts_are_the_computed_ones),
         cmocka_unit_test(test_health_pauses_after_n_consecutive_failures),
         cmocka_unit_test(test_health_repeated_pauses_double_up_to_the_cap),
         cmocka_unit_test(test_health_failures_during_a_pause_do_not_escalate),
