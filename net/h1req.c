@@ -20,6 +20,8 @@
 
 #include <string.h>
 
+#include <emmintrin.h>
+
 #include "core/alloc.h"
 
 #define H1_BODY_KEEP (64 * 1024) /* a body buffer larger than this is freed between requests */
@@ -103,6 +105,49 @@ static inline bool
 is_ctl(unsigned char ch)
 {
     return (ch < 0x20 && ch != '\t') || ch == 0x7f;
+}
+
+/* The first byte of [p, end) that a header value may not hold (is_ctl), or <end>;
+ * sixteen bytes a step (values are tens of bytes: a key, a user agent). */
+static const char *
+value_ctl(const char *p, const char *end)
+{
+    const __m128i below = _mm_set1_epi8(0x1f), tab = _mm_set1_epi8('\t'), del = _mm_set1_epi8(0x7f);
+
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        /* v <= 0x1f unsigned, but HTAB; or DEL */
+        __m128i ctl =
+            _mm_andnot_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(_mm_min_epu8(v, below), v));
+        int m = _mm_movemask_epi8(_mm_or_si128(ctl, _mm_cmpeq_epi8(v, del)));
+
+        if (m)
+            return p + __builtin_ctz((unsigned)m);
+    }
+    while (p < end && !is_ctl((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* The first byte of [p, end) that ends or spoils a request target: a space, any byte
+ * below 0x20 (HTAB and CR too) or DEL; or <end>. Sixteen bytes a step. */
+static const char *
+target_stop(const char *p, const char *end)
+{
+    const __m128i space = _mm_set1_epi8(' '), del = _mm_set1_epi8(0x7f);
+
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        /* v <= 0x20 unsigned (the space and every control), or DEL */
+        __m128i stop = _mm_cmpeq_epi8(_mm_min_epu8(v, space), v);
+        int m = _mm_movemask_epi8(_mm_or_si128(stop, _mm_cmpeq_epi8(v, del)));
+
+        if (m)
+            return p + __builtin_ctz((unsigned)m);
+    }
+    while (p < end && (unsigned char)*p > ' ' && *p != 0x7f)
+        p++;
+    return p;
 }
 
 static inline bool
@@ -276,13 +321,11 @@ request_line(struct net_h1req *r, const char *p, const char *lend)
     while (p < lend && *p == ' ')
         p++;
     t = p;
-    while (p < lend && *p != ' ') {
-        if (*p == '\r')
-            return refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_BARE_CR);
-        if (is_ctl((unsigned char)*p) || *p == '\t')
-            return refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_CTL);
-        p++;
-    }
+    p = target_stop(p, lend);
+    if (p < lend && *p == '\r')
+        return refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_BARE_CR);
+    if (p < lend && *p != ' ')
+        return refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_CTL);
     if (p == t)
         return malformed(r);
     if (*t != '/' && *t != '*')
@@ -328,11 +371,9 @@ header_line(struct net_h1req *r, const char *line, const char *lend, struct h1_f
     while (p < lend && (*p == ' ' || *p == '\t'))
         p++;
     v = p;
-    for (; p < lend; p++) {
-        if (is_ctl((unsigned char)*p)) {
-            return refuse(r, GW_E_HTTP_PARSE, *p == '\r' ? NET_H1_WHY_BARE_CR : NET_H1_WHY_CTL);
-        }
-    }
+    p = value_ctl(p, lend);
+    if (p < lend)
+        return refuse(r, GW_E_HTTP_PARSE, *p == '\r' ? NET_H1_WHY_BARE_CR : NET_H1_WHY_CTL);
     r->head_bytes += nlen + 4 + (size_t)(lend - v);
     if (r->n_hdrs >= r->lim.max_headers)
         return refuse(r, GW_E_HEADERS_TOO_LARGE, "request head too large or too many headers");

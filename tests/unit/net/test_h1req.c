@@ -152,6 +152,82 @@ test_issue_8_control_bytes_in_values_are_refused(void **state)
     t_refused("GET / HTTP/1.1\r\nHost: a\r\nX-A: a\177b\r\n\r\n", GW_E_HTTP_PARSE);
 }
 
+/* Reads the <len> bytes of <raw> (NUL bytes too) as one feed; the last event. */
+static enum net_h1_ev
+t_read_n(struct net_h1req *r, const char *raw, size_t len)
+{
+    size_t used = 0;
+
+    net_h1req_init(r, &t_lim);
+    return net_h1req_feed(r, raw, len, &used);
+}
+
+static bool
+t_is_ctl(unsigned char b)
+{
+    return (b < 0x20 && b != '\t') || b == 0x7f;
+}
+
+/* The value and target scans go sixteen bytes a step: every byte value (but LF, which
+ * ends the line) at every position of values and targets of 1 to 34 bytes (two steps
+ * and a tail) is taken or refused, with its reason, as the RFC's byte rules say. */
+static void
+test_h1req_every_byte_at_every_position_of_a_value_and_a_target(void **state)
+{
+    static const char tail[] = " HTTP/1.1\r\nHost: a\r\n\r\n";
+    char raw[256], field[40];
+    struct net_h1req r;
+    struct gw_str v;
+    size_t len, pos, n;
+    unsigned b;
+
+    (void)state;
+    for (len = 1; len <= 34; len++)
+        for (pos = 0; pos < len; pos++)
+            for (b = 0; b < 256; b++) {
+                if (b == '\n')
+                    continue;
+                memset(field, 'a', len);
+                field[pos] = (char)b;
+                /* a header value */
+                n = (size_t)snprintf(raw, sizeof(raw), "GET / HTTP/1.1\r\nHost: a\r\nX-A: ");
+                memcpy(raw + n, field, len);
+                n += len;
+                memcpy(raw + n, "\r\n\r\n", 4);
+                n += 4;
+                if (t_is_ctl((unsigned char)b)) {
+                    assert_int_equal(t_read_n(&r, raw, n), NET_H1_ERROR);
+                    assert_string_equal(r.why, b == '\r' ? NET_H1_WHY_BARE_CR : NET_H1_WHY_CTL);
+                } else {
+                    assert_int_equal(t_read_n(&r, raw, n), NET_H1_HEAD);
+                    assert_true(net_h1req_header(&r, GW_STR_LIT("x-a"), &v));
+                    /* blanks at either end are not the value's */
+                    if ((b == ' ' || b == '\t') && (pos == 0 || pos == len - 1))
+                        assert_int_equal(v.len, len - 1);
+                    else
+                        assert_memory_equal(v.ptr, field, len);
+                }
+                net_h1req_fini(&r);
+                /* a request target (a space ends it: not this test's) */
+                if (b == ' ')
+                    continue;
+                n = (size_t)snprintf(raw, sizeof(raw), "GET /");
+                memcpy(raw + n, field, len);
+                n += len;
+                memcpy(raw + n, tail, strlen(tail));
+                n += strlen(tail);
+                if (t_is_ctl((unsigned char)b) || b == '\t') {
+                    assert_int_equal(t_read_n(&r, raw, n), NET_H1_ERROR);
+                    assert_string_equal(r.why, b == '\r' ? NET_H1_WHY_BARE_CR : NET_H1_WHY_CTL);
+                } else {
+                    assert_int_equal(t_read_n(&r, raw, n), NET_H1_HEAD);
+                    assert_int_equal(r.url.len, len + 1);
+                    assert_memory_equal(r.url.data + 1, field, len);
+                }
+                net_h1req_fini(&r);
+            }
+}
+
 static void
 test_issue_8_chunk_past_the_limit_is_refused_at_its_size_line(void **state)
 {
@@ -561,6 +637,7 @@ main(void)
         cmocka_unit_test(test_h1req_only_http10_and_http11),
         cmocka_unit_test(test_h1req_upgrade_is_answered_as_http11_and_connect_refused),
         cmocka_unit_test(test_issue_8_control_bytes_in_values_are_refused),
+        cmocka_unit_test(test_h1req_every_byte_at_every_position_of_a_value_and_a_target),
         cmocka_unit_test(test_issue_8_chunk_past_the_limit_is_refused_at_its_size_line),
         cmocka_unit_test(test_issue_8_chunk_size_overflow_is_refused),
         cmocka_unit_test(test_h1req_trailers_are_not_headers),
