@@ -199,6 +199,7 @@ struct net_upx {
     bool head_method;      /* HEAD: the response has no body */
     bool paused;
     bool in_send;   /* inside net_up_send: connection events wait for the loop */
+    bool arm_due;   /* the phase's timeout is armed when x_drive has read what came */
     bool ended;     /* x_end has begun: on_end runs or ran */
     bool in_cb;     /* inside one of the caller's callbacks */
     bool cancelled; /* net_upx_cancel inside a callback: free when it returns */
@@ -1358,7 +1359,7 @@ on_hp_headers_complete(http_parser *hp)
     }
     x->phase = NET_UPX_BODY;
     x->keep_alive = http_should_keep_alive(hp) != 0;
-    x_arm_phase(x);
+    x->arm_due = true; /* the body's timeout, once x_drive has read what came */
     x->in_cb = true;
     x->cbs.on_head(x->arg, status, hdrs, x->n_hv);
     x->in_cb = false;
@@ -1438,6 +1439,10 @@ x_drive(struct net_upx *x)
         x_finish(x);
         return;
     }
+    if (x->arm_due) {
+        x->arm_due = false;
+        x_arm_phase(x);
+    }
     if (c->eof && !x->paused && evbuffer_get_length(in) == 0)
         x_on_gone(x);
 }
@@ -1466,8 +1471,10 @@ on_conn_read(struct bufferevent *bev, void *arg)
         x_defer(x);
         return;
     }
-    if (x->phase == NET_UPX_BODY && !x->paused)
-        x_arm(x, x->idle_ms);
+    /* The body's idle timeout starts again after this read (x_drive arms it unless the
+     * answer ended: a whole answer in one read arms no timer). */
+    if (x->phase == NET_UPX_BODY)
+        x->arm_due = true;
     x_drive(x);
 }
 
