@@ -415,10 +415,11 @@ refuse_and_close(struct net_conn *c, enum gw_code code, const char *why)
 }
 
 /* The head is read, no body byte taken yet: the pipeline decides on it (endpoint and
- * gateway key), then a declared body is reserved in the server-wide budget. False when
- * the request was refused (and the connection is closing). */
+ * gateway key), then a declared body is reserved in the server-wide budget; *<arm> is
+ * the body's deadline to arm (conn_parse). False when the request was refused (and the
+ * connection is closing). */
 static bool
-head_read(struct net_conn *c)
+head_read(struct net_conn *c, unsigned *arm)
 {
     const char *why = NULL;
     enum gw_code code;
@@ -449,7 +450,7 @@ head_read(struct net_conn *c)
     c->state = NET_CONN_BODY;
     if (c->rq.has_body) {
         /* One deadline for the whole body: a trickling client does not re-arm it. */
-        timer_arm(c, c->body_timeout_secs);
+        *arm = c->body_timeout_secs;
         if (net_conn_header(c, GW_STR_LIT("expect"), &v) &&
             gw_str_eq_nocase(v, GW_STR_LIT("100-continue")))
             net_conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
@@ -480,6 +481,7 @@ static void
 conn_parse(struct net_conn *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
+    unsigned arm = 0; /* the head's or body's deadline, armed once the bytes here are read */
 
     if ((c->flags & NET_CONN_F_FRESH) && h2c_taken(c, in))
         return;
@@ -494,7 +496,7 @@ conn_parse(struct net_conn *c)
         evbuffer_drain(in, used);
         if (c->state == NET_CONN_IDLE && net_h1req_in_head(&c->rq)) {
             c->state = NET_CONN_HEAD; /* the first byte of a request: the head's deadline */
-            timer_arm(c, c->header_timeout_secs);
+            arm = c->header_timeout_secs;
         }
         switch (ev) {
         case NET_H1_MORE:
@@ -506,7 +508,7 @@ conn_parse(struct net_conn *c)
             }
             break;
         case NET_H1_HEAD:
-            if (!head_read(c))
+            if (!head_read(c, &arm))
                 return;
             break;
         case NET_H1_DONE:
@@ -516,12 +518,17 @@ conn_parse(struct net_conn *c)
                                  "(server.max_buffered_body_mb); retry shortly");
                 return;
             }
+            /* A timer still pending (the idle one, or this request's head or body
+             * deadline) finds the connection busy and does nothing; the answer's end
+             * arms the idle one again (net_conn_response_done). */
             c->state = NET_CONN_BUSY;
-            evtimer_del(c->timer);
+            arm = 0;
             break;
         case NET_H1_ERROR: refuse_and_close(c, c->rq.refuse, c->rq.why); return;
         }
     }
+    if (arm)
+        timer_arm(c, arm);
     if (c->state == NET_CONN_BUSY) {
         if (c->rq.http_minor == 0)
             c->flags |= NET_CONN_F_CLOSE_AFTER; /* no chunked answers for HTTP/1.0 */
