@@ -55,13 +55,14 @@ set_get(const struct gw_conf_provider *p, const char *m, bool *created)
     char fps[GW_QUOTA_MAX_CREDS][GW_QUOTA_FP_LEN + 1];
     struct gw_quota_set_conf c;
     struct gw_quota_set *s;
-    size_t n = prov_fps(p, fps);
+    size_t n;
 
     if (created)
         *created = false;
     s = gw_quota_reg_find(p->quota_reg, p->quota_name, m);
     if (s)
         return s;
+    n = prov_fps(p, fps); /* for a new set only: found is every request's case */
     gw_quota_set_conf_of(p, m[0] ? m : NULL, &c);
     s = gw_quota_reg_get(p->quota_reg, p->quota_name, m, (const char(*)[GW_QUOTA_FP_LEN + 1]) fps,
                          n, &c, created);
