@@ -52,7 +52,40 @@ gw_arena_fini(struct gw_arena *a)
         next = b->next;
         gw_free(b);
     }
+    for (b = a->spare; b; b = next) {
+        next = b->next;
+        gw_free(b);
+    }
     memset(a, 0, sizeof(*a));
+}
+
+void
+gw_arena_reset(struct gw_arena *a, unsigned keep)
+{
+    struct gw_arena_block *b, *next, *spare = a->spare;
+    unsigned n = 0;
+
+    for (b = spare; b; b = b->next)
+        n++;
+    while (a->cleanups) {
+        struct gw_arena_cleanup *c = a->cleanups;
+
+        a->cleanups = c->next;
+        c->fn(c->arg);
+    }
+    for (b = a->head; b; b = next) {
+        next = b->next;
+        if (b->size == GW_ARENA_BLOCK && n < keep) {
+            b->next = spare;
+            spare = b;
+            n++;
+        } else {
+            gw_free(b);
+        }
+    }
+    a->head = NULL;
+    a->used = 0;
+    a->spare = spare;
 }
 
 void *
@@ -68,9 +101,11 @@ gw_arena_alloc(struct gw_arena *a, size_t n)
     off = b ? (b->used + GW_ARENA_ALIGN - 1) & ~(GW_ARENA_ALIGN - 1) : 0;
     if (!b || off > b->size || n > b->size - off) {
         size_t size = n > GW_ARENA_BLOCK ? n : GW_ARENA_BLOCK;
-        struct gw_arena_block *nb = gw_malloc(sizeof(*nb) + size);
+        struct gw_arena_block *nb = a->spare;
 
-        if (!nb)
+        if (nb && size == GW_ARENA_BLOCK) /* a block kept by gw_arena_reset */
+            a->spare = nb->next;
+        else if (!(nb = gw_malloc(sizeof(*nb) + size)))
             return NULL;
         nb->size = size;
         nb->used = 0;

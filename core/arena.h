@@ -24,6 +24,7 @@ struct gw_arena {
     struct gw_arena_block *head;       /* the block allocations come from */
     struct gw_arena_cleanup *cleanups; /* run at fini, newest first */
     size_t used;                       /* bytes handed out, for tests and metrics */
+    struct gw_arena_block *spare;      /* empty blocks kept by gw_arena_reset */
 };
 
 typedef void (*gw_arena_free_fn)(void *arg);
@@ -31,6 +32,10 @@ typedef void (*gw_arena_free_fn)(void *arg);
 void gw_arena_init(struct gw_arena *a);
 /* Runs the cleanups and frees every block; <a> is empty (reusable) after. */
 void gw_arena_fini(struct gw_arena *a);
+/* Runs the cleanups and empties <a> for its next use, keeping up to <keep> of its
+ * blocks of the default size (4 KB) for the allocations to come; frees the others. A
+ * request's arena reused by the next request allocates no block after warm-up. */
+void gw_arena_reset(struct gw_arena *a, unsigned keep);
 /* <n> bytes aligned for any type, or NULL when out of memory. Never freed alone. */
 void *gw_arena_alloc(struct gw_arena *a, size_t n);
 /* Zeroed <count> x <size> bytes (overflow checked), or NULL. */

@@ -65,7 +65,6 @@ struct net_stream {
     const struct dl_shape_ops *client_ops;
     struct net_target tgt;     /* the endpoint; its slices are valid while conn is */
     struct dl_openai_req *req; /* Chat clients */
-    struct gw_arena arena;     /* the request's arena (core/arena.h) */
     bool creq_ready;           /* creq (below) holds the canonical request */
     struct gw_str model;       /* the model the client asked for (a slice of its body) */
     uint64_t est_input;        /* estimated input tokens (DESIGN.md 18) */
@@ -169,6 +168,8 @@ struct net_stream {
     struct gw_buf hop_auth; /* (wiped once sent); both built by net_hop_send */
     struct gw_buf out;      /* held events, or the non-streamed answer */
     struct gw_buf errbody;  /* a non-2xx upstream body (bounded, logged only) */
+    struct gw_arena arena;  /* the request's arena (core/arena.h); reset, not freed, for
+                             * the cache: its blocks serve the next request */
     /* ---- scratch: not zeroed when the stream is made (net_pipeline_start zeroes the
      * fields before the kept ones, NET_STREAM_ZEROED bytes); each is written before it
      * is read. Zeroing them showed in profiles (half of the stream's bytes, on every

@@ -234,12 +234,14 @@ net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code, con
  * A freed stream goes to its worker's cache (at most NET_STREAM_CACHE_MAX), keeping the
  * memory of its body, upstream body, hop path and credential, answer and error buffers
  * (up to NET_STREAM_KEEP_BUF each; the body's goes back to a connection:
- * net_stream_take_body); a new one comes from there first. The profile showed the
+ * net_stream_take_body) and up to NET_STREAM_KEEP_ARENA_BLOCKS of its arena's blocks; a
+ * new one comes from there first. The profile showed the
  * stream's malloc and the buffers' regrowth on every request (docs/perf.md). Streams are
  * freed on their own worker (a zombie's grant comes back to it), so the cache is the
  * worker's alone. */
 #define NET_STREAM_CACHE_MAX 16u
 #define NET_STREAM_KEEP_BUF (16u * 1024u)
+#define NET_STREAM_KEEP_ARENA_BLOCKS 4u /* of 4 KB: a converted request's canonical form */
 
 static void
 stream_bufs_fini(struct net_stream *s)
@@ -250,6 +252,7 @@ stream_bufs_fini(struct net_stream *s)
     gw_buf_fini(&s->hop_auth); /* wiped by net_hop_send once sent */
     gw_buf_fini(&s->out);
     gw_buf_fini(&s->errbody);
+    gw_arena_fini(&s->arena);
 }
 
 static void
@@ -337,7 +340,7 @@ net_stream_free(struct net_stream *s)
     net_body_release(&s->body_held);
     gw_sse_fini(&s->sse);
     dl_bedrock_es_fini(&s->es);
-    gw_arena_fini(&s->arena);
+    gw_arena_reset(&s->arena, NET_STREAM_KEEP_ARENA_BLOCKS);
     gw_free(s->row);
     gw_free(s->qhdrs);
     gw_conf_release(s->conf);

@@ -284,6 +284,52 @@ test_arena_fini_empties_and_the_arena_is_reusable(void **state)
     }
 }
 
+/* A reset runs the cleanups and keeps up to <keep> default-size blocks: the next
+ * request's allocations up to that much take no memory from malloc (an allocation that
+ * would fails none of them); a large block is not kept; fini frees the kept ones. */
+static void
+test_arena_reset_keeps_blocks_for_the_next_use(void **state)
+{
+    struct t_cleanup c = {{0}, 0, NULL};
+    struct t_cleanup_arg arg = {&c, 'r'};
+    struct gw_arena a;
+    char *p;
+    int round, i;
+
+    (void)state;
+    gw_arena_init(&a);
+    for (round = 0; round < 3; round++) {
+        /* three blocks' worth, a large block, a cleanup */
+        for (i = 0; i < 3; i++) {
+            p = gw_arena_alloc(&a, 3000);
+            assert_non_null(p);
+            memset(p, 'a' + i, 3000);
+        }
+        assert_non_null(gw_arena_alloc(&a, 50000));
+        p[0] = 'M'; /* t_on_free checks the memory is still there when it runs */
+        c.mem = p;
+        assert_int_equal(gw_arena_on_free(&a, t_on_free, &arg), 1);
+        gw_arena_reset(&a, 2);
+        assert_int_equal(c.n, round + 1); /* the cleanup ran */
+        assert_null(a.head);
+        assert_null(a.cleanups);
+        assert_int_equal(a.used, 0);
+        /* two blocks kept: two blocks' worth comes without malloc */
+        gw_alloc_fail_at(1);
+        for (i = 0; i < 2; i++) {
+            p = gw_arena_alloc(&a, 3000);
+            assert_non_null(p);
+            memset(p, 'z', 3000);
+        }
+        /* a third block: malloc again (which fails here) */
+        assert_null(gw_arena_alloc(&a, 3000));
+        gw_alloc_fail_at(0);
+        gw_arena_reset(&a, 2);
+    }
+    gw_arena_fini(&a); /* frees the kept blocks (ASan: no leak) */
+    assert_null(a.spare);
+}
+
 static void
 test_arena_allocation_failure_is_null_and_clean(void **state)
 {
@@ -311,6 +357,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena_alloc_is_aligned_disjoint_and_counted),
+        cmocka_unit_test(test_arena_reset_keeps_blocks_for_the_next_use),
         cmocka_unit_test(test_arena_large_allocation_keeps_the_current_blocks_room),
         cmocka_unit_test(test_arena_many_blocks_hold_their_bytes),
         cmocka_unit_test(test_arena_calloc_zeroes_and_checks_overflow),
