@@ -814,19 +814,20 @@ dl_openai_usage_scan(struct dl_json *j, struct gw_usage *u)
     return read_usage(j, u);
 }
 
-/* What a chunk or an answer holds. */
+/* What an answer holds. */
 struct resp_scan {
     bool is_error;     /* "error" is there and not null */
     enum kind choices; /* K_ABSENT, K_ARRAY or another kind */
-    size_t nchoices;
-    size_t bytes; /* of the choices' deltas or messages */
+    size_t choices_at; /* where the last "choices" value begins, and its depth */
+    unsigned choices_depth;
     bool has_usage;
     struct gw_usage usage;
 };
 
-/* A chunk or an answer, the cursor at its '{'; <choice> reads one element of "choices". */
+/* An answer, the cursor at its '{': "choices" is skipped (checked as JSON) and its
+ * place kept, for dl_openai_answer_usage to count its content only when it must. */
 static bool
-scan_response(struct dl_json *j, scan_fn choice, struct resp_scan *rs)
+scan_response(struct dl_json *j, struct resp_scan *rs)
 {
     struct dl_json_str k;
     bool first = true;
@@ -844,7 +845,9 @@ scan_response(struct dl_json *j, scan_fn choice, struct resp_scan *rs)
             ok = dl_json_skip(j, NULL);
         } else if (KEY_IS(j, &k, "choices")) {
             rs->choices = kind_of(c);
-            ok = each_bytes(j, choice, &rs->bytes, &rs->nchoices);
+            rs->choices_at = j->i;
+            rs->choices_depth = j->depth;
+            ok = dl_json_skip(j, NULL);
         } else if (KEY_IS(j, &k, "usage")) {
             rs->has_usage = c == '{';
             memset(&rs->usage, 0, sizeof(rs->usage));
@@ -870,13 +873,21 @@ dl_openai_answer_usage(struct gw_str body, struct gw_usage *usage, size_t *conte
     dl_json_init(&j, body.ptr, body.len);
     /* An array (valid or not) has neither choices nor usage; anything else but an
      * object is not JSON that jansson would load. */
-    if (dl_json_peek(&j) != '{' || !scan_response(&j, choice_message_bytes, &rs))
+    if (dl_json_peek(&j) != '{' || !scan_response(&j, &rs))
         return false;
-    if (content_bytes)
-        *content_bytes = rs.bytes;
-    if (rs.has_usage)
+    if (rs.has_usage) {
         *usage = rs.usage;
-    return rs.has_usage;
+        return true;
+    }
+    /* No usage (rare): the choices' content is counted, from where they are (the scan
+     * above has checked the whole body, so this reading cannot fail). */
+    if (content_bytes && rs.choices == K_ARRAY) {
+        j.i = rs.choices_at;
+        j.depth = rs.choices_depth;
+        if (!each_bytes(&j, choice_message_bytes, content_bytes, NULL))
+            *content_bytes = 0;
+    }
+    return false;
 }
 
 /* ---- errors ---- */

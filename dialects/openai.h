@@ -68,8 +68,9 @@ enum gw_code dl_openai_req_render(const struct dl_openai_req *r, const char *bod
 enum gw_code dl_openai_req_canon(const struct dl_openai_req *r, struct gw_arena *a,
                                  struct dl_request *out, struct gw_buf *why);
 
-/* Reads a non-streamed answer body: usage when present (returns true), and the bytes
- * of its content for an estimate when not. */
+/* Reads a non-streamed answer body: usage when present (returns true; *<content_bytes>
+ * is 0), else the bytes of its content for an estimate (returns false). The whole body
+ * is checked as JSON either way: false and 0 bytes for one that is not. */
 bool dl_openai_answer_usage(struct gw_str body, struct gw_usage *usage, size_t *content_bytes);
 
 /* Appends the error body {"error":{"message","type","code","status"}} for <code> with

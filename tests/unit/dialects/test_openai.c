@@ -328,6 +328,8 @@ test_openai_render_twice_with_other_models(void **state)
 
 /* ---- answers ---- */
 
+/* With usage, the content is not counted (*bytes is 0): the estimate is for answers
+ * without it; the same choices without usage are counted (the test after this). */
 static void
 test_openai_answer_usage_reads_usage_and_content(void **state)
 {
@@ -349,7 +351,18 @@ test_openai_answer_usage_reads_usage_and_content(void **state)
     assert_int_equal(u.output_tokens, 7);
     assert_int_equal(u.reasoning_tokens, 5);
     assert_int_equal(u.cache_write_tokens, 0);
-    assert_int_equal(bytes, 11 + 1 + 2);
+    assert_int_equal(bytes, 0);
+    /* the same answer without usage: its content, tool arguments and all */
+    {
+        char nou[sizeof(body)];
+        const char *cut = strstr(body, ",\"usage\"");
+
+        assert_non_null(cut);
+        memcpy(nou, body, (size_t)(cut - body));
+        strcpy(nou + (cut - body), "}");
+        assert_false(dl_openai_answer_usage(gw_str_c(nou), &u, &bytes));
+        assert_int_equal(bytes, 11 + 1 + 2);
+    }
 }
 
 static void
@@ -812,7 +825,7 @@ test_openai_answer_refuses_invalid_and_reads_arrays_as_empty(void **state)
         GW_STR_LIT(" {\"choices\":[{\"message\":{\"content\":\"abc\",\"reasoning\":\"d\"}}],"
                    "\"usage\":{\"prompt_tokens\":9223372036854775807}} "),
         &u, &bytes));
-    assert_int_equal(bytes, 4);
+    assert_int_equal(bytes, 0); /* usage is there: no estimate to make */
     assert_int_equal(u.input_tokens, 9223372036854775807ULL);
 }
 
