@@ -31,8 +31,6 @@
 #define H1_SIZE_LINE_MAX 1024 /* a chunk-size line with its extensions */
 
 /* Connection (and Proxy-Connection) tokens, as http-parser's F_CONNECTION_* flags */
-#define H1_KEEP_ALIVE 1u
-#define H1_CLOSE 2u
 
 static enum http_method const h1_no_method = (enum http_method) - 1;
 
@@ -68,7 +66,7 @@ malformed(struct net_h1req *r)
  * "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA, one byte per byte value: every byte of
  * every header name is looked up. */
 #define T1(c) [c] = 1
-static const unsigned char h1_tchar[256] = {
+const unsigned char net_h1_tchar[256] = {
     T1('!'), T1('#'), T1('$'), T1('%'), T1('&'), T1('\''), T1('*'), T1('+'), T1('-'), T1('.'),
     T1('^'), T1('_'), T1('`'), T1('|'), T1('~'), T1('0'),  T1('1'), T1('2'), T1('3'), T1('4'),
     T1('5'), T1('6'), T1('7'), T1('8'), T1('9'), T1('A'),  T1('B'), T1('C'), T1('D'), T1('E'),
@@ -83,7 +81,7 @@ static const unsigned char h1_tchar[256] = {
 static inline bool
 is_tchar(unsigned char ch)
 {
-    return h1_tchar[ch];
+    return net_h1_tchar[ch];
 }
 
 bool
@@ -109,8 +107,8 @@ is_ctl(unsigned char ch)
 
 /* The first byte of [p, end) that a header value may not hold (is_ctl), or <end>;
  * sixteen bytes a step (values are tens of bytes: a key, a user agent). */
-static const char *
-value_ctl(const char *p, const char *end)
+const char *
+net_h1_value_ctl(const char *p, const char *end)
 {
     const __m128i below = _mm_set1_epi8(0x1f), tab = _mm_set1_epi8('\t'), del = _mm_set1_epi8(0x7f);
 
@@ -213,8 +211,8 @@ method_of(const char *s, size_t n)
 
 /* A Content-Length value (after its leading blanks): digits, then only spaces, as
  * http-parser read it (a tab after the digits, or nothing, is refused). */
-static bool
-content_length_of(const char *v, size_t n, uint64_t *out)
+bool
+net_h1_content_length(const char *v, size_t n, uint64_t *out)
 {
     uint64_t x = 0;
     size_t i = 0;
@@ -239,13 +237,13 @@ content_length_of(const char *v, size_t n, uint64_t *out)
  * before: comma-separated, case ignored, "keep-alive" or "close" followed only by
  * spaces; a token start that is neither a token character (of the byte with bit 5 set,
  * as http-parser lowered it) nor a space ends the reading. */
-static unsigned
-connection_tokens(const char *v, size_t n)
+unsigned
+net_h1_connection_tokens(const char *v, size_t n)
 {
     /* "upgrade" sets no flag the gateway reads, but it is matched like the others: a
      * mismatch takes its byte, a comma included, as http-parser's did */
     static const char *const words[3] = {"keep-alive", "close", "upgrade"};
-    static const unsigned word_flag[3] = {H1_KEEP_ALIVE, H1_CLOSE, 0};
+    static const unsigned word_flag[3] = {NET_H1_KEEP_ALIVE, NET_H1_CLOSE, 0};
     enum { VALUE_START, TOKEN_START, MATCH, TOKEN, GOT, DEAD } st = VALUE_START;
     unsigned flags = 0, w = 0, i = 0;
     size_t k;
@@ -371,7 +369,7 @@ header_line(struct net_h1req *r, const char *line, const char *lend, struct h1_f
     while (p < lend && (*p == ' ' || *p == '\t'))
         p++;
     v = p;
-    p = value_ctl(p, lend);
+    p = net_h1_value_ctl(p, lend);
     if (p < lend)
         return refuse(r, GW_E_HTTP_PARSE, *p == '\r' ? NET_H1_WHY_BARE_CR : NET_H1_WHY_CTL);
     r->head_bytes += nlen + 4 + (size_t)(lend - v);
@@ -403,11 +401,11 @@ header_line(struct net_h1req *r, const char *line, const char *lend, struct h1_f
     case 10:
     case 16:
         if (eq_nocase(line, nlen, nlen == 10 ? "connection" : "proxy-connection"))
-            f->conn |= connection_tokens(v, (size_t)(lend - v));
+            f->conn |= net_h1_connection_tokens(v, (size_t)(lend - v));
         break;
     case 14:
         if (eq_nocase(line, nlen, "content-length")) {
-            if (f->n_cl++ || !content_length_of(v, (size_t)(lend - v), &r->content_length))
+            if (f->n_cl++ || !net_h1_content_length(v, (size_t)(lend - v), &r->content_length))
                 return refuse(r, GW_E_HTTP_PARSE, "malformed or repeated Content-Length");
         }
         break;
@@ -476,7 +474,7 @@ head_parse(struct net_h1req *r)
         return refuse(r, GW_E_HTTP_PARSE, "CONNECT is not supported here");
     /* An Upgrade (h2c, websocket) is not taken here: the request is answered as
      * HTTP/1.1, as RFC 9110 7.8 allows (net/ws.c takes the Responses WebSocket). */
-    r->keep_alive = http11 ? !(f.conn & H1_CLOSE) : (f.conn & H1_KEEP_ALIVE) != 0;
+    r->keep_alive = http11 ? !(f.conn & NET_H1_CLOSE) : (f.conn & NET_H1_KEEP_ALIVE) != 0;
     r->chunked = f.n_te == 1;
     r->has_body = r->chunked || r->content_length > 0;
     r->part = NET_H1P_HEAD_END;
@@ -647,7 +645,7 @@ trailer_line(struct net_h1req *r, const char *line, const char *lend)
     if (eq_nocase(line, (size_t)(ne - line), "content-length")) {
         /* (a line at a time: a folded line after it is not seen yet, and http-parser read
          * "Content-Length:" and " 5" as one) */
-        if (r->trailer_cl || !content_length_of(v, (size_t)(lend - v), &cl))
+        if (r->trailer_cl || !net_h1_content_length(v, (size_t)(lend - v), &cl))
             return refuse(r, GW_E_HTTP_PARSE, NET_H1_WHY_CHUNK);
         r->trailer_cl = true;
     }

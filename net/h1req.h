@@ -128,4 +128,19 @@ enum gw_code net_h1req_add_header(struct net_h1req *r, struct gw_str name, struc
 /* True for an RFC 9110 token (a valid header name); false for an empty one. */
 bool net_h1_is_token(struct gw_str s);
 
+/* ---- HTTP/1 byte rules, shared with the response reader (net/h1resp.c) ---- */
+
+/* 1 for a token character (RFC 9110 5.6.2), by byte value. */
+extern const unsigned char net_h1_tchar[256];
+/* The first byte of [p, end) a header value may not hold (a control byte but HTAB, or
+ * DEL), or <end>; sixteen bytes a step. */
+const char *net_h1_value_ctl(const char *p, const char *end);
+/* A Content-Length value (after its leading blanks): digits, then only spaces. */
+bool net_h1_content_length(const char *v, size_t n, uint64_t *out);
+/* The keep-alive and close tokens of a Connection value (after its leading blanks), as
+ * http-parser 2.9 read them. */
+#define NET_H1_KEEP_ALIVE 1u
+#define NET_H1_CLOSE 2u
+unsigned net_h1_connection_tokens(const char *v, size_t n);
+
 #endif

@@ -2,17 +2,15 @@
  * net/upstream.c - the upstream HTTP client: per-worker keep-alive pools keyed by
  * (host, port, tls, TLS context, proxy, http2 mode), non-blocking connects (numeric
  * addresses directly, names through evdns), HTTP CONNECT tunnels through a proxy, TLS
- * with SNI, verification and ALPN, HTTP/1.1 request writing and response parsing with
- * http-parser, and HTTP/2 (h2c with prior knowledge, h2 by ALPN) with one nghttp2
- * session per connection and many exchanges as its streams (see "HTTP/2" below),
- * streaming decoded body bytes to the caller.
- * Owns:    the pool owns its keys and idle connections; a live HTTP/1.1 exchange owns its
- *          connection (struct net_upconn) until it ends; an HTTP/2 connection owns its
- *          session (struct net_h2) and is owned by its key until it closes; a pending
- *          name lookup owns a small ticket that outlives a cancelled connection.
- * Threads: the worker that owns the pool's event_base; never blocks (names are never
- *          resolved with a blocking getaddrinfo).
- * See:     net/upstream.h, tests/unit/net/test_upstream.c
+ * with SNI, verification and ALPN, HTTP/1.1 request writing and response reading with
+ * gw's own reader (net/h1resp.h), and HTTP/2 (h2c with prior knowledge, h2 by ALPN) with one
+ * nghttp2 session per connection and many exchanges as its streams (see "HTTP/2" below), streaming
+ * decoded body bytes to the caller. Owns:    the pool owns its keys and idle connections; a live
+ * HTTP/1.1 exchange owns its connection (struct net_upconn) until it ends; an HTTP/2 connection
+ * owns its session (struct net_h2) and is owned by its key until it closes; a pending name lookup
+ * owns a small ticket that outlives a cancelled connection. Threads: the worker that owns the
+ * pool's event_base; never blocks (names are never resolved with a blocking getaddrinfo). See:
+ * net/upstream.h, tests/unit/net/test_upstream.c
  */
 #include "net/sockread.h"
 #include "net/upstream.h"
@@ -37,7 +35,6 @@
 #include <event2/dns.h>
 #include <event2/event_struct.h>
 #include <event2/util.h>
-#include <http_parser.h>
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -46,6 +43,7 @@
 #include "core/alloc.h"
 #include "core/assert.h"
 #include "core/log.h"
+#include "net/h1resp.h"
 #include "net/upstream-priv.h"
 
 /*
@@ -73,7 +71,7 @@
  *   byte arrived, the request is sent once more on a fresh connection; a copy of the
  *   request is kept only while that can still happen.
  * - Connection: no header is written (HTTP/1.1 means keep-alive); the response's own
- *   Connection/version decides whether the connection is pooled (http_should_keep_alive).
+ *   Connection/version decides whether the connection is pooled (net/h1resp.h keep_alive).
  * - Out of memory after net_up_send returned ends the exchange with
  *   GW_E_UPSTREAM_CONNECT (before the head) or GW_E_UPSTREAM_PROTOCOL (head too large
  *   to store), since on_end only reports upstream codes.
@@ -188,9 +186,9 @@ struct net_upx {
     struct event timer_ev, defer_ev; /* inside the exchange: no allocation per request */
     struct gw_buf req;               /* request bytes not yet handed to a bufferevent */
     struct gw_buf retry;             /* copy kept while a keep-alive retry is possible */
-    http_parser hp;
-    struct gw_buf head;  /* header names and values back to back */
-    struct net_hoff *hv; /* offsets into head */
+    struct net_h1resp rr;            /* reads the HTTP/1.x answer (net/h1resp.h) */
+    struct gw_buf head;              /* HTTP/2: header names and values back to back */
+    struct net_hoff *hv;             /* offsets into head */
     size_t n_hv, cap_hv;
     unsigned connect_ms, head_ms, idle_ms;
     enum net_upx_phase phase;
@@ -206,10 +204,8 @@ struct net_upx {
     bool reused;    /* the connection came from the idle list */
     bool retried;
     bool got_bytes; /* some response byte arrived */
-    bool interim;   /* parsing a 1xx head */
     bool complete;  /* the whole response arrived */
     bool keep_alive;
-    bool last_was_value; /* header parsing: the last callback was a value */
     /* HTTP/2 (see "HTTP/2" below) */
     struct net_h2 *h2;   /* the session of its stream; NULL once detached */
     int32_t sid;         /* its stream id; 0 before submission */
@@ -245,22 +241,6 @@ struct net_uppool {
     const struct timeval *idle_tv; /* a common timeout of NET_UP_IDLE_SECS */
     struct net_uppool_stats st;
     bool freeing; /* net_uppool_free runs: no connection is opened any more */
-};
-
-static int on_hp_message_begin(http_parser *hp);
-static int on_hp_header_field(http_parser *hp, const char *at, size_t len);
-static int on_hp_header_value(http_parser *hp, const char *at, size_t len);
-static int on_hp_headers_complete(http_parser *hp);
-static int on_hp_body(http_parser *hp, const char *at, size_t len);
-static int on_hp_message_complete(http_parser *hp);
-
-static const http_parser_settings up_settings = {
-    .on_message_begin = on_hp_message_begin,
-    .on_header_field = on_hp_header_field,
-    .on_header_value = on_hp_header_value,
-    .on_headers_complete = on_hp_headers_complete,
-    .on_body = on_hp_body,
-    .on_message_complete = on_hp_message_complete,
 };
 
 static void x_fail(struct net_upx *x, enum gw_code rc);
@@ -1085,7 +1065,8 @@ x_bufs_fini(struct net_upx *x)
     spare_buf_put(p, &x->req);
     spare_buf_put(p, &x->retry);
     spare_buf_put(p, &x->head);
-    gw_buf_fini(&x->h2hdr); /* HTTP/2 only */
+    spare_buf_put(p, &x->rr.hbuf); /* a head or chunk line that came in pieces */
+    gw_buf_fini(&x->h2hdr);        /* HTTP/2 only */
     gw_buf_fini(&x->pend);
     spare_hv_put(p, x);
 }
@@ -1211,8 +1192,7 @@ x_retry(struct net_upx *x)
     x->reused = false;
     x->req = x->retry;
     x->retry = (struct gw_buf){0};
-    http_parser_init(&x->hp, HTTP_RESPONSE);
-    x->hp.data = x;
+    net_h1resp_init(&x->rr, NET_UP_HEAD_MAX, NET_UP_HDRS_MAX, x->head_method);
     x->conn = conn_new(x->pool, x->key, x);
     if (!x->conn) {
         x_fail(x, GW_E_UPSTREAM_CONNECT);
@@ -1236,36 +1216,19 @@ x_on_gone(struct net_upx *x)
         x_retry(x);
         return;
     }
-    if (x->phase == NET_UPX_BODY && !x->conn->reset) {
+    if (x->phase == NET_UPX_BODY && !x->conn->reset && net_h1resp_eof(&x->rr) == NET_H1R_DONE) {
         /* A close-delimited body ends here; anything else is cut short. */
-        http_parser_execute(&x->hp, &up_settings, NULL, 0);
-        if (x->cancelled) {
-            x_free(x);
-            return;
-        }
-        if (x->complete) {
-            x_finish(x);
-            return;
-        }
+        x->complete = true;
+        x->keep_alive = false;
+        x_finish(x);
+        return;
     }
     x_fail(x, GW_E_UPSTREAM_DROPPED);
 }
 
 /* ---- response parsing ---- */
 
-static int
-on_hp_message_begin(http_parser *hp)
-{
-    struct net_upx *x = hp->data;
-
-    x->n_hv = 0;
-    spare_buf_take(x->pool, &x->head);
-    spare_hv_take(x->pool, x);
-    gw_buf_reset(&x->head);
-    x->last_was_value = true;
-    return 0;
-}
-
+/* HTTP/2: appends a header's name or value to the head (bounded by NET_UP_HEAD_MAX). */
 static int
 head_add(struct net_upx *x, const char *at, size_t len)
 {
@@ -1274,129 +1237,42 @@ head_add(struct net_upx *x, const char *at, size_t len)
     return gw_buf_append(&x->head, at, len) == GW_OK ? 0 : -1;
 }
 
-static int
-on_hp_header_field(http_parser *hp, const char *at, size_t len)
+/* The head net/h1resp.c read, to the caller's on_head (its bytes, wherever they lie,
+ * valid until the next feed). False when out of memory. */
+static bool
+deliver_head(struct net_upx *x)
 {
-    struct net_upx *x = hp->data;
-    struct net_hoff *h;
-
-    if (x->last_was_value) { /* a new header line */
-        if (x->n_hv == NET_UP_HDRS_MAX)
-            return -1;
-        if (x->n_hv == x->cap_hv) {
-            size_t cap = x->cap_hv ? x->cap_hv * 2 : 16;
-            struct net_hoff *v = gw_realloc(x->hv, cap * sizeof(*v));
-
-            if (!v)
-                return -1;
-            x->hv = v;
-            x->cap_hv = cap;
-        }
-        h = &x->hv[x->n_hv++];
-        h->name_off = x->head.len;
-        h->name_len = 0;
-        h->val_off = x->head.len;
-        h->val_len = 0;
-        x->last_was_value = false;
-    }
-    h = &x->hv[x->n_hv - 1];
-    h->name_len += len;
-    return head_add(x, at, len);
-}
-
-static int
-on_hp_header_value(http_parser *hp, const char *at, size_t len)
-{
-    struct net_upx *x = hp->data;
-    struct net_hoff *h;
-
-    if (x->n_hv == 0)
-        return -1;
-    h = &x->hv[x->n_hv - 1];
-    if (!x->last_was_value) {
-        h->val_off = x->head.len;
-        x->last_was_value = true;
-    }
-    h->val_len += len;
-    return head_add(x, at, len);
-}
-
-/* After one of the caller's callbacks: a cancel stops the parser (the exchange is freed
- * by x_drive), a pause stops it where it is (the rest stays in the input buffer). */
-static int
-after_cb(struct net_upx *x, int ok)
-{
-    if (x->cancelled)
-        return -1;
-    if (x->paused)
-        http_parser_pause(&x->hp, 1);
-    return ok;
-}
-
-static int
-on_hp_headers_complete(http_parser *hp)
-{
-    struct net_upx *x = hp->data;
     struct net_hdr stack[32];
     struct net_hdr *hdrs = stack;
-    size_t i;
-    int status = hp->status_code;
+    struct gw_str name, value;
+    size_t n = 0, cap = sizeof(stack) / sizeof(stack[0]), off = 0;
 
-    if (status == 101)
-        return -1; /* no upgrade was asked for */
-    if (status >= 100 && status < 200) {
-        x->interim = true; /* ignored; its message_complete follows at once */
-        return 0;
-    }
-    if (x->n_hv > sizeof(stack) / sizeof(stack[0])) {
-        hdrs = gw_malloc(x->n_hv * sizeof(*hdrs));
-        if (!hdrs)
-            return -1;
-    }
-    for (i = 0; i < x->n_hv; i++) {
-        hdrs[i].name = (struct gw_str){x->head.data + x->hv[i].name_off, x->hv[i].name_len};
-        hdrs[i].value = (struct gw_str){x->head.data + x->hv[i].val_off, x->hv[i].val_len};
+    while (net_h1resp_header_next(&x->rr, &off, &name, &value)) {
+        if (n == cap) {
+            struct net_hdr *more = gw_malloc(2 * cap * sizeof(*more));
+
+            if (!more) {
+                if (hdrs != stack)
+                    gw_free(hdrs);
+                return false;
+            }
+            memcpy(more, hdrs, n * sizeof(*more));
+            if (hdrs != stack)
+                gw_free(hdrs);
+            hdrs = more;
+            cap *= 2;
+        }
+        hdrs[n++] = (struct net_hdr){name, value};
     }
     x->phase = NET_UPX_BODY;
-    x->keep_alive = http_should_keep_alive(hp) != 0;
+    x->keep_alive = x->rr.keep_alive;
     x->arm_due = true; /* the body's timeout, once x_drive has read what came */
     x->in_cb = true;
-    x->cbs.on_head(x->arg, status, hdrs, x->n_hv);
+    x->cbs.on_head(x->arg, (int)x->rr.status, hdrs, n);
     x->in_cb = false;
     if (hdrs != stack)
         gw_free(hdrs);
-    /* The head is delivered: its storage is not needed any more. */
-    spare_buf_put(x->pool, &x->head);
-    spare_hv_put(x->pool, x);
-    return after_cb(x, x->head_method ? 1 : 0);
-}
-
-static int
-on_hp_body(http_parser *hp, const char *at, size_t len)
-{
-    struct net_upx *x = hp->data;
-
-    if (x->interim)
-        return 0;
-    x->in_cb = true;
-    x->cbs.on_body(x->arg, at, len);
-    x->in_cb = false;
-    return after_cb(x, 0);
-}
-
-static int
-on_hp_message_complete(http_parser *hp)
-{
-    struct net_upx *x = hp->data;
-
-    if (x->interim) {
-        x->interim = false;
-        return 0;
-    }
-    x->complete = true;
-    x->keep_alive = http_should_keep_alive(hp) != 0;
-    http_parser_pause(hp, 1); /* stop here: what follows is not ours */
-    return 0;
+    return true;
 }
 
 /* Parses what the input buffer holds, unless paused; ends the exchange when the
@@ -1409,29 +1285,42 @@ x_drive(struct net_upx *x)
 
     while (!x->paused && !x->complete) {
         struct evbuffer_iovec v;
+        struct gw_str body = {0};
+        enum net_h1r_ev ev;
         size_t n;
-        enum http_errno e;
 
+        if (x->rr.part == NET_H1R_P_DONE) { /* the answer is whole (or has no body) */
+            x->complete = true;
+            x->keep_alive = x->rr.keep_alive;
+            break;
+        }
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
             break;
         if (!x->got_bytes) {
             x->got_bytes = true;
             spare_buf_put(x->pool, &x->retry); /* too late for a retry now */
         }
-        n = http_parser_execute(&x->hp, &up_settings, v.iov_base, v.iov_len);
+        ev = net_h1resp_feed(&x->rr, v.iov_base, v.iov_len, &n, &body);
+        /* The head and body lie in the input's bytes: delivered before they are drained. */
+        switch (ev) {
+        case NET_H1R_MORE: break;
+        case NET_H1R_HEAD:
+            if (!deliver_head(x)) { /* out of memory: a head too large to pass on */
+                x_fail(x, GW_E_UPSTREAM_PROTOCOL);
+                return;
+            }
+            break;
+        case NET_H1R_BODY:
+            x->in_cb = true;
+            x->cbs.on_body(x->arg, body.ptr, body.len);
+            x->in_cb = false;
+            break;
+        case NET_H1R_DONE: break; /* the loop's next turn ends it */
+        case NET_H1R_ERROR: x_fail(x, GW_E_UPSTREAM_PROTOCOL); return;
+        }
         evbuffer_drain(in, n);
         if (x->cancelled) {
             x_free(x);
-            return;
-        }
-        e = HTTP_PARSER_ERRNO(&x->hp);
-        if (e == HPE_PAUSED) {
-            if (!x->complete && !x->paused)
-                http_parser_pause(&x->hp, 0);
-            continue;
-        }
-        if (e != HPE_OK || n != v.iov_len) {
-            x_fail(x, GW_E_UPSTREAM_PROTOCOL);
             return;
         }
     }
@@ -2578,8 +2467,7 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
     x->head_ms = req->head_timeout_ms;
     x->idle_ms = req->idle_timeout_ms;
     x->head_method = strcmp(req->method, "HEAD") == 0;
-    http_parser_init(&x->hp, HTTP_RESPONSE);
-    x->hp.data = x;
+    net_h1resp_init(&x->rr, NET_UP_HEAD_MAX, NET_UP_HDRS_MAX, x->head_method);
     x->timer = &x->timer_ev;
     x->defer = &x->defer_ev;
     event_assign(x->timer, p->base, -1, 0, on_x_timer, x);
@@ -2668,8 +2556,6 @@ net_upx_resume(struct net_upx *x)
         return;
     }
     c = x->conn;
-    if (!x->in_cb)
-        http_parser_pause(&x->hp, 0);
     if (!c->eof)
         net_sockread_enable(&c->rd);
     x_arm_phase(x);

@@ -25,7 +25,7 @@ $(O)/tests/unit/%: $(O)/tests/unit/%.o $(O)/tests/unit/oom.o $(UNIT_LIBS)
 # The net/ files a fuzz target may link besides core/ and dialects/: pure ones that use
 # no libevent (http-parser is in PKG_LIBS). One wildcard each, so that the line holds
 # before the file exists. The replay build gets them from libgwnet.a.
-FUZZ_NET_SRC := $(wildcard net/h1req.c) $(wildcard net/wsproto.c)
+FUZZ_NET_SRC := $(wildcard net/h1req.c) $(wildcard net/h1resp.c) $(wildcard net/wsproto.c)
 
 ifeq ($(MODE),fuzz)
 # libFuzzer: the same paths, linked with -fsanitize=fuzzer (LDFLAGS_MODE_fuzz) and the
