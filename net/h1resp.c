@@ -5,7 +5,8 @@
  * the bytes fed. Chunk-size lines and trailers that come in pieces wait in hbuf too.
  * Owns:    hbuf.
  * Threads: the owner's only.
- * See:     net/h1resp.h, net/h1req.c (the byte rules both share), tests/unit/net/test_h1resp.c
+ * See:     net/h1resp.h, net/h1req.c (the byte rules both share),
+ *          tests/unit/net/test_h1resp.c
  */
 #include "net/h1resp.h"
 

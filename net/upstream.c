@@ -3,14 +3,16 @@
  * (host, port, tls, TLS context, proxy, http2 mode), non-blocking connects (numeric
  * addresses directly, names through evdns), HTTP CONNECT tunnels through a proxy, TLS
  * with SNI, verification and ALPN, HTTP/1.1 request writing and response reading with
- * gw's own reader (net/h1resp.h), and HTTP/2 (h2c with prior knowledge, h2 by ALPN) with one
- * nghttp2 session per connection and many exchanges as its streams (see "HTTP/2" below), streaming
- * decoded body bytes to the caller. Owns:    the pool owns its keys and idle connections; a live
- * HTTP/1.1 exchange owns its connection (struct net_upconn) until it ends; an HTTP/2 connection
- * owns its session (struct net_h2) and is owned by its key until it closes; a pending name lookup
- * owns a small ticket that outlives a cancelled connection. Threads: the worker that owns the
- * pool's event_base; never blocks (names are never resolved with a blocking getaddrinfo). See:
- * net/upstream.h, tests/unit/net/test_upstream.c
+ * gw's own reader (net/h1resp.h), and HTTP/2 (h2c with prior knowledge, h2 by ALPN)
+ * with one nghttp2 session per connection and many exchanges as its streams (see
+ * "HTTP/2" below), streaming decoded body bytes to the caller.
+ * Owns:    the pool owns its keys and idle connections; a live HTTP/1.1 exchange owns its
+ *          connection (struct net_upconn) until it ends; an HTTP/2 connection owns its
+ *          session (struct net_h2) and is owned by its key until it closes; a pending
+ *          name lookup owns a small ticket that outlives a cancelled connection.
+ * Threads: the worker that owns the pool's event_base; never blocks (names are never
+ *          resolved with a blocking getaddrinfo).
+ * See:     net/upstream.h, net/h1resp.h, tests/unit/net/test_upstream.c
  */
 #include "net/sockread.h"
 #include "net/upstream.h"
