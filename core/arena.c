@@ -36,18 +36,24 @@ gw_arena_init(struct gw_arena *a)
     memset(a, 0, sizeof(*a));
 }
 
-void
-gw_arena_fini(struct gw_arena *a)
+/* The cleanups, newest first. */
+static void
+run_cleanups(struct gw_arena *a)
 {
-    struct gw_arena_block *b, *next;
-
-    /* Cleanups first (newest first): they may read memory in the blocks. */
     while (a->cleanups) {
         struct gw_arena_cleanup *c = a->cleanups;
 
         a->cleanups = c->next;
         c->fn(c->arg);
     }
+}
+
+void
+gw_arena_fini(struct gw_arena *a)
+{
+    struct gw_arena_block *b, *next;
+
+    run_cleanups(a); /* first: they may read memory in the blocks */
     for (b = a->head; b; b = next) {
         next = b->next;
         gw_free(b);
@@ -67,12 +73,7 @@ gw_arena_reset(struct gw_arena *a, unsigned keep)
 
     for (b = spare; b; b = b->next)
         n++;
-    while (a->cleanups) {
-        struct gw_arena_cleanup *c = a->cleanups;
-
-        a->cleanups = c->next;
-        c->fn(c->arg);
-    }
+    run_cleanups(a);
     for (b = a->head; b; b = next) {
         next = b->next;
         if (b->size == GW_ARENA_BLOCK && n < keep) {
