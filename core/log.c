@@ -47,12 +47,6 @@ gw_log_set(enum gw_log_format f, enum gw_log_level level)
     ck_pr_store_uint(&log_conf, (unsigned)level | (unsigned)f << 8);
 }
 
-void
-gw_log_set_level(enum gw_log_level level)
-{
-    gw_log_set(gw_log_get_format(), level);
-}
-
 bool
 gw_log_enabled(enum gw_log_level level)
 {
@@ -77,12 +71,6 @@ gw_log_level_from_str(const char *s, enum gw_log_level *out)
         }
     }
     return false;
-}
-
-void
-gw_log_set_format(enum gw_log_format f)
-{
-    gw_log_set(f, (enum gw_log_level)(ck_pr_load_uint(&log_conf) & 0xff));
 }
 
 enum gw_log_format

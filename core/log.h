@@ -43,18 +43,14 @@ struct gw_log_ctx {
 /* The clock (wall time in ms since the epoch) that stamps lines; set by net at start,
  * since core reads no clock itself. Unset: ts=0. */
 void gw_log_set_clock(uint64_t (*now_ms)(void));
-/* Lines at or below <level> are produced (default info). Any thread. */
-void gw_log_set_level(enum gw_log_level level);
-/* Sets the format and the level at once (a reload): no line is written at the one and
- * in the other's former value. */
+/* Lines at or below <level> are produced, in <f> (default info, text). Both at once (a
+ * reload): no line is written at the one and in the other's former value. Any thread. */
 void gw_log_set(enum gw_log_format f, enum gw_log_level level);
 bool gw_log_enabled(enum gw_log_level level);
 
 /* "error", "warn", "info", "debug"; and back (false for another word). */
 const char *gw_log_level_str(enum gw_log_level level);
 bool gw_log_level_from_str(const char *s, enum gw_log_level *out);
-/* Lines are written in <f> from now on (default text). Any thread. */
-void gw_log_set_format(enum gw_log_format f);
 enum gw_log_format gw_log_get_format(void);
 
 void gw_log_write(enum gw_log_level level, const struct gw_log_ctx *ctx, const char *code,

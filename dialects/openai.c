@@ -816,7 +816,6 @@ dl_openai_usage_scan(struct dl_json *j, struct gw_usage *u)
 
 /* What an answer holds. */
 struct resp_scan {
-    bool is_error;     /* "error" is there and not null */
     enum kind choices; /* K_ABSENT, K_ARRAY or another kind */
     size_t choices_at; /* where the last "choices" value begins, and its depth */
     unsigned choices_depth;
@@ -840,10 +839,7 @@ scan_response(struct dl_json *j, struct resp_scan *rs)
         int c = dl_json_peek(j);
         bool ok;
 
-        if (KEY_IS(j, &k, "error")) {
-            rs->is_error = c != 'n';
-            ok = dl_json_skip(j, NULL);
-        } else if (KEY_IS(j, &k, "choices")) {
+        if (KEY_IS(j, &k, "choices")) {
             rs->choices = kind_of(c);
             rs->choices_at = j->i;
             rs->choices_depth = j->depth;

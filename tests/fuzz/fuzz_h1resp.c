@@ -95,8 +95,8 @@ ours(const char *in, size_t len, bool no_body, bool eof, unsigned seed, struct f
             off += n;
         }
         ev = net_h1resp_feed(&r, pend.data, pend.len, &used, &body);
-        if (used > pend.len)
-            abort();
+        if (used > pend.len || (ev == NET_H1R_MORE && used != pend.len))
+            abort(); /* MORE takes every byte it is given */
         if (ev == NET_H1R_ERROR) {
             if (!r.why)
                 abort();
@@ -122,17 +122,6 @@ ours(const char *in, size_t len, bool no_body, bool eof, unsigned seed, struct f
         if (ev == NET_H1R_DONE) {
             out->end = 1;
             out->keep_alive = r.keep_alive;
-            break;
-        }
-        if (ev == NET_H1R_MORE && off == len && (pend.len == 0 || used == 0)) {
-            if (pend.len && used == 0 && !seed)
-                abort(); /* MORE takes every byte it is given */
-            if (pend.len)
-                continue;
-            if (eof) {
-                out->end = net_h1resp_eof(&r) == NET_H1R_DONE ? 1 : -1;
-                out->keep_alive = r.keep_alive;
-            }
             break;
         }
     }

@@ -183,10 +183,10 @@ test_log_levels_by_name(void **state)
     assert_false(gw_log_level_from_str("verbose", &l));
     assert_int_equal(l, GW_LOG_WARN);
     assert_string_equal(gw_log_level_str(GW_LOG_ERROR), "error");
-    gw_log_set_level(GW_LOG_WARN);
+    gw_log_set(GW_LOG_TEXT, GW_LOG_WARN);
     assert_false(gw_log_enabled(GW_LOG_INFO));
     assert_true(gw_log_enabled(GW_LOG_WARN));
-    gw_log_set_level(GW_LOG_INFO);
+    gw_log_set(GW_LOG_TEXT, GW_LOG_INFO);
 }
 
 /* A reload sets the format and the level at once, and a line is decided by one reading

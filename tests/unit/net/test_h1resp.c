@@ -26,8 +26,8 @@ struct t_read {
 };
 
 /* Reads <raw> in pieces of <step> bytes (0: whole), as net/upstream.c does: feed what
- * is there, deliver, take what was used, feed the rest with the next piece; then the
- * close when <eof>. */
+ * is there, deliver, take what was used, feed the rest again (a new piece once all is
+ * taken); then the close when <eof>. */
 static void
 t_read(const char *raw, size_t len, size_t step, bool no_body, bool eof, struct t_read *out)
 {
@@ -64,6 +64,8 @@ t_read(const char *raw, size_t len, size_t step, bool no_body, bool eof, struct 
         }
         ev = net_h1resp_feed(&r, pend, have, &used, &body);
         assert_true(used <= have);
+        if (ev == NET_H1R_MORE)
+            assert_int_equal(used, have); /* MORE takes every byte it is given */
         if (ev == NET_H1R_ERROR) {
             assert_non_null(r.why);
             out->end = NET_H1R_ERROR;
@@ -84,31 +86,13 @@ t_read(const char *raw, size_t len, size_t step, bool no_body, bool eof, struct 
             memcpy(out->body + out->body_len, body.ptr, body.len);
             out->body_len += body.len;
         }
+        /* what was not taken is fed again, as an input buffer keeps it */
+        have -= used;
+        memmove(pend, pend + used, have);
         if (ev == NET_H1R_DONE) {
             out->end = NET_H1R_DONE;
             out->keep_alive = r.keep_alive;
-            have -= used;
-            memmove(pend, pend + used, have);
             break;
-        }
-        /* the next piece joins what was not taken, as an input buffer keeps it */
-        have -= used;
-        memmove(pend, pend + used, have);
-        if (ev == NET_H1R_MORE && have == 0 && off == len && !eof)
-            break;
-        if (ev == NET_H1R_MORE && have > 0) {
-            size_t n = step && len - off > step ? step : len - off;
-
-            if (n == 0) {
-                if (eof) {
-                    out->end = net_h1resp_eof(&r);
-                    out->keep_alive = r.keep_alive;
-                }
-                break;
-            }
-            memcpy(pend + have, raw + off, n);
-            have += n;
-            off += n;
         }
     }
     out->rest = have + (len - off);
