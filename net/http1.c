@@ -42,7 +42,7 @@ static unsigned conns_open;     /* ck_pr: every worker's connections together */
 static unsigned conns_auto_max; /* max_connections when the config says 0 */
 
 static void conn_free(struct net_conn *c);
-static void conn_parse(struct net_conn *c);
+static void conn_parse(struct net_conn *c, const char *p, size_t n);
 static void refuse_and_close(struct net_conn *c, enum gw_code code, const char *why);
 
 /* ---- timers ---- */
@@ -232,7 +232,23 @@ on_read(struct bufferevent *bev, void *arg)
             net_sockread_disable(&c->rd);
         return;
     }
-    conn_parse(c);
+    conn_parse(c, NULL, 0);
+}
+
+/* A read's bytes while the input is empty (net/sockread.h): parsed where they lie when a
+ * request is being read, else kept and read as on_read would. */
+static void
+on_bytes(void *arg, const char *p, size_t n)
+{
+    struct net_conn *c = arg;
+
+    GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    if ((c->flags & (NET_CONN_F_LINGER | NET_CONN_F_CLOSING | NET_CONN_F_FRESH)) ||
+        c->state == NET_CONN_BUSY) {
+        net_sockread_deliver(&c->rd, p, n);
+        return;
+    }
+    conn_parse(c, p, n);
 }
 
 static void
@@ -372,6 +388,7 @@ conn_accept(struct net_worker *w, int fd, bool tls)
     net_h1req_init(&c->rq, &lim);
     c->state = NET_CONN_IDLE;
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    net_sockread_set_bytes(&c->rd, on_read, on_bytes);
     bufferevent_setwatermark(c->bev, EV_WRITE, NET_OUT_LOW, 0);
     bufferevent_enable(c->bev, EV_WRITE);
     net_sockread_enable(&c->rd);
@@ -477,23 +494,31 @@ h2c_taken(struct net_conn *c, struct evbuffer *in)
     return true;
 }
 
+/* Parses the request bytes: first the <n> at <p> (a read's, where they lie: net/sockread.h),
+ * then what the input holds, until a request is whole; what is left of <p> is kept in
+ * the input (a pipelined request waits there). */
 static void
-conn_parse(struct net_conn *c)
+conn_parse(struct net_conn *c, const char *p, size_t n)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
     unsigned arm = 0; /* the head's or body's deadline, armed once the bytes here are read */
 
     if ((c->flags & NET_CONN_F_FRESH) && h2c_taken(c, in))
         return;
-    while (c->state != NET_CONN_BUSY && evbuffer_get_length(in) > 0) {
-        struct evbuffer_iovec v;
+    while (c->state != NET_CONN_BUSY && (n > 0 || evbuffer_get_length(in) > 0)) {
+        struct evbuffer_iovec v = {(void *)(uintptr_t)p, n};
         size_t used = 0;
         enum net_h1_ev ev;
 
-        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+        if (n == 0 && evbuffer_peek(in, -1, NULL, &v, 1) < 1)
             break;
         ev = net_h1req_feed(&c->rq, v.iov_base, v.iov_len, &used);
-        evbuffer_drain(in, used);
+        if (n > 0) {
+            p += used;
+            n -= used;
+        } else {
+            evbuffer_drain(in, used);
+        }
         if (c->state == NET_CONN_IDLE && net_h1req_in_head(&c->rq)) {
             c->state = NET_CONN_HEAD; /* the first byte of a request: the head's deadline */
             arm = c->header_timeout_secs;
@@ -527,6 +552,8 @@ conn_parse(struct net_conn *c)
         case NET_H1_ERROR: refuse_and_close(c, c->rq.refuse, c->rq.why); return;
         }
     }
+    if (n > 0 && !net_sockread_keep(&c->rd, p, n))
+        return; /* out of memory, reported: c may be gone */
     if (arm)
         timer_arm(c, arm);
     if (c->state == NET_CONN_BUSY) {
@@ -772,7 +799,7 @@ net_conn_response_done(struct net_conn *c)
     timer_arm(c, c->idle_timeout_secs);
     net_sockread_enable(&c->rd);
     if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
-        conn_parse(c);
+        conn_parse(c, NULL, 0);
 }
 
 bool

@@ -74,9 +74,10 @@ report(struct net_sockread *r, short what)
 static void
 on_readable(evutil_socket_t fd, short what, void *arg)
 {
-    /* Read here, then copied: the input gets a chain the size of what came (a few
-     * hundred bytes for a request or an answer, from malloc's per-thread cache), where
-     * space reserved in it for a full read would be a large allocation every time. */
+    /* Read here: parsed where it lies when the owner takes bytes (net_sockread_set_bytes)
+     * and nothing waits in the input, else copied into the input, which gets a chain the
+     * size of what came, where space reserved in it for a full read would be a large
+     * allocation every time. */
     static _Thread_local char scratch[NET_SOCKREAD_CHUNK];
     struct net_sockread *r = arg;
     struct bufferevent *bev = r->bev;
@@ -85,7 +86,6 @@ on_readable(evutil_socket_t fd, short what, void *arg)
     void *cbarg;
     size_t want = sizeof(scratch);
     ssize_t n;
-    int rc;
 
     if (what & EV_TIMEOUT) {
         report(r, BEV_EVENT_TIMEOUT);
@@ -110,20 +110,55 @@ on_readable(evutil_socket_t fd, short what, void *arg)
         report(r, n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR);
         return;
     }
+    bufferevent_getcb(bev, &readcb, NULL, NULL, &cbarg);
+    /* Nothing waits in the input: the owner parses the bytes where they lie. */
+    if (r->bytes && readcb == r->bytes_for && evbuffer_get_length(in) == 0) {
+        r->bytes(cbarg, scratch, (size_t)n); /* may free r: nothing after */
+        return;
+    }
+    net_sockread_deliver(r, scratch, (size_t)n); /* may free r: nothing after */
+}
+
+bool
+net_sockread_keep(struct net_sockread *r, const char *p, size_t n)
+{
+    struct evbuffer *in = bufferevent_get_input(r->bev);
+    int rc;
+
     /* A socket bufferevent keeps its input's end frozen but while it reads itself. */
     evbuffer_unfreeze(in, 0);
-    rc = evbuffer_add(in, scratch, (size_t)n);
+    rc = evbuffer_add(in, p, n);
     evbuffer_freeze(in, 0);
     if (rc != 0) {
         errno = ENOMEM;
         report(r, BEV_EVENT_ERROR);
-        return;
+        return false;
     }
     if (r->hiwat)
         update(r);
+    return true;
+}
+
+void
+net_sockread_deliver(struct net_sockread *r, const char *p, size_t n)
+{
+    struct bufferevent *bev = r->bev;
+    bufferevent_data_cb readcb;
+    void *cbarg;
+
+    if (!net_sockread_keep(r, p, n))
+        return;
     bufferevent_getcb(bev, &readcb, NULL, NULL, &cbarg);
     if (readcb)
         readcb(bev, cbarg); /* may free r: nothing after */
+}
+
+void
+net_sockread_set_bytes(struct net_sockread *r, bufferevent_data_cb readcb,
+                       net_sockread_bytes_cb bytes)
+{
+    r->bytes_for = readcb;
+    r->bytes = bytes;
 }
 
 bool

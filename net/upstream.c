@@ -246,9 +246,10 @@ struct net_uppool {
 };
 
 static void x_fail(struct net_upx *x, enum gw_code rc);
-static void x_drive(struct net_upx *x);
+static void x_drive(struct net_upx *x, const char *p, size_t n);
 static void conn_start(struct net_upconn *c);
 static void on_conn_read(struct bufferevent *bev, void *arg);
+static void on_conn_bytes(void *arg, const char *p, size_t n);
 static void on_conn_write(struct bufferevent *bev, void *arg);
 static void on_conn_event(struct bufferevent *bev, short what, void *arg);
 struct net_h2;
@@ -663,6 +664,7 @@ conn_tcp_up(struct net_upconn *c)
         return;
     }
     bufferevent_setcb(c->bev, on_conn_read, on_conn_write, on_conn_event, c);
+    net_sockread_set_bytes(&c->rd, on_conn_read, on_conn_bytes);
     net_sockread_set_hiwat(&c->rd, NET_UP_READ_HIWAT);
     if (c->h2_cand) {
         /* h2c with prior knowledge starts at once; over TLS, ALPN decides after the
@@ -1277,33 +1279,35 @@ deliver_head(struct net_upx *x)
     return true;
 }
 
-/* Parses what the input buffer holds, unless paused; ends the exchange when the
- * response is complete, broken, or the connection is gone. */
+/* Parses the answer's bytes, unless paused: first the <n> at <p> (a read's, where they
+ * lie: net/sockread.h), then what the input holds; what is left of <p> is kept in the
+ * input. Ends the exchange when the response is complete, broken, or the connection is
+ * gone. */
 static void
-x_drive(struct net_upx *x)
+x_drive(struct net_upx *x, const char *p, size_t n)
 {
     struct net_upconn *c = x->conn;
     struct evbuffer *in = bufferevent_get_input(c->bev);
 
     while (!x->paused && !x->complete) {
-        struct evbuffer_iovec v;
+        struct evbuffer_iovec v = {(void *)(uintptr_t)p, n};
         struct gw_str body = {0};
         enum net_h1r_ev ev;
-        size_t n;
+        size_t used;
 
         if (x->rr.part == NET_H1R_P_DONE) { /* the answer is whole (or has no body) */
             x->complete = true;
             x->keep_alive = x->rr.keep_alive;
             break;
         }
-        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+        if (n == 0 && (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0))
             break;
         if (!x->got_bytes) {
             x->got_bytes = true;
             spare_buf_put(x->pool, &x->retry); /* too late for a retry now */
         }
-        ev = net_h1resp_feed(&x->rr, v.iov_base, v.iov_len, &n, &body);
-        /* The head and body lie in the input's bytes: delivered before they are drained. */
+        ev = net_h1resp_feed(&x->rr, v.iov_base, v.iov_len, &used, &body);
+        /* The head and body lie in the bytes read: delivered before they are let go. */
         switch (ev) {
         case NET_H1R_MORE: break;
         case NET_H1R_HEAD:
@@ -1320,12 +1324,21 @@ x_drive(struct net_upx *x)
         case NET_H1R_DONE: break; /* the loop's next turn ends it */
         case NET_H1R_ERROR: x_fail(x, GW_E_UPSTREAM_PROTOCOL); return;
         }
-        evbuffer_drain(in, n);
+        if (n > 0) {
+            p += used;
+            n -= used;
+        } else {
+            evbuffer_drain(in, used);
+        }
         if (x->cancelled) {
             x_free(x);
             return;
         }
     }
+    /* Kept before x_finish, which gives the connection back only when nothing follows
+     * the answer. */
+    if (n > 0 && !net_sockread_keep(&c->rd, p, n))
+        return; /* out of memory, reported through on_conn_event */
     if (x->complete) {
         x_finish(x);
         return;
@@ -1366,7 +1379,25 @@ on_conn_read(struct bufferevent *bev, void *arg)
      * answer ended: a whole answer in one read arms no timer). */
     if (x->phase == NET_UPX_BODY)
         x->arm_due = true;
-    x_drive(x);
+    x_drive(x, NULL, 0);
+}
+
+/* A read's bytes while the input is empty (net/sockread.h): parsed where they lie when
+ * an exchange reads its answer, else kept and read as on_conn_read would. */
+static void
+on_conn_bytes(void *arg, const char *p, size_t n)
+{
+    struct net_upconn *c = arg;
+    struct net_upx *x = c->x;
+
+    GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    if (c->h2 || !x || x->in_send || x->phase == NET_UPX_CONNECTING) {
+        net_sockread_deliver(&c->rd, p, n);
+        return;
+    }
+    if (x->phase == NET_UPX_BODY)
+        x->arm_due = true;
+    x_drive(x, p, n);
 }
 
 static void
@@ -1454,7 +1485,7 @@ on_conn_event(struct bufferevent *bev, short what, void *arg)
             c->tls_bad = true;
     }
     if (!x->paused)
-        x_drive(x);
+        x_drive(x, NULL, 0);
 }
 
 /* ---- timers and deferred work ---- */
@@ -1492,7 +1523,7 @@ on_x_defer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (x->conn && x->conn->bev && x->phase != NET_UPX_CONNECTING && !x->paused)
-        x_drive(x);
+        x_drive(x, NULL, 0);
 }
 
 /* ---- HTTP/2 ----

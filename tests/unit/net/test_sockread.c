@@ -2,8 +2,10 @@
  * tests/unit/net/test_sockread.c - the socket reader that fills a bufferevent's input
  * without FIONREAD: bytes reach the bufferevent's read callback, EOF and errors its
  * event callback with BEV_EVENT_READING, disable stops reading, the high watermark
- * pauses reading until the input drains, the read timeout fires and is cleared, and a
- * bufferevent given new callbacks (a connection handed over) is read for them.
+ * pauses reading until the input drains, the read timeout fires and is cleared, a
+ * bufferevent given new callbacks (a connection handed over) is read for them, and an
+ * owner's bytes callback takes a read's bytes where they lie only while the input is
+ * empty and its read callback is the bufferevent's, keeping what it leaves.
  * Owns:    its fixtures (a socketpair, an event_base).
  * Threads: one (the test's event_base).
  * See:     net/sockread.c
@@ -33,6 +35,10 @@ struct fx {
     short events;
     size_t drain_to; /* on each read, drain the input down to this many bytes */
     bool drain;
+    unsigned bytes_calls;
+    char bytes[64]; /* what the bytes callback was given, the last call */
+    size_t n_bytes;
+    size_t leave; /* the bytes callback keeps its last <leave> bytes in the input */
 };
 
 static void
@@ -64,6 +70,19 @@ on_event(struct bufferevent *bev, short what, void *arg)
 
     (void)bev;
     f->events = what;
+    event_base_loopbreak(f->base);
+}
+
+static void
+on_bytes(void *arg, const char *p, size_t n)
+{
+    struct fx *f = arg;
+
+    f->bytes_calls++;
+    f->n_bytes = n < sizeof(f->bytes) ? n : sizeof(f->bytes);
+    memcpy(f->bytes, p, f->n_bytes);
+    if (f->leave)
+        assert_true(net_sockread_keep(&f->rd, p + n - f->leave, f->leave));
     event_base_loopbreak(f->base);
 }
 
@@ -239,6 +258,94 @@ test_pass_through_reads_by_the_bufferevent(void **state)
     assert_false(bufferevent_get_enabled(f->bev) & EV_READ);
 }
 
+/* The input empty and the read callback the one named: the bytes go to the bytes
+ * callback, not through the input; what it keeps is in the input after. */
+static void
+test_bytes_callback_takes_a_read_while_the_input_is_empty(void **state)
+{
+    struct fx *f = *state;
+    char got[4] = {0};
+
+    net_sockread_set_bytes(&f->rd, on_read, on_bytes);
+    net_sockread_enable(&f->rd);
+    f->leave = 3;
+    assert_int_equal(write(f->peer, "hello", 5), 5);
+    run(f);
+    assert_int_equal(f->bytes_calls, 1);
+    assert_int_equal(f->reads, 0);
+    assert_int_equal(f->n_bytes, 5);
+    assert_memory_equal(f->bytes, "hello", 5);
+    assert_int_equal(in_len(f), 3);
+    assert_int_equal(evbuffer_remove(bufferevent_get_input(f->bev), got, 3), 3);
+    assert_string_equal(got, "llo");
+}
+
+/* Bytes left in the input come first: a read behind them is added to the input and the
+ * read callback is called, as without a bytes callback. */
+static void
+test_bytes_wait_behind_the_input(void **state)
+{
+    struct fx *f = *state;
+    char got[8] = {0};
+
+    net_sockread_set_bytes(&f->rd, on_read, on_bytes);
+    net_sockread_enable(&f->rd);
+    f->leave = 2;
+    assert_int_equal(write(f->peer, "abcd", 4), 4);
+    run(f);
+    assert_int_equal(f->bytes_calls, 1);
+    assert_int_equal(in_len(f), 2);
+    assert_int_equal(write(f->peer, "ef", 2), 2);
+    run(f);
+    assert_int_equal(f->bytes_calls, 1);
+    assert_int_equal(f->reads, 1);
+    assert_int_equal(evbuffer_remove(bufferevent_get_input(f->bev), got, 4), 4);
+    assert_string_equal(got, "cdef");
+}
+
+/* A connection handed over (new callbacks) is read for them, never for the bytes
+ * callback of the read callback it had. */
+static void
+test_bytes_callback_only_beside_its_read_callback(void **state)
+{
+    struct fx *f = *state;
+
+    net_sockread_set_bytes(&f->rd, on_read, on_bytes);
+    net_sockread_enable(&f->rd);
+    bufferevent_setcb(f->bev, on_read2, NULL, on_event, f);
+    assert_int_equal(write(f->peer, "z", 1), 1);
+    run(f);
+    assert_int_equal(f->bytes_calls, 0);
+    assert_int_equal(f->reads2, 1);
+    assert_int_equal(in_len(f), 1);
+}
+
+/* What a bytes callback keeps counts toward the high watermark: at it, reading pauses
+ * until the input drains. */
+static void
+test_kept_bytes_count_toward_the_high_watermark(void **state)
+{
+    struct fx *f = *state;
+    char big[300];
+
+    memset(big, 'b', sizeof(big));
+    net_sockread_set_hiwat(&f->rd, 100);
+    net_sockread_set_bytes(&f->rd, on_read, on_bytes);
+    net_sockread_enable(&f->rd);
+    f->leave = 100;
+    assert_int_equal(write(f->peer, big, sizeof(big)), (ssize_t)sizeof(big));
+    run(f);
+    assert_int_equal(f->bytes_calls, 1);
+    assert_int_equal(in_len(f), 100);
+    run(f);
+    assert_int_equal(f->bytes_calls, 1); /* paused: the rest waits in the socket */
+    assert_int_equal(f->reads, 0);
+    evbuffer_drain(bufferevent_get_input(f->bev), 100);
+    f->leave = 0;
+    run(f);
+    assert_int_equal(f->bytes_calls, 2);
+}
+
 int
 main(void)
 {
@@ -250,6 +357,13 @@ main(void)
         cmocka_unit_test_setup_teardown(test_read_timeout_fires_and_is_cleared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_callbacks_are_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pass_through_reads_by_the_bufferevent, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_bytes_callback_takes_a_read_while_the_input_is_empty,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bytes_wait_behind_the_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bytes_callback_only_beside_its_read_callback, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_kept_bytes_count_toward_the_high_watermark, setup,
                                         teardown),
     };
 
