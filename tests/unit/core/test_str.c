@@ -56,6 +56,36 @@ test_str_eq_nocase_every_byte_pair(void **state)
     }
 }
 
+/* The eight-bytes-a-step compare against the byte-wise rule: every pair of byte values
+ * at every position of names 1 to 19 bytes long (one word, a word and a tail, two words
+ * and a tail), the other bytes equal or differing only in a letter's case. */
+static void
+test_mem_eq_nocase_every_byte_pair_at_every_position(void **state)
+{
+    static const char name[] = "X-Goog-Api-Key-Ab-C";
+    char a[32], b[32];
+
+    (void)state;
+    for (size_t n = 1; n < sizeof(name); n++) {
+        for (size_t at = 0; at < n; at++) {
+            for (unsigned x = 0; x < 256; x++) {
+                for (unsigned y = 0; y < 256; y++) {
+                    unsigned lx = x >= 'A' && x <= 'Z' ? x + 32 : x;
+                    unsigned ly = y >= 'A' && y <= 'Z' ? y + 32 : y;
+
+                    memcpy(a, name, n);
+                    for (size_t i = 0; i < n; i++) /* the same name, lowered */
+                        b[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+                    a[at] = (char)x;
+                    b[at] = (char)y;
+                    if (gw_mem_eq_nocase(a, b, n) != (lx == ly))
+                        fail_msg("length %zu, position %zu: bytes 0x%02x 0x%02x", n, at, x, y);
+                }
+            }
+        }
+    }
+}
+
 /* Recycled: empty either way; the memory kept up to <keep> bytes, freed above. */
 static void
 test_buf_recycle_keeps_small_memory_only(void **state)
@@ -382,6 +412,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_str_eq_nocase_matches_header_names),
         cmocka_unit_test(test_str_eq_nocase_every_byte_pair),
+        cmocka_unit_test(test_mem_eq_nocase_every_byte_pair_at_every_position),
         cmocka_unit_test(test_buf_append_printf_and_consume),
         cmocka_unit_test(test_buf_recycle_keeps_small_memory_only),
         cmocka_unit_test(test_buf_json_string_escapes_controls_and_quotes),
