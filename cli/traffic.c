@@ -343,7 +343,7 @@ cli_cmd_traffic(const struct cli_opts *o, int argc, char **argv)
             }
         } else if (strcmp(argv[a], "--cursor") == 0 || strncmp(argv[a], "--cursor=", 9) == 0) {
             cursor = argv[a][8] == '=' ? argv[a] + 9 : (a + 1 < argc ? argv[++a] : NULL);
-            if (!cursor || !*cursor || strspn(cursor, "0123456789") != strlen(cursor)) {
+            if (!cursor || !*cursor || strspn(cursor, "0123456789-") != strlen(cursor)) {
                 fprintf(stderr, "gwctl: --cursor expects the \"next\" value of a page\n");
                 return cli_usage();
             }

@@ -946,13 +946,29 @@ parse_u64(const char *s, uint64_t *out)
     return true;
 }
 
+/* A page cursor, "TS-SEQ" (store_cursor: the last row's request time in ms and its
+ * sequence, in decimal); false on anything else. */
+static bool
+parse_cursor(const char *s, struct store_cursor *out)
+{
+    const char *dash = strchr(s, '-');
+    char ts[24];
+
+    if (!dash || (size_t)(dash - s) >= sizeof(ts))
+        return false;
+    memcpy(ts, s, (size_t)(dash - s));
+    ts[dash - s] = '\0';
+    return parse_u64(ts, &out->ts_ms) && parse_u64(dash + 1, &out->seq);
+}
+
 static void
 on_traffic(struct net_control *c, struct evhttp_request *req)
 {
     const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
     struct evkeyvalq q = {0}; /* an empty queue; parse_query_str fills it */
     const char *v;
-    uint64_t limit = CONTROL_LIMIT_DEFAULT, cursor = 0, next = 0;
+    uint64_t limit = CONTROL_LIMIT_DEFAULT;
+    struct store_cursor cursor = {0}, next = {0};
     struct gw_row *rows = NULL;
     size_t n = 0, i;
     enum gw_code rc;
@@ -971,7 +987,7 @@ on_traffic(struct net_control *c, struct evhttp_request *req)
     if (limit > CONTROL_LIMIT_MAX)
         limit = CONTROL_LIMIT_MAX;
     v = evhttp_find_header(&q, "cursor");
-    if (v && *v && !parse_u64(v, &cursor)) {
+    if (v && *v && !parse_cursor(v, &cursor)) {
         send_error(req, GW_E_BAD_REQUEST, 400,
                    "cursor: expected the \"next\" value of a previous page");
         goto out;
@@ -985,7 +1001,7 @@ on_traffic(struct net_control *c, struct evhttp_request *req)
         send_error(req, GW_E_NOMEM, 0, "out of memory");
         goto out;
     }
-    rc = store_rows_page(c->deps.store, cursor, rows, (size_t)limit, &n, &next);
+    rc = store_rows_page(c->deps.store, &cursor, rows, (size_t)limit, &n, &next);
     if (rc != GW_OK) {
         send_error(req, rc, 0, "cannot read the request rows");
         goto out;
@@ -995,10 +1011,11 @@ on_traffic(struct net_control *c, struct evhttp_request *req)
     for (i = 0; i < n; i++)
         jrc |= json_array_append_new(arr, net_control_row_json(&rows[i]));
     jrc |= json_object_set_new(page, "rows", arr);
-    if (next) {
-        char buf[24];
+    if (!store_cursor_is_start(&next)) {
+        char buf[48];
 
-        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)next);
+        snprintf(buf, sizeof(buf), "%llu-%llu", (unsigned long long)next.ts_ms,
+                 (unsigned long long)next.seq);
         jrc |= json_object_set_new(page, "next", json_string(buf));
     } else {
         jrc |= json_object_set_new(page, "next", json_null());

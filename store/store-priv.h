@@ -67,7 +67,6 @@ struct store {
     MDB_dbi dbi_meta;      /* "schema" -> be32 version; "seq" -> be64 last sequence */
     MDB_dbi dbi_rows;      /* be64 ts | be64 seq -> encoded row */
     MDB_dbi dbi_by_client; /* client bytes | NUL | be64 ts | be64 seq -> empty */
-    MDB_dbi dbi_by_seq;    /* be64 seq -> be64 ts (resolves page cursors) */
     MDB_dbi dbi_resp;      /* response id -> head | items JSON (store/resp.c) */
     MDB_dbi dbi_resp_ts;   /* be64 ts_ms | response id -> empty (retention) */
     MDB_dbi dbi_learned;   /* provider|0|model|0|fp|0|win -> learned limit (store/learned.c) */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * store/store.c - the LMDB environment of gw: open/close, the schema version, reads.
- * One environment (MDB_NOTLS, so a read transaction may run on any thread) with four
+ * One environment (MDB_NOTLS, so a read transaction may run on any thread) with these
  * named databases:
  *   meta       "schema" -> be32 version (STORE_SCHEMA_VERSION; a newer one is refused),
  *              "seq"    -> be64 last sequence number committed (kept even when retention
@@ -9,7 +9,6 @@
  *              time, ties by sequence; seq is unique, so keys are unique
  *   by_client  client | NUL | be64 ts_ms | be64 seq -> empty; the key's tail is the rows
  *              key, so a per-client scan from a time is one range walk
- *   by_seq     be64 seq -> be64 ts_ms
  *   responses        response id -> head | items JSON (store/resp.c, store/codec.c)
  *   responses_by_ts  be64 ts_ms | response id -> empty (their retention, oldest first)
  *   quota_learned    provider | NUL | model | NUL | fp | NUL | window -> learned limit
@@ -17,10 +16,13 @@
  * The two responses databases came after schema version 1 without raising it: they are
  * created on open when missing, and an older gw that opens the store leaves them alone
  * (so a rollback keeps working; it just does not prune them).
- * Page cursors: the <next> of store_rows_page is the sequence number of the last row
- * returned. The next call finds that row's ts_ms in by_seq, rebuilds its rows key and
- * continues from the key before it. Retention deletes by_seq entries with their rows;
- * a cursor whose row was pruned ends the listing (every older row is gone as well).
+ * Page cursors: the <next> of store_rows_page is the rows key of the last row returned
+ * (ts_ms and seq); the next call continues from the key before it. A cursor whose row
+ * was pruned ends the listing (every older row is gone as well). Stores written before
+ * this kept a by_seq database (be64 seq -> be64 ts_ms) so that a cursor could be the
+ * sequence alone: a third write a row for paging only. It is deleted on open
+ * (retire_by_seq), its last sequence kept in meta "seq" when that is higher; an older
+ * gw opening the store again creates it empty and pages only its own rows' cursors.
  * The writer thread (store/writer.c) is the only writer; sequences are assigned there.
  * Every read opens and ends its own read transaction inside the call and copies the
  * rows out (decoded) before the transaction ends. Responses are read in store/resp.c.
@@ -101,7 +103,6 @@ open_dbis(struct store *s, MDB_txn *txn)
     if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->dbi_meta)) != 0 ||
         (rc = mdb_dbi_open(txn, "rows", MDB_CREATE, &s->dbi_rows)) != 0 ||
         (rc = mdb_dbi_open(txn, "by_client", MDB_CREATE, &s->dbi_by_client)) != 0 ||
-        (rc = mdb_dbi_open(txn, "by_seq", MDB_CREATE, &s->dbi_by_seq)) != 0 ||
         (rc = mdb_dbi_open(txn, "responses", MDB_CREATE, &s->dbi_resp)) != 0 ||
         (rc = mdb_dbi_open(txn, "responses_by_ts", MDB_CREATE, &s->dbi_resp_ts)) != 0 ||
         (rc = mdb_dbi_open(txn, "quota_learned", MDB_CREATE, &s->dbi_learned)) != 0)
@@ -165,29 +166,50 @@ check_schema(struct store *s, MDB_txn *txn, char *err, size_t errlen)
     return GW_OK;
 }
 
-/* The last sequence used: the larger of meta "seq" and the last by_seq key. */
+/* The last sequence used: meta "seq". */
 static int
 read_last_seq(struct store *s, MDB_txn *txn, uint64_t *seq)
 {
     MDB_val k = {.mv_size = 3, .mv_data = (void *)(uintptr_t) "seq"};
     MDB_val v;
-    MDB_cursor *c;
     int rc;
 
     *seq = 0;
     rc = mdb_get(txn, s->dbi_meta, &k, &v);
     if (rc == 0 && v.mv_size == 8)
         *seq = store_be64_get(v.mv_data);
-    else if (rc != 0 && rc != MDB_NOTFOUND)
-        return rc;
-    rc = mdb_cursor_open(txn, s->dbi_by_seq, &c);
-    if (rc != 0)
-        return rc;
-    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
-    if (rc == 0 && k.mv_size == 8 && store_be64_get(k.mv_data) > *seq)
-        *seq = store_be64_get(k.mv_data);
-    mdb_cursor_close(c);
     return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Deletes the by_seq database of an older store (see the top), first raising <*seq> and
+ * meta "seq" to its last key when that is higher, so that sequences never repeat. */
+static int
+retire_by_seq(struct store *s, MDB_txn *txn, uint64_t *seq)
+{
+    MDB_val k = {.mv_size = 3, .mv_data = (void *)(uintptr_t) "seq"};
+    MDB_val last, v;
+    unsigned char buf[8];
+    MDB_cursor *c;
+    MDB_dbi dbi;
+    int rc;
+
+    rc = mdb_dbi_open(txn, "by_seq", 0, &dbi);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc != 0 || (rc = mdb_cursor_open(txn, dbi, &c)) != 0)
+        return rc;
+    rc = mdb_cursor_get(c, &last, &v, MDB_LAST);
+    if (rc == 0 && last.mv_size == 8 && store_be64_get(last.mv_data) > *seq) {
+        *seq = store_be64_get(last.mv_data);
+        store_be64_put(buf, *seq);
+        v.mv_size = sizeof buf;
+        v.mv_data = buf;
+        rc = mdb_put(txn, s->dbi_meta, &k, &v, 0);
+    }
+    mdb_cursor_close(c);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return rc;
+    return mdb_drop(txn, dbi, 1);
 }
 
 static enum gw_code
@@ -232,7 +254,7 @@ open_env(struct store *s, size_t map_size_mb, char *err, size_t errlen)
         mdb_txn_abort(txn);
         return code;
     }
-    if ((rc = read_last_seq(s, txn, &s->seq)) != 0) {
+    if ((rc = read_last_seq(s, txn, &s->seq)) != 0 || (rc = retire_by_seq(s, txn, &s->seq)) != 0) {
         mdb_txn_abort(txn);
         set_err(err, errlen, "store %s: cannot read the last sequence: %s", s->path,
                 mdb_strerror(rc));
@@ -335,24 +357,15 @@ store_schema_set(struct store *s, uint32_t version)
 
 /* ---- reads ---- */
 
-/* Positions <c> on the row just before (older than) the row of sequence <cursor>.
- * MDB_NOTFOUND when there is none or that row no longer exists. */
+/* Positions <c> on the row just before (older than) the key of <cursor>. MDB_NOTFOUND
+ * when there is none. */
 static int
-seek_before(struct store *s, MDB_txn *txn, MDB_cursor *c, uint64_t cursor, MDB_val *k, MDB_val *v)
+seek_before(MDB_cursor *c, const struct store_cursor *cursor, MDB_val *k, MDB_val *v)
 {
-    unsigned char seqkey[8];
     unsigned char rowkey[STORE_ROW_KEY_LEN];
-    MDB_val sk = {.mv_size = sizeof seqkey, .mv_data = seqkey};
-    MDB_val sv;
     int rc;
 
-    store_be64_put(seqkey, cursor);
-    rc = mdb_get(txn, s->dbi_by_seq, &sk, &sv);
-    if (rc != 0)
-        return rc; /* pruned: every older row is gone too */
-    if (sv.mv_size != 8)
-        return MDB_NOTFOUND;
-    store_row_key(rowkey, store_be64_get(sv.mv_data), cursor);
+    store_row_key(rowkey, cursor->ts_ms, cursor->seq);
     k->mv_size = sizeof rowkey;
     k->mv_data = rowkey;
     rc = mdb_cursor_get(c, k, v, MDB_SET_RANGE); /* first key >= the cursor's */
@@ -364,19 +377,19 @@ seek_before(struct store *s, MDB_txn *txn, MDB_cursor *c, uint64_t cursor, MDB_v
 }
 
 enum gw_code
-store_rows_page(struct store *s, uint64_t cursor, struct gw_row *rows, size_t max, size_t *n,
-                uint64_t *next)
+store_rows_page(struct store *s, const struct store_cursor *cursor, struct gw_row *rows, size_t max,
+                size_t *n, struct store_cursor *next)
 {
     MDB_txn *txn;
     MDB_cursor *c;
     MDB_val k, v;
-    uint64_t last_seq = 0;
+    struct store_cursor last = {0};
     int rc;
 
     *n = 0;
-    *next = 0;
+    *next = (struct store_cursor){0};
     if (max == 0) {
-        *next = cursor;
+        *next = *cursor;
         return GW_OK;
     }
     if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
@@ -385,14 +398,15 @@ store_rows_page(struct store *s, uint64_t cursor, struct gw_row *rows, size_t ma
         mdb_txn_abort(txn);
         return GW_E_STORE_IO;
     }
-    if (cursor == 0)
+    if (store_cursor_is_start(cursor))
         rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
     else
-        rc = seek_before(s, txn, c, cursor, &k, &v);
+        rc = seek_before(c, cursor, &k, &v);
     while (rc == 0 && *n < max) {
         /* A row that does not decode (foreign or damaged bytes) is skipped. */
         if (k.mv_size == STORE_ROW_KEY_LEN && store_row_decode(v.mv_data, v.mv_size, &rows[*n])) {
-            last_seq = store_be64_get((const unsigned char *)k.mv_data + 8);
+            last.ts_ms = store_be64_get(k.mv_data);
+            last.seq = store_be64_get((const unsigned char *)k.mv_data + 8);
             (*n)++;
         }
         rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
@@ -402,7 +416,7 @@ store_rows_page(struct store *s, uint64_t cursor, struct gw_row *rows, size_t ma
     if (rc != 0 && rc != MDB_NOTFOUND)
         return GW_E_STORE_IO;
     if (rc == 0) /* stopped at <max> with an older row left */
-        *next = last_seq;
+        *next = last;
     return GW_OK;
 }
 

@@ -58,11 +58,24 @@ struct gw_row *store_row_new(struct store *s);
  * GW_E_STORE_QUEUE_FULL returned. Any thread; never blocks. */
 enum gw_code store_row_submit(struct store *s, struct gw_row **rowp);
 
-/* Rows newest first. <cursor> 0 = from the newest; otherwise the <next> value of the
- * previous page. Fills up to <max> rows into <rows> (caller's array), sets <*n> and
- * <*next> (0 when there are no more). Own read transaction; any thread. */
-enum gw_code store_rows_page(struct store *s, uint64_t cursor, struct gw_row *rows, size_t max,
-                             size_t *n, uint64_t *next);
+/* Where a page of rows starts: the rows key (request time, sequence) of the last row of
+ * the page before; all zero: from the newest row. */
+struct store_cursor {
+    uint64_t ts_ms;
+    uint64_t seq;
+};
+
+static inline bool
+store_cursor_is_start(const struct store_cursor *c)
+{
+    return c->ts_ms == 0 && c->seq == 0;
+}
+
+/* Rows newest first, from <*cursor> (the <next> of the previous page, or all zero for
+ * the newest). Fills up to <max> rows into <rows> (caller's array), sets <*n> and
+ * <*next> (all zero when there are no more). Own read transaction; any thread. */
+enum gw_code store_rows_page(struct store *s, const struct store_cursor *cursor,
+                             struct gw_row *rows, size_t max, size_t *n, struct store_cursor *next);
 
 /* Calls <fn> for every row of <client> with ts_ms >= <since_ms> (used by rebuilds of key
  * totals): first the rows of each name <client> was renamed from (store_client_renamed),

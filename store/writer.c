@@ -250,7 +250,6 @@ put_row(struct store *s, MDB_txn *txn, const struct gw_row *row, uint64_t seq)
     unsigned char enc[STORE_ROW_ENC_MAX];
     unsigned char rowkey[STORE_ROW_KEY_LEN];
     unsigned char ckey[STORE_CLIENT_KEY_MAX];
-    unsigned char seqkey[8];
     MDB_val k, v;
     size_t len;
     int rc;
@@ -269,15 +268,7 @@ put_row(struct store *s, MDB_txn *txn, const struct gw_row *row, uint64_t seq)
     k.mv_data = ckey;
     v.mv_size = 0;
     v.mv_data = NULL;
-    if ((rc = put_in_order(txn, s->dbi_by_client, &k, &v, 0)) != 0)
-        return rc;
-    store_be64_put(seqkey, seq);
-    k.mv_size = sizeof seqkey;
-    k.mv_data = seqkey;
-    v.mv_size = 8;
-    v.mv_data = rowkey; /* its first 8 bytes: be64 ts_ms */
-    /* Sequences only grow, so appending is valid and skips the page search. */
-    return mdb_put(txn, s->dbi_by_seq, &k, &v, MDB_APPEND);
+    return put_in_order(txn, s->dbi_by_client, &k, &v, 0);
 }
 
 static void
@@ -431,17 +422,11 @@ store_prune_chunk(struct store *s, uint64_t cutoff_ms, unsigned max, bool *more,
             *more = true;
             break;
         }
-        if (k.mv_size == STORE_ROW_KEY_LEN) {
-            if (store_row_decode_client(v.mv_data, v.mv_size, client)) {
-                dk.mv_size = store_client_key(ckey, client, k.mv_data);
-                dk.mv_data = ckey;
-                rc = mdb_del(txn, s->dbi_by_client, &dk, NULL);
-                if (rc != 0 && rc != MDB_NOTFOUND)
-                    break;
-            }
-            dk.mv_size = 8;
-            dk.mv_data = (unsigned char *)k.mv_data + 8;
-            rc = mdb_del(txn, s->dbi_by_seq, &dk, NULL);
+        if (k.mv_size == STORE_ROW_KEY_LEN &&
+            store_row_decode_client(v.mv_data, v.mv_size, client)) {
+            dk.mv_size = store_client_key(ckey, client, k.mv_data);
+            dk.mv_data = ckey;
+            rc = mdb_del(txn, s->dbi_by_client, &dk, NULL);
             if (rc != 0 && rc != MDB_NOTFOUND)
                 break;
         }

@@ -118,6 +118,32 @@ def test_gwctl_traffic_json_lists_the_request(gw_running):
     assert rid in out or rid[:8] in out
 
 
+def test_gwctl_traffic_pages_with_the_cursor_it_prints(gw_running):
+    """The table mode prints the command for the next page; following it gives the
+    next older rows, none twice, until no more is printed."""
+    g, _ = gw_running
+    ids = []
+    for _ in range(3):
+        r = g.chat()
+        assert r.status == 200, r
+        ids.append(r.headers["x-request-id"])
+    for i in ids:
+        g.wait_row(i)
+    newest = [row["id"] for row in g.traffic()]
+    seen, args = [], ["traffic", "--limit", 2]
+    while True:
+        rc, out, err = gwctl(g, *args)
+        assert rc == 0, (out, err)
+        seen += [line.split()[2] for line in out.splitlines()[1:] if line.strip()]
+        m = re.search(r"more: gwctl traffic --limit 2 --cursor (\S+)", err)
+        if not m:
+            break
+        assert re.fullmatch(r"\d+-\d+", m.group(1)), m.group(1)
+        args = ["traffic", "--limit", 2, "--cursor", m.group(1)]
+    assert seen == [i[:8] for i in newest], (seen, newest)
+    assert all(i[:8] in seen for i in ids)
+
+
 def test_gwctl_with_a_wrong_token_exits_1(gw_running):
     g, _ = gw_running
     rc, out, err = gwctl(g, "status", token="wrong-token")

@@ -458,6 +458,16 @@ test_traffic_rejects_bad_limit_and_cursor(void **state)
     assert_int_equal(t_get(s->port, "GET", "/control/v1/traffic?cursor=-1", "Bearer s3cret-token",
                            body, sizeof(body)),
                      400);
+    /* A cursor is TS-SEQ; the sequence alone (an older gw's cursor) is refused. */
+    assert_int_equal(t_get(s->port, "GET", "/control/v1/traffic?cursor=12", "Bearer s3cret-token",
+                           body, sizeof(body)),
+                     400);
+    assert_int_equal(t_get(s->port, "GET", "/control/v1/traffic?cursor=12-", "Bearer s3cret-token",
+                           body, sizeof(body)),
+                     400);
+    assert_int_equal(t_get(s->port, "GET", "/control/v1/traffic?cursor=1-2-3",
+                           "Bearer s3cret-token", body, sizeof(body)),
+                     400);
 }
 
 static void

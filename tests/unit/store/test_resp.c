@@ -503,7 +503,7 @@ test_resp_map_full_drops_the_response_not_the_rows(void **state)
     struct gw_row *row = gw_calloc(1, sizeof *row);
     struct store_stats st;
     struct gw_row got[2];
-    uint64_t next;
+    struct store_cursor next;
     size_t nrows;
     char err[256];
 
@@ -521,7 +521,8 @@ test_resp_map_full_drops_the_response_not_the_rows(void **state)
     assert_int_equal(st.rows_dropped, 0);
     assert_int_equal(st.resp_committed, 0);
     assert_int_equal(st.resp_dropped, 2);
-    assert_int_equal(store_rows_page(c->s, 0, got, 2, &nrows, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &(struct store_cursor){0}, got, 2, &nrows, &next),
+                     GW_OK);
     assert_int_equal(nrows, 1);
     assert_string_equal(got[0].id, "r1");
     assert_int_equal(t_get(c, "resp_big"), GW_E_NOT_FOUND);

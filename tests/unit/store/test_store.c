@@ -23,6 +23,8 @@
 #include "store/store-priv.h"
 #include "store/store.h"
 
+static const struct store_cursor t_newest; /* all zero: pages from the newest row */
+
 #define T_DAY_MS ((uint64_t)86400000)
 #define T_MAP_MB 64
 #define T_THREADS 4
@@ -223,15 +225,15 @@ t_now_ms(void)
 static size_t
 t_all_rows(struct store *s, struct gw_row *out, size_t cap, size_t page)
 {
-    uint64_t cursor = 0, next;
+    struct store_cursor cursor = {0}, next;
     size_t total = 0, n;
 
     do {
         assert_true(total + page <= cap);
-        assert_int_equal(store_rows_page(s, cursor, out + total, page, &n, &next), GW_OK);
+        assert_int_equal(store_rows_page(s, &cursor, out + total, page, &n, &next), GW_OK);
         total += n;
         cursor = next;
-    } while (cursor != 0);
+    } while (!store_cursor_is_start(&cursor));
     return total;
 }
 
@@ -396,7 +398,7 @@ test_store_full_row_round_trip(void **state)
     struct gw_row want = t_full_row(), got[2];
     struct gw_row *r = gw_malloc(sizeof *r);
     struct store_stats st;
-    uint64_t next = 1;
+    struct store_cursor next = {1, 1};
     size_t n = 9;
 
     t_open(c);
@@ -404,9 +406,9 @@ test_store_full_row_round_trip(void **state)
     *r = want;
     t_submit(c->s, r);
     t_flush(c->s);
-    assert_int_equal(store_rows_page(c->s, 0, got, 2, &n, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 2, &n, &next), GW_OK);
     assert_int_equal(n, 1);
-    assert_int_equal(next, 0);
+    assert_true(store_cursor_is_start(&next));
     t_assert_row_equal(&want, &got[0]);
     store_stats_get(c->s, &st);
     assert_int_equal(st.rows_committed, 1);
@@ -422,7 +424,7 @@ test_store_rows_page_newest_first_across_pages(void **state)
     /* Submit order differs from time order: pages follow ts_ms, not submit order. */
     static const unsigned order[25] = {3, 0,  24, 7,  1,  12, 9,  2,  18, 5,  22, 4, 11,
                                        6, 20, 8,  15, 10, 13, 14, 16, 17, 19, 21, 23};
-    uint64_t cursor = 0, next;
+    struct store_cursor cursor = {0}, next;
     size_t n, total = 0, pages = 0;
 
     t_open(c);
@@ -430,12 +432,12 @@ test_store_rows_page_newest_first_across_pages(void **state)
         t_submit(c->s, t_row(order[i], 1000000 + 1000 * (uint64_t)order[i], "alice"));
     t_flush(c->s);
     do {
-        assert_int_equal(store_rows_page(c->s, cursor, got + total, 10, &n, &next), GW_OK);
+        assert_int_equal(store_rows_page(c->s, &cursor, got + total, 10, &n, &next), GW_OK);
         assert_int_equal(n, pages < 2 ? 10 : 5);
         total += n;
         pages++;
         cursor = next;
-    } while (cursor != 0);
+    } while (!store_cursor_is_start(&cursor));
     assert_int_equal(pages, 3);
     assert_int_equal(total, 25);
     for (unsigned i = 0; i < 25; i++)
@@ -447,19 +449,19 @@ test_store_rows_page_exact_fit_has_no_next(void **state)
 {
     struct t_ctx *c = *state;
     struct gw_row got[4];
-    uint64_t next = 7;
+    struct store_cursor next = {7, 7};
     size_t n;
 
     t_open(c);
-    assert_int_equal(store_rows_page(c->s, 0, got, 4, &n, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 4, &n, &next), GW_OK);
     assert_int_equal(n, 0);
-    assert_int_equal(next, 0);
+    assert_true(store_cursor_is_start(&next));
     for (unsigned i = 0; i < 4; i++)
         t_submit(c->s, t_row(i, 5000 + i, "bob"));
     t_flush(c->s);
-    assert_int_equal(store_rows_page(c->s, 0, got, 4, &n, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 4, &n, &next), GW_OK);
     assert_int_equal(n, 4);
-    assert_int_equal(next, 0);
+    assert_true(store_cursor_is_start(&next));
 }
 
 static void
@@ -488,7 +490,7 @@ test_store_rows_survive_close_and_reopen(void **state)
 {
     struct t_ctx *c = *state;
     struct gw_row got[8];
-    uint64_t next;
+    struct store_cursor next;
     size_t n;
 
     t_open(c);
@@ -498,7 +500,7 @@ test_store_rows_survive_close_and_reopen(void **state)
     assert_int_equal(store_writer_start(c->s, 5, 0), GW_OK);
     store_writer_stop(c->s);
     t_reopen(c);
-    assert_int_equal(store_rows_page(c->s, 0, got, 8, &n, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 8, &n, &next), GW_OK);
     assert_int_equal(n, 3);
     assert_int_equal(got[0].ts_ms, 3000);
     assert_int_equal(got[2].ts_ms, 1000);
@@ -510,13 +512,13 @@ test_store_close_commits_rows_submitted_while_stopped(void **state)
 {
     struct t_ctx *c = *state;
     struct gw_row got[4];
-    uint64_t next;
+    struct store_cursor next;
     size_t n;
 
     t_open(c);
     t_submit(c->s, t_row(1, 1000, "alice"));
     t_reopen(c); /* no writer ever ran */
-    assert_int_equal(store_rows_page(c->s, 0, got, 4, &n, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 4, &n, &next), GW_OK);
     assert_int_equal(n, 1);
 }
 
@@ -525,32 +527,80 @@ test_store_sequence_continues_after_reopen(void **state)
 {
     struct t_ctx *c = *state;
     struct gw_row got[1];
-    uint64_t next;
+    struct store_cursor next;
     size_t n;
 
     t_open(c);
     for (unsigned i = 1; i <= 3; i++)
         t_submit(c->s, t_row(i, 1000 * (uint64_t)i, "alice"));
     t_flush(c->s);
-    /* With one row per page, <next> is the sequence of the row returned. */
-    assert_int_equal(store_rows_page(c->s, 0, got, 1, &n, &next), GW_OK);
-    assert_int_equal(next, 3);
+    /* With one row per page, <next> is the key of the row returned. */
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 1, &n, &next), GW_OK);
+    assert_int_equal(next.seq, 3);
     t_reopen(c);
     t_submit(c->s, t_row(4, 4000, "alice"));
     t_flush(c->s);
-    assert_int_equal(store_rows_page(c->s, 0, got, 1, &n, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 1, &n, &next), GW_OK);
     assert_int_equal(got[0].ts_ms, 4000);
-    assert_int_equal(next, 4);
+    assert_int_equal(next.seq, 4);
     /* Even with every row pruned, sequences are not reused. */
     assert_int_equal(store_prune(c->s, 10 * T_DAY_MS, 1, NULL), GW_OK);
-    assert_int_equal(store_rows_page(c->s, 0, got, 1, &n, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 1, &n, &next), GW_OK);
     assert_int_equal(n, 0);
     t_reopen(c);
     t_submit(c->s, t_row(5, 5000, "alice"));
     t_submit(c->s, t_row(6, 6000, "alice"));
     t_flush(c->s);
-    assert_int_equal(store_rows_page(c->s, 0, got, 1, &n, &next), GW_OK);
-    assert_int_equal(next, 6);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 1, &n, &next), GW_OK);
+    assert_int_equal(next.seq, 6);
+}
+
+/* A store from a gw that kept the by_seq database (be64 seq -> be64 ts): it is deleted
+ * on open, and a sequence it held above meta "seq" is never used again. */
+static void
+test_store_retires_an_older_by_seq_and_keeps_its_sequence(void **state)
+{
+    struct t_ctx *c = *state;
+    struct store_cursor next;
+    struct gw_row got[1];
+    unsigned char kb[8], vb[8];
+    MDB_val k = {.mv_size = 8, .mv_data = kb}, v = {.mv_size = 8, .mv_data = vb};
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    size_t n;
+
+    t_open(c);
+    t_submit(c->s, t_row(1, 1000, "alice"));
+    t_flush(c->s);
+    store_close(c->s);
+    c->s = NULL;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
+    assert_int_equal(mdb_env_set_mapsize(env, (size_t)T_MAP_MB << 20), 0);
+    assert_int_equal(mdb_env_open(env, c->path, MDB_NOTLS, 0640), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "by_seq", MDB_CREATE, &dbi), 0);
+    store_be64_put(kb, 1000);
+    store_be64_put(vb, 1000);
+    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    t_open(c);
+    assert_int_equal(mdb_txn_begin(c->s->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "by_seq", 0, &dbi), MDB_NOTFOUND);
+    mdb_txn_abort(txn);
+    t_submit(c->s, t_row(2, 2000, "alice"));
+    t_flush(c->s);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 1, &n, &next), GW_OK);
+    assert_int_equal(next.ts_ms, 2000);
+    assert_int_equal(next.seq, 1001);
+    t_reopen(c); /* the raised sequence was kept in meta "seq" */
+    t_submit(c->s, t_row(3, 3000, "alice"));
+    t_flush(c->s);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 1, &n, &next), GW_OK);
+    assert_int_equal(next.seq, 1002);
 }
 
 struct t_scan {
@@ -837,7 +887,7 @@ test_store_retention_runs_in_bounded_chunks(void **state)
     unsigned total = STORE_PRUNE_CHUNK * 2 + 17;
     struct gw_row got[2];
     bool more = false;
-    uint64_t next;
+    struct store_cursor next;
     size_t n;
 
     t_open(c);
@@ -850,7 +900,7 @@ test_store_retention_runs_in_bounded_chunks(void **state)
     assert_int_equal(pruned, 10);
     assert_int_equal(store_prune(c->s, now, 1, &pruned), GW_OK);
     assert_int_equal(pruned, total);
-    assert_int_equal(store_rows_page(c->s, 0, got, 2, &n, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 2, &n, &next), GW_OK);
     assert_int_equal(n, 1);
     assert_int_equal(got[0].ts_ms, now);
 }
@@ -859,7 +909,8 @@ static void
 test_store_cursor_of_pruned_row_ends_listing(void **state)
 {
     struct t_ctx *c = *state;
-    uint64_t now = 400 * T_DAY_MS, cursor;
+    uint64_t now = 400 * T_DAY_MS;
+    struct store_cursor cursor;
     struct gw_row got[2];
     size_t n;
 
@@ -867,12 +918,12 @@ test_store_cursor_of_pruned_row_ends_listing(void **state)
     for (unsigned i = 0; i < 4; i++)
         t_submit(c->s, t_row(i, 1000 + i, "alice"));
     t_flush(c->s);
-    assert_int_equal(store_rows_page(c->s, 0, got, 2, &n, &cursor), GW_OK);
-    assert_true(cursor != 0);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 2, &n, &cursor), GW_OK);
+    assert_false(store_cursor_is_start(&cursor));
     assert_int_equal(store_prune(c->s, now, 1, NULL), GW_OK);
-    assert_int_equal(store_rows_page(c->s, cursor, got, 2, &n, &cursor), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &cursor, got, 2, &n, &cursor), GW_OK);
     assert_int_equal(n, 0);
-    assert_int_equal(cursor, 0);
+    assert_true(store_cursor_is_start(&cursor));
 }
 
 static void
@@ -1095,7 +1146,7 @@ test_store_map_full_drops_batch_without_crash(void **state)
     struct store_stats st;
     struct gw_row got[2];
     unsigned total = 20000;
-    uint64_t next;
+    struct store_cursor next;
     size_t n;
     char err[256];
 
@@ -1109,7 +1160,7 @@ test_store_map_full_drops_batch_without_crash(void **state)
     assert_true(st.rows_dropped > 0);
     assert_int_equal(st.rows_dropped + st.rows_committed, total);
     /* Nothing is left queued, and what was committed reads back. */
-    assert_int_equal(store_rows_page(c->s, 0, got, 2, &n, &next), GW_OK);
+    assert_int_equal(store_rows_page(c->s, &t_newest, got, 2, &n, &next), GW_OK);
     assert_int_equal(n, st.rows_committed > 0 ? (st.rows_committed > 1 ? 2 : 1) : 0);
 }
 
@@ -1132,6 +1183,7 @@ main(void)
         T_TEST(test_store_full_row_round_trip),
         T_TEST(test_store_rows_page_newest_first_across_pages),
         T_TEST(test_store_rows_page_exact_fit_has_no_next),
+        T_TEST(test_store_retires_an_older_by_seq_and_keeps_its_sequence),
         T_TEST(test_store_rows_with_equal_ts_page_without_loss),
         T_TEST(test_store_rows_survive_close_and_reopen),
         T_TEST(test_store_close_commits_rows_submitted_while_stopped),
