@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,6 +104,7 @@ struct net_upkey {
     struct net_upkey *next;
     char *host; /* NUL-terminated copy: SNI, Host and the CONNECT target */
     uint16_t port;
+    struct gw_buf host_field; /* "Host: <host_value>\r\n", built once for every request */
     bool tls;
     SSL_CTX *ctx;     /* the provider's (ca_file), NULL: the pool's */
     char *proxy_host; /* the CONNECT proxy, NULL: direct */
@@ -183,14 +185,13 @@ struct net_upx {
     struct net_upx *prev, *next; /* pool's live list */
     struct net_up_cbs cbs;
     void *arg;
-    struct event *timer; /* the phase's timeout: &timer_ev */
-    struct event *defer; /* deferred work (a failure, a resume, a lookup start): &defer_ev */
-    struct event timer_ev, defer_ev; /* inside the exchange: no allocation per request */
-    struct gw_buf req;               /* request bytes not yet handed to a bufferevent */
-    struct gw_buf retry;             /* copy kept while a keep-alive retry is possible */
-    struct net_h1resp rr;            /* reads the HTTP/1.x answer (net/h1resp.h) */
-    struct gw_buf head;              /* HTTP/2: header names and values back to back */
-    struct net_hoff *hv;             /* offsets into head */
+    struct event *timer;  /* the phase's timeout: &timer_ev */
+    struct event *defer;  /* deferred work (a failure, a resume, a lookup start): &defer_ev */
+    struct gw_buf req;    /* request bytes not yet handed to a bufferevent */
+    struct gw_buf retry;  /* copy kept while a keep-alive retry is possible */
+    struct net_h1resp rr; /* reads the HTTP/1.x answer (net/h1resp.h) */
+    struct gw_buf head;   /* HTTP/2: header names and values back to back */
+    struct net_hoff *hv;  /* offsets into head */
     size_t n_hv, cap_hv;
     unsigned connect_ms, head_ms, idle_ms;
     enum net_upx_phase phase;
@@ -223,6 +224,9 @@ struct net_upx {
     bool h2_eos;         /* END_STREAM arrived */
     bool h2_closed;      /* nghttp2 closed the stream (or it never opened) */
     bool h2_bad;         /* we reset it: a head we could not take */
+    /* Kept by x_get (not zeroed): inside the exchange, assigned once for its pool's loop
+     * when it is allocated (never pending while it waits in the cache). */
+    struct event timer_ev, defer_ev;
 };
 
 struct net_uppool {
@@ -427,6 +431,7 @@ key_free(struct net_upkey *k)
     gw_free(k->proxy_auth);
     gw_free(k->proxy_host);
     gw_free(k->host);
+    gw_buf_fini(&k->host_field);
     gw_free(k);
 }
 
@@ -445,6 +450,9 @@ is_ip_literal(const char *h)
 
     return inet_pton(AF_INET, h, b) == 1 || inet_pton(AF_INET6, h, b) == 1;
 }
+
+static enum gw_code host_value(struct gw_buf *b, const char *host, uint16_t port,
+                               bool default_port);
 
 static struct net_upkey *
 key_get(struct net_uppool *p, const struct gw_conf_provider *prov)
@@ -470,6 +478,12 @@ key_get(struct net_uppool *p, const struct gw_conf_provider *prov)
     }
     k->port = prov->port;
     k->tls = prov->tls;
+    if (gw_buf_append(&k->host_field, "Host: ", 6) != GW_OK ||
+        host_value(&k->host_field, k->host, k->port, k->port == (k->tls ? 443 : 80)) != GW_OK ||
+        gw_buf_append(&k->host_field, "\r\n", 2) != GW_OK) {
+        key_free(k);
+        return NULL;
+    }
     k->ctx = prov->tls_ctx;
     k->proxy_port = prov->proxy_port;
     k->h2mode = prov->http2;
@@ -1090,17 +1104,28 @@ x_put(struct net_upx *x)
     p->n_x_cache++;
 }
 
-/* A zeroed exchange, or NULL. */
+static void on_x_timer(evutil_socket_t fd, short what, void *arg);
+static void on_x_defer(evutil_socket_t fd, short what, void *arg);
+
+/* An exchange zeroed up to its events, which are assigned; or NULL. */
 static struct net_upx *
 x_get(struct net_uppool *p)
 {
     struct net_upx *x = p->x_cache;
 
-    if (!x)
-        return gw_calloc(1, sizeof(*x));
-    p->x_cache = x->next;
-    p->n_x_cache--;
-    memset(x, 0, sizeof(*x));
+    if (x) {
+        p->x_cache = x->next;
+        p->n_x_cache--;
+        memset(x, 0, offsetof(struct net_upx, timer_ev));
+    } else {
+        x = gw_calloc(1, sizeof(*x));
+        if (!x)
+            return NULL;
+        event_assign(&x->timer_ev, p->base, -1, 0, on_x_timer, x);
+        event_assign(&x->defer_ev, p->base, -1, 0, on_x_defer, x);
+    }
+    x->timer = &x->timer_ev;
+    x->defer = &x->defer_ev;
     return x;
 }
 
@@ -2438,8 +2463,7 @@ net_up_host_value(const struct gw_conf_provider *p, struct gw_buf *out)
 static enum gw_code
 req_build(struct gw_buf *b, const struct net_up_req *req, const struct net_upkey *k)
 {
-    size_t need = 128 + strlen(req->method) + req->path.len + strlen(k->host) + req->body.len;
-    bool default_port = k->port == (k->tls ? 443 : 80);
+    size_t need = 128 + strlen(req->method) + req->path.len + k->host_field.len + req->body.len;
     size_t i;
     enum gw_code rc;
 
@@ -2455,9 +2479,9 @@ req_build(struct gw_buf *b, const struct net_up_req *req, const struct net_upkey
         gw_buf_append_str(b, req->path);
     else
         gw_buf_append(b, "/", 1);
-    gw_buf_append(b, " HTTP/1.1\r\nHost: ", 17);
-    host_value(b, k->host, k->port, default_port);
-    gw_buf_append(b, "\r\nContent-Length: ", 18);
+    gw_buf_append(b, " HTTP/1.1\r\n", 11);
+    gw_buf_append(b, k->host_field.data, k->host_field.len);
+    gw_buf_append(b, "Content-Length: ", 16);
     rc = gw_buf_append_u64(b, req->body.len);
     if (rc == GW_OK)
         rc = gw_buf_append(b, "\r\n", 2);
@@ -2501,10 +2525,6 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
     x->idle_ms = req->idle_timeout_ms;
     x->head_method = strcmp(req->method, "HEAD") == 0;
     net_h1resp_init(&x->rr, NET_UP_HEAD_MAX, NET_UP_HDRS_MAX, x->head_method);
-    x->timer = &x->timer_ev;
-    x->defer = &x->defer_ev;
-    event_assign(x->timer, p->base, -1, 0, on_x_timer, x);
-    event_assign(x->defer, p->base, -1, 0, on_x_defer, x);
     spare_buf_take(p, &x->req);
     if (req_build(&x->req, req, k) != GW_OK)
         goto fail;
