@@ -400,9 +400,25 @@ void
 gw_hex_encode(const unsigned char *in, size_t n, char *out)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t i;
+    size_t i = 0;
 
-    for (i = 0; i < n; i++) {
+#ifdef __SSE2__
+    /* Sixteen bytes a step: each nibble to '0' + v, plus 'a' - '0' - 10 from 10 up; the
+     * high and low nibbles interleaved into thirty-two characters. */
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + i));
+        __m128i lo = _mm_and_si128(v, _mm_set1_epi8(15));
+        __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
+        __m128i nine = _mm_set1_epi8(9), zero = _mm_set1_epi8('0');
+        __m128i past = _mm_set1_epi8('a' - '0' - 10);
+
+        hi = _mm_add_epi8(_mm_add_epi8(hi, zero), _mm_and_si128(_mm_cmpgt_epi8(hi, nine), past));
+        lo = _mm_add_epi8(_mm_add_epi8(lo, zero), _mm_and_si128(_mm_cmpgt_epi8(lo, nine), past));
+        _mm_storeu_si128((__m128i *)(void *)(out + 2 * i), _mm_unpacklo_epi8(hi, lo));
+        _mm_storeu_si128((__m128i *)(void *)(out + 2 * i + 16), _mm_unpackhi_epi8(hi, lo));
+    }
+#endif
+    for (; i < n; i++) {
         out[2 * i] = hex[in[i] >> 4];
         out[2 * i + 1] = hex[in[i] & 15];
     }

@@ -86,6 +86,34 @@ test_mem_eq_nocase_every_byte_pair_at_every_position(void **state)
     }
 }
 
+/* Hex of every byte value, and of every length from 0 to 40 (the sixteen-byte steps and
+ * the byte-wise rest), against the two characters each byte must give. */
+static void
+test_hex_encode_every_byte_and_length(void **state)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char in[256];
+    char out[2 * 256 + 1];
+
+    (void)state;
+    for (unsigned i = 0; i < 256; i++)
+        in[i] = (unsigned char)(i * 7 + 3);
+    for (size_t n = 0; n <= 40; n++) {
+        memset(out, 'x', sizeof(out));
+        gw_hex_encode(in + 256 - 40, n, out);
+        for (size_t i = 0; i < n; i++) {
+            assert_int_equal(out[2 * i], digits[in[256 - 40 + i] >> 4]);
+            assert_int_equal(out[2 * i + 1], digits[in[256 - 40 + i] & 15]);
+        }
+        assert_int_equal(out[2 * n], '\0');
+    }
+    gw_hex_encode(in, 256, out);
+    for (size_t i = 0; i < 256; i++) {
+        assert_int_equal(out[2 * i], digits[in[i] >> 4]);
+        assert_int_equal(out[2 * i + 1], digits[in[i] & 15]);
+    }
+}
+
 /* Recycled: empty either way; the memory kept up to <keep> bytes, freed above. */
 static void
 test_buf_recycle_keeps_small_memory_only(void **state)
@@ -413,6 +441,7 @@ main(void)
         cmocka_unit_test(test_str_eq_nocase_matches_header_names),
         cmocka_unit_test(test_str_eq_nocase_every_byte_pair),
         cmocka_unit_test(test_mem_eq_nocase_every_byte_pair_at_every_position),
+        cmocka_unit_test(test_hex_encode_every_byte_and_length),
         cmocka_unit_test(test_buf_append_printf_and_consume),
         cmocka_unit_test(test_buf_recycle_keeps_small_memory_only),
         cmocka_unit_test(test_buf_json_string_escapes_controls_and_quotes),
