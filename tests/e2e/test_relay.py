@@ -170,6 +170,29 @@ def test_x_bench_request_headers_reach_the_upstream(tmp_path, bench, gwd):
     assert b.last()["headers"].get("x-bench-chunks") == "4"
 
 
+def test_the_hop_drops_client_only_headers_and_passes_the_rest(tmp_path, bench, gwd):
+    """Hop-by-hop headers, the client's credentials and cookies stay at the gateway; other
+    headers, of the same lengths as dropped ones or not, reach the upstream as sent."""
+    b = bench()
+    g = gwd(config(tmp_path, [provider("up", b)]))
+    dropped = {"cookie": "a=1", "proxy-authorization": "Basic eA==", "x-api-key": "k1",
+               "x-goog-api-key": "k2", "keep-alive": "timeout=5", "te": "trailers",
+               "trailer": "x-t", "anthropic-version": "2023-06-01",
+               "proxy-connection": "keep-alive", "accept-encoding": "identity"}
+    passed = {"x-bench-chunks": "2", "cookie2": "b", "x-custom-header": "c",
+              "x-request-tag-17ch": "d", "ab": "e", "user-agent": "gw-e2e/1", "x-upgrade": "f"}
+
+    r = g.chat(headers={**dropped, **passed})
+
+    assert r.status == 200, r
+    got = b.last()["headers"]
+    for name in dropped:
+        assert name not in got, (name, got)
+    for name, value in passed.items():
+        assert got.get(name) == value, (name, got)
+    assert got.get("authorization") == f"Bearer {UP_KEY_A}", got  # the provider's, not ours
+
+
 def test_secrets_never_appear_in_logs_or_rows(tmp_path, bench, gwd):
     a = bench("--fault", "status", "--status", 500)
     b = bench()
