@@ -172,6 +172,18 @@ hdr_value(const struct net_h1req *r, const struct net_req_hdr *h)
     return (struct gw_str){r->hbuf.data + h->val_off, h->val_len};
 }
 
+/* A header name's bit in net_h1req.name_bits, the same for every case of the name (only
+ * letters differ by case, in bit 0x20): a lookup of a name the request lacks is one test
+ * mostly, and a request's headers are looked up by several names it does not carry. */
+static inline uint64_t
+name_bit(const char *p, size_t n)
+{
+    return n ? 1ull << ((n * 7 + ((unsigned char)p[0] | 32u) * 3 +
+                         ((unsigned char)p[n - 1] | 32u)) &
+                        63)
+             : 1;
+}
+
 static void
 request_reset(struct net_h1req *r)
 {
@@ -180,6 +192,7 @@ request_reset(struct net_h1req *r)
     gw_buf_reset(&r->trail);
     gw_buf_recycle(&r->body, H1_BODY_KEEP); /* no large body's memory on an idle conn */
     r->n_hdrs = 0;
+    r->name_bits = 0;
     r->http_minor = 0;
     r->keep_alive = false;
     r->chunked = false;
@@ -388,6 +401,7 @@ header_line(struct net_h1req *r, const char *line, const char *lend, struct h1_f
     while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
         ve--;
     h = &r->hdrs[r->n_hdrs++];
+    r->name_bits |= name_bit(line, nlen);
     h->name_off = (uint32_t)(line - r->hbuf.data);
     h->name_len = (uint32_t)nlen;
     h->val_off = (uint32_t)(v - r->hbuf.data);
@@ -736,6 +750,7 @@ net_h1req_add_header(struct net_h1req *r, struct gw_str name, struct gw_str valu
     if (gw_buf_append_str(&r->hbuf, name) != GW_OK || gw_buf_append_str(&r->hbuf, value) != GW_OK)
         return GW_E_NOMEM;
     r->n_hdrs++;
+    r->name_bits |= name_bit(name.ptr, name.len);
     return GW_OK;
 }
 
@@ -825,6 +840,8 @@ net_h1req_header(const struct net_h1req *r, struct gw_str name, struct gw_str *v
 {
     unsigned i;
 
+    if (!(r->name_bits & name_bit(name.ptr, name.len)))
+        return false;
     for (i = 0; i < r->n_hdrs; i++) {
         if (gw_str_eq_nocase(hdr_name(r, &r->hdrs[i]), name)) {
             *value = hdr_value(r, &r->hdrs[i]);

@@ -79,6 +79,7 @@ struct net_h1req {
     struct gw_buf hbuf; /* the head as read (names and values are offsets into it) */
     struct net_req_hdr *hdrs;
     unsigned n_hdrs, cap_hdrs;
+    uint64_t name_bits; /* a bit per header name, by a hash of it that ignores case */
     bool keep_alive;
     bool chunked;            /* Transfer-Encoding: chunked */
     bool has_body;           /* chunked, or a Content-Length above 0 */

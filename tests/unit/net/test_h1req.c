@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -285,6 +286,63 @@ test_h1req_values_lose_trailing_blanks(void **state)
     assert_true(net_h1req_header(&r, (struct gw_str){"x-trace", 7}, &v));
     assert_int_equal(v.len, 9);
     assert_memory_equal(v.ptr, "two words", 9);
+    net_h1req_fini(&r);
+}
+
+/* Every header is found by its name in any case, and no name the request lacks is
+ * found, whichever bit of the names' filter it shares (a second request on the reader
+ * starts with an empty filter; headers added for HTTP/2 go in it too). */
+static void
+test_h1req_header_lookup_by_any_case_and_never_a_missing_name(void **state)
+{
+    static const char *names[] = {
+        "Host", "Authorization", "x-api-key", "X-Goog-Api-Client", "Content-Type", "a",
+        "Z9",   "User-Agent"};
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
+    struct net_h1req r;
+    struct gw_str v;
+    char raw[1024], name[24];
+    size_t n = 0, i, k, len;
+    unsigned seed = 7;
+
+    (void)state;
+    n += (size_t)snprintf(raw + n, sizeof(raw) - n, "GET / HTTP/1.1\r\n");
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        n += (size_t)snprintf(raw + n, sizeof(raw) - n, "%s: v%zu\r\n", names[i], i);
+    snprintf(raw + n, sizeof(raw) - n, "\r\n");
+    assert_int_equal(t_read(&r, raw), NET_H1_DONE);
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char want[8];
+
+        len = strlen(names[i]);
+        snprintf(want, sizeof(want), "v%zu", i);
+        for (k = 0; k < len; k++) /* upper, then lower */
+            name[k] =
+                (char)(names[i][k] >= 'a' && names[i][k] <= 'z' ? names[i][k] - 32 : names[i][k]);
+        assert_true(net_h1req_header(&r, (struct gw_str){name, len}, &v));
+        assert_int_equal(v.len, strlen(want));
+        assert_memory_equal(v.ptr, want, v.len);
+        for (k = 0; k < len; k++)
+            name[k] =
+                (char)(names[i][k] >= 'A' && names[i][k] <= 'Z' ? names[i][k] + 32 : names[i][k]);
+        assert_true(net_h1req_header(&r, (struct gw_str){name, len}, &v));
+    }
+    for (i = 0; i < 20000; i++) { /* names it lacks: random tokens of 1 to 20 bytes */
+        bool known = false;
+
+        len = 1 + (seed = seed * 1103515245u + 12345u) % 20;
+        for (k = 0; k < len; k++)
+            name[k] = chars[(seed = seed * 1103515245u + 12345u) % (sizeof(chars) - 1)];
+        for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+            known |= strlen(names[k]) == len && strncasecmp(names[k], name, len) == 0;
+        if (!known)
+            assert_false(net_h1req_header(&r, (struct gw_str){name, len}, &v));
+    }
+    net_h1req_next(&r); /* the next request starts with an empty filter */
+    assert_false(net_h1req_header(&r, GW_STR_LIT("authorization"), &v));
+    assert_int_equal(net_h1req_add_header(&r, GW_STR_LIT("x-h2-only"), GW_STR_LIT("yes")), GW_OK);
+    assert_true(net_h1req_header(&r, GW_STR_LIT("X-H2-Only"), &v));
+    assert_false(net_h1req_header(&r, GW_STR_LIT("host"), &v));
     net_h1req_fini(&r);
 }
 
@@ -644,6 +702,7 @@ main(void)
         cmocka_unit_test(test_h1req_trailers_leave_the_head_in_place),
         cmocka_unit_test(test_h1req_a_bad_method_is_refused_before_the_line_ends),
         cmocka_unit_test(test_h1req_values_lose_trailing_blanks),
+        cmocka_unit_test(test_h1req_header_lookup_by_any_case_and_never_a_missing_name),
         cmocka_unit_test(test_h1req_reads_pipelined_requests_in_turn),
         cmocka_unit_test(test_h1req_token),
         cmocka_unit_test(test_h1req_token_every_byte),
