@@ -581,12 +581,14 @@ conn_closes(const struct net_conn *c)
     return (c->flags & NET_CONN_F_CLOSE_AFTER) || c->w->draining;
 }
 
-/* A header pair the pipeline built is written only when it cannot break the framing. */
+/* A header pair the pipeline built is written only when it cannot break the framing: a
+ * token for its name, no control byte but HTAB in its value (no CR nor LF above all). */
 static bool
 hdr_safe(const struct net_hdr *h)
 {
-    return net_h1_is_token(h->name) && !memchr(h->value.ptr, '\r', h->value.len) &&
-           !memchr(h->value.ptr, '\n', h->value.len);
+    const char *end = h->value.ptr + h->value.len;
+
+    return net_h1_is_token(h->name) && net_h1_value_ctl(h->value.ptr, end) == end;
 }
 
 static void
@@ -606,9 +608,19 @@ h1_head(struct net_sink *k, int status, const struct net_hdr *hdrs, size_t n_hdr
         else
             c->out_chunked = true;
     }
-    ok &= gw_buf_append(h, "HTTP/1.1 ", 9) == GW_OK;
-    ok &= gw_buf_append_u64(h, (uint64_t)status) == GW_OK;
-    ok &= gw_buf_append(h, " ", 1) == GW_OK;
+    if (status >= 100 && status <= 999) { /* what every status is: three digits */
+        char line[13] = "HTTP/1.1 ";
+
+        line[9] = (char)('0' + status / 100);
+        line[10] = (char)('0' + status / 10 % 10);
+        line[11] = (char)('0' + status % 10);
+        line[12] = ' ';
+        ok &= gw_buf_append(h, line, sizeof(line)) == GW_OK;
+    } else {
+        ok &= gw_buf_append(h, "HTTP/1.1 ", 9) == GW_OK;
+        ok &= gw_buf_append_u64(h, (uint64_t)status) == GW_OK;
+        ok &= gw_buf_append(h, " ", 1) == GW_OK;
+    }
     ok &= gw_buf_append_cstr(h, reason(status)) == GW_OK;
     ok &= gw_buf_append(h, "\r\n", 2) == GW_OK;
     for (i = 0; i < n_hdrs; i++) {
