@@ -28,6 +28,7 @@
 #include "core/assert.h"
 #include "core/budget.h"
 #include "core/log.h"
+#include "net/logger.h"
 #include "net/sink.h"
 #include "net/tls.h"
 
@@ -47,12 +48,40 @@ static void refuse_and_close(struct net_conn *c, enum gw_code code, const char *
 
 /* ---- timers ---- */
 
+/* A deadline that moves later by less than this keeps the pending timer. */
+#define NET_TIMER_SLACK_MS 1000
+
+static void
+timer_add_ms(struct net_conn *c, uint64_t now_ms, uint64_t due_ms)
+{
+    uint64_t ms = due_ms > now_ms ? due_ms - now_ms : 0;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+    evtimer_add(c->timer, &tv);
+    c->timer_at_ms = due_ms;
+}
+
+/* The idle deadline moves with every request on a kept-alive connection, and re-adding
+ * the timer each time cost more than the rest of a request's timing: a deadline later
+ * than the pending timer by less than NET_TIMER_SLACK_MS keeps it, and on_timer, when it
+ * fires before the deadline, waits out the rest. Nothing times out early. */
 static void
 timer_arm(struct net_conn *c, unsigned secs)
 {
-    struct timeval tv = {(time_t)secs, 0};
+    uint64_t now = net_mono_us() / 1000;
 
-    evtimer_add(c->timer, &tv);
+    c->due_ms = now + (uint64_t)secs * 1000;
+    if (c->timer_at_ms && c->timer_at_ms <= c->due_ms &&
+        c->due_ms - c->timer_at_ms < NET_TIMER_SLACK_MS)
+        return;
+    timer_add_ms(c, now, c->due_ms);
+}
+
+static void
+timer_del(struct net_conn *c)
+{
+    evtimer_del(c->timer);
+    c->timer_at_ms = 0;
 }
 
 static void
@@ -60,9 +89,16 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct net_conn *c = arg;
 
+    uint64_t now = net_mono_us() / 1000;
+
     (void)fd;
     (void)what;
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    c->timer_at_ms = 0;
+    if (now < c->due_ms) { /* a deadline moved after the timer was added: the rest */
+        timer_add_ms(c, now, c->due_ms);
+        return;
+    }
     switch (c->state) {
     case NET_CONN_IDLE:
         conn_free(c); /* keep-alive idle, a lingering close or a bounded flush: close */
@@ -196,7 +232,7 @@ static void
 conn_close_after_flush(struct net_conn *c)
 {
     c->flags |= NET_CONN_F_CLOSING;
-    evtimer_del(c->timer);
+    timer_del(c);
     net_sockread_disable(&c->rd);
     net_body_release(&c->body_held); /* nothing more is read into it */
     gw_conf_release(c->conf);

@@ -138,6 +138,28 @@ def test_idle_keep_alive_connection_is_closed_after_idle_timeout(tmp_path, bench
         conn.close()
 
 
+def test_a_kept_alive_connection_is_not_closed_before_its_idle_timeout(tmp_path, bench, gwd):
+    """The idle deadline moves with each answer; the timer added for an earlier one (kept
+    while the deadline moves less than a second) must not close the connection before
+    the later deadline. The second answer comes 0.9 s after the first, so a timer kept
+    from the first would close it 3.1 s after the second; the request at 3.5 s after it
+    must still be served (the idle timeout is 4 s)."""
+    b = bench()
+    g = gwd(config(tmp_path, [provider("up", b)], server={"idle_timeout_secs": 4}))
+    conn = http.client.HTTPConnection("127.0.0.1", g.port, timeout=WAIT_TIMEOUT)
+    try:
+        assert g.chat(conn=conn).status == 200
+        time.sleep(0.9)  # pacing: the deadline moves by less than the timer's slack
+        assert g.chat(conn=conn).status == 200
+        sock = conn.sock
+        time.sleep(3.5)  # pacing: past the first answer's deadline, before the second's
+        r = g.chat(conn=conn)
+        assert r.status == 200, r
+        assert conn.sock is sock, "gwd closed the connection before its idle timeout"
+    finally:
+        conn.close()
+
+
 def test_data_plane_healthz_answers_200(tmp_path, bench, gwd):
     b = bench()
     g = gwd(config(tmp_path, [provider("up", b)]))
