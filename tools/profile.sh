@@ -14,7 +14,10 @@
 # DIALECT is the provider's (openai, anthropic, responses or gemini): anything but
 # openai profiles a converted path (the Chat request and answer said in that shape, as
 # bench/run.py's gwd-conv cell does with anthropic).
-# PROFILE_KEEP=FILE keeps the callgrind dump (callgrind_annotate FILE, or kcachegrind).
+# PROFILE_KEEP=DIR keeps the callgrind dumps, one file per thread (callgrind_annotate FILE, or
+# kcachegrind). The first line splits the total by thread: the workers' (the request path)
+# and the store writer's (its LMDB work moves by a few hundred between runs, with the
+# batches' sizes).
 set -eu
 B=${1:-build/release/bin}
 N=${2:-2000}
@@ -24,7 +27,7 @@ for t in valgrind callgrind_control strace python3; do
     command -v $t >/dev/null || { echo "profile: $t is missing (apt-get install valgrind strace)"; exit 2; }
 done
 D=$(mktemp -d)
-cleanup() { kill $GPID $UPID 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${PROFILE_KEEP:-}" ] && cp "$D"/cg.out.* "$PROFILE_KEEP" 2>/dev/null; rm -rf "$D"; }
+cleanup() { kill $GPID $UPID 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${PROFILE_KEEP:-}" ] && mkdir -p "$PROFILE_KEEP" && cp "$D"/cg.out.* "$PROFILE_KEEP"/ 2>/dev/null; rm -rf "$D"; }
 GPID=; UPID=
 trap cleanup EXIT INT TERM
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
@@ -65,7 +68,7 @@ stop_gwd() { kill $GPID; wait $GPID 2>/dev/null || true; GPID=; }
 
 # 1. instructions
 start_gwd valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
-    --callgrind-out-file="$D/cg.out"
+    --separate-threads=yes --callgrind-out-file="$D/cg.out"
 load 300
 callgrind_control -z $GPID > /dev/null
 load "$N"
@@ -75,22 +78,33 @@ stop_gwd
 python3 - "$D" "$N" <<'EOF'
 import collections, glob, os, sys
 d, n = sys.argv[1], int(sys.argv[2])
-f = max(glob.glob(os.path.join(d, "cg.out.*")), key=os.path.getmtime)  # the -d dump
+# the -d dump: one file per thread (--separate-threads), named cg.out.PID.PART-TT
+files = glob.glob(os.path.join(d, "cg.out.*"))
+part = max(f.rsplit("-", 1)[0] for f in files)
 own = collections.Counter()
-fn, in_call = None, False
-for line in open(f):
-    if line.startswith("fn="):
-        fn = line[3:].strip()
-    elif line.startswith("calls="):
-        in_call = True
-    elif line[:1].isdigit() or line[:1] in "+-*":
-        p = line.split()
-        if len(p) >= 2:
-            if not in_call:
-                own[fn] += int(p[1])
-            in_call = False
+by_thread = collections.Counter()
+for f in sorted(x for x in files if x.rsplit("-", 1)[0] == part):
+    fn, in_call, mine, role = None, False, 0, "other threads"
+    for line in open(f):
+        if line.startswith("fn="):
+            fn = line[3:].strip()
+            if "worker_main" in fn:
+                role = "workers"
+            elif "writer_main" in fn:
+                role = "store writer"
+        elif line.startswith("calls="):
+            in_call = True
+        elif line[:1].isdigit() or line[:1] in "+-*":
+            p = line.split()
+            if len(p) >= 2:
+                if not in_call:
+                    own[fn] += int(p[1])
+                    mine += int(p[1])
+                in_call = False
+    by_thread[role] += mine
 tot = sum(own.values())
-print(f"instructions per request: {tot // n}")
+print(f"instructions per request: {tot // n}  (" +
+      ", ".join(f"{k} {v // n}" for k, v in sorted(by_thread.items())) + ")")
 print("own instructions per request, top 25:")
 for name, v in own.most_common(25):
     print(f"  {v // n:7d} {100 * v / tot:5.1f}%  {name[:90]}")
