@@ -105,22 +105,36 @@ is_ctl(unsigned char ch)
     return (ch < 0x20 && ch != '\t') || ch == 0x7f;
 }
 
-/* The first byte of [p, end) that a header value may not hold (is_ctl), or <end>;
- * sixteen bytes a step (values are tens of bytes: a key, a user agent). */
-const char *
-net_h1_value_ctl(const char *p, const char *end)
+/* One bit per byte of the sixteen at <p> that a header value may not hold (is_ctl). */
+static inline unsigned
+ctl_mask(const char *p)
 {
     const __m128i below = _mm_set1_epi8(0x1f), tab = _mm_set1_epi8('\t'), del = _mm_set1_epi8(0x7f);
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    /* v <= 0x1f unsigned, but HTAB; or DEL */
+    __m128i ctl =
+        _mm_andnot_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(_mm_min_epu8(v, below), v));
 
-    for (; end - p >= 16; p += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        /* v <= 0x1f unsigned, but HTAB; or DEL */
-        __m128i ctl =
-            _mm_andnot_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(_mm_min_epu8(v, below), v));
-        int m = _mm_movemask_epi8(_mm_or_si128(ctl, _mm_cmpeq_epi8(v, del)));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(ctl, _mm_cmpeq_epi8(v, del)));
+}
 
-        if (m)
-            return p + __builtin_ctz((unsigned)m);
+/* The first byte of [p, end) that a header value may not hold (is_ctl), or <end>;
+ * sixteen bytes a step (values are tens of bytes: a key, a user agent). The rest after
+ * the last whole step is the sixteen bytes before <end> when they start at <lo> or later
+ * (the bytes of [lo, p) hold none, so a bit found is in the rest), else byte by byte. */
+const char *
+net_h1_value_ctl(const char *lo, const char *p, const char *end)
+{
+    unsigned m;
+
+    for (; end - p >= 16; p += 16)
+        if ((m = ctl_mask(p)) != 0)
+            return p + __builtin_ctz(m);
+    if (p == end)
+        return end;
+    if (end - lo >= 16) {
+        m = ctl_mask(end - 16);
+        return m ? end - 16 + __builtin_ctz(m) : end;
     }
     while (p < end && !is_ctl((unsigned char)*p))
         p++;
@@ -382,7 +396,7 @@ header_line(struct net_h1req *r, const char *line, const char *lend, struct h1_f
     while (p < lend && (*p == ' ' || *p == '\t'))
         p++;
     v = p;
-    p = net_h1_value_ctl(p, lend);
+    p = net_h1_value_ctl(line, p, lend); /* the name, its colon and blanks hold none */
     if (p < lend)
         return refuse(r, GW_E_HTTP_PARSE, *p == '\r' ? NET_H1_WHY_BARE_CR : NET_H1_WHY_CTL);
     r->head_bytes += nlen + 4 + (size_t)(lend - v);

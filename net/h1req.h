@@ -134,8 +134,10 @@ bool net_h1_is_token(struct gw_str s);
 /* 1 for a token character (RFC 9110 5.6.2), by byte value. */
 extern const unsigned char net_h1_tchar[256];
 /* The first byte of [p, end) a header value may not hold (a control byte but HTAB, or
- * DEL), or <end>; sixteen bytes a step. */
-const char *net_h1_value_ctl(const char *p, const char *end);
+ * DEL), or <end>; sixteen bytes a step. The bytes of [lo, p) must hold none (a line's
+ * name, colon and blanks; lo = p when nothing before p is known): the last step may
+ * read them. */
+const char *net_h1_value_ctl(const char *lo, const char *p, const char *end);
 /* A Content-Length value (after its leading blanks): digits, then only spaces. */
 bool net_h1_content_length(const char *v, size_t n, uint64_t *out);
 /* The keep-alive and close tokens of a Connection value (after its leading blanks), as

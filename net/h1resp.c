@@ -66,7 +66,7 @@ status_line(struct net_h1resp *r, const char *p, const char *e)
     if (p[9] < '1' || p[9] > '9' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9' ||
         (n > 12 && p[12] != ' '))
         return fail(r, "not a three-digit status");
-    if (net_h1_value_ctl(p + 12, e) != e)
+    if (net_h1_value_ctl(p, p + 12, e) != e) /* HTTP/1.x NNN holds none */
         return fail(r, "a control byte in the status line");
     r->http_minor = (unsigned)(p[7] - '0');
     r->status =
@@ -148,7 +148,7 @@ header_line(struct net_h1resp *r, const char *p, const char *e, struct h1r_facts
         return fail(r, "obsolete line folding in a response head");
     if (!header_split(p, e, &name, &v))
         return fail(r, "a header name is not a token");
-    if (net_h1_value_ctl(v.ptr, v.ptr + v.len) != v.ptr + v.len)
+    if (net_h1_value_ctl(p, v.ptr, v.ptr + v.len) != v.ptr + v.len) /* p: the name's */
         return fail(r, "a control byte in a header value");
     /* the framing headers are read as http-parser read them: with their trailing
      * blanks (a tab after a length refuses it) */
@@ -330,7 +330,7 @@ chunk_size(const char *p, const char *e, uint64_t *out)
         q++;
     if (q < e && *q != ';')
         return false;
-    if (net_h1_value_ctl(q, e) != e)
+    if (net_h1_value_ctl(p, q, e) != e) /* p: the size's digits and blanks */
         return false;
     *out = x;
     return true;
@@ -347,7 +347,7 @@ trailer_ok(const char *p, const char *e)
     if (e == p)
         return true;
     if (*p == ' ' || *p == '\t' || !header_split(p, e, &name, &v) ||
-        net_h1_value_ctl(v.ptr, v.ptr + v.len) != v.ptr + v.len)
+        net_h1_value_ctl(p, v.ptr, v.ptr + v.len) != v.ptr + v.len)
         return false;
     return !gw_str_eq_nocase(name, GW_STR_LIT("content-length")) &&
            !gw_str_eq_nocase(name, GW_STR_LIT("transfer-encoding")) &&

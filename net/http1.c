@@ -624,7 +624,7 @@ hdr_safe(const struct net_hdr *h)
 {
     const char *end = h->value.ptr + h->value.len;
 
-    return net_h1_is_token(h->name) && net_h1_value_ctl(h->value.ptr, end) == end;
+    return net_h1_is_token(h->name) && net_h1_value_ctl(h->value.ptr, h->value.ptr, end) == end;
 }
 
 static void

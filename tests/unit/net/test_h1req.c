@@ -346,6 +346,35 @@ test_h1req_header_lookup_by_any_case_and_never_a_missing_name(void **state)
     net_h1req_fini(&r);
 }
 
+/* net_h1_value_ctl against the byte rule: a clean prefix of 0 to 20 bytes before the
+ * value (what the last step may read), values of 0 to 40 bytes, every byte value at
+ * every position (the rest clean), the first bad byte or the end. */
+static void
+test_h1_value_ctl_every_byte_at_every_position(void **state)
+{
+    char buf[64];
+
+    (void)state;
+    for (size_t pre = 0; pre <= 20; pre++) {
+        for (size_t n = 0; n <= 40; n++) {
+            const char *p = buf + pre, *end = p + n;
+
+            memset(buf, 'v', sizeof(buf));
+            assert_ptr_equal(net_h1_value_ctl(buf, p, end), end);
+            for (size_t at = 0; at < n; at++) {
+                for (unsigned b = 0; b < 256; b++) {
+                    bool bad = (b < 0x20 && b != '\t') || b == 0x7f;
+
+                    buf[pre + at] = (char)b;
+                    if (net_h1_value_ctl(buf, p, end) != (bad ? p + at : end))
+                        fail_msg("prefix %zu, length %zu, byte 0x%02x at %zu", pre, n, b, at);
+                }
+                buf[pre + at] = 'v';
+            }
+        }
+    }
+}
+
 static void
 test_h1req_reads_pipelined_requests_in_turn(void **state)
 {
@@ -702,6 +731,7 @@ main(void)
         cmocka_unit_test(test_h1req_trailers_leave_the_head_in_place),
         cmocka_unit_test(test_h1req_a_bad_method_is_refused_before_the_line_ends),
         cmocka_unit_test(test_h1req_values_lose_trailing_blanks),
+        cmocka_unit_test(test_h1_value_ctl_every_byte_at_every_position),
         cmocka_unit_test(test_h1req_header_lookup_by_any_case_and_never_a_missing_name),
         cmocka_unit_test(test_h1req_reads_pipelined_requests_in_turn),
         cmocka_unit_test(test_h1req_token),
