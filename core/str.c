@@ -69,22 +69,6 @@ gw_mem_eq_nocase(const char *a, const char *b, size_t n)
     return word_eq_nocase(a + n - 8, b + n - 8);
 }
 
-bool
-gw_str_has_prefix_nocase(struct gw_str s, const char *p)
-{
-    size_t n = strlen(p);
-
-    return s.len >= n && strncasecmp(s.ptr, p, n) == 0;
-}
-
-bool
-gw_str_has_suffix_nocase(struct gw_str s, const char *p)
-{
-    size_t n = strlen(p);
-
-    return s.len >= n && strncasecmp(s.ptr + s.len - n, p, n) == 0;
-}
-
 struct gw_str
 gw_str_trim(struct gw_str s)
 {

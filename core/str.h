@@ -44,9 +44,22 @@ gw_str_eq_nocase(struct gw_str a, struct gw_str b)
 {
     return a.len == b.len && gw_mem_eq_nocase(a.ptr, b.ptr, a.len);
 }
-/* True when <s> starts (ends) with <p>, ASCII case ignored. */
-bool gw_str_has_prefix_nocase(struct gw_str s, const char *p);
-bool gw_str_has_suffix_nocase(struct gw_str s, const char *p);
+/* True when <s> starts (ends) with <p>, ASCII case ignored. Inline: <p> is a literal
+ * mostly, whose length the compiler knows. */
+static inline bool
+gw_str_has_prefix_nocase(struct gw_str s, const char *p)
+{
+    size_t n = strlen(p);
+
+    return s.len >= n && gw_mem_eq_nocase(s.ptr, p, n);
+}
+static inline bool
+gw_str_has_suffix_nocase(struct gw_str s, const char *p)
+{
+    size_t n = strlen(p);
+
+    return s.len >= n && gw_mem_eq_nocase(s.ptr + s.len - n, p, n);
+}
 
 /* Space, tab, CR or LF: JSON's whitespace, and the blanks of header values. */
 static inline bool

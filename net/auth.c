@@ -52,7 +52,7 @@ gateway_key(const struct net_conn *c, struct gw_str *key, char *buf, size_t cap)
     int n;
 
     if (net_conn_header(c, GW_STR_LIT("authorization"), &v)) {
-        if (v.len > 7 && strncasecmp(v.ptr, "bearer ", 7) == 0) {
+        if (v.len > 7 && gw_str_has_prefix_nocase(v, "bearer ")) {
             key->ptr = v.ptr + 7;
             key->len = v.len - 7;
             while (key->len && *key->ptr == ' ') {

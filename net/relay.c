@@ -115,9 +115,9 @@ keep_quota_headers(struct net_stream *s, const struct net_hdr *hdrs, size_t n_hd
 
         if (h->name.len >= sizeof(q->name) || h->value.len >= sizeof(q->value))
             continue;
-        if (!(h->name.len > 12 && strncasecmp(h->name.ptr, "x-ratelimit-", 12) == 0) &&
-            !(h->name.len > 20 && strncasecmp(h->name.ptr, "anthropic-ratelimit-", 20) == 0) &&
-            !(h->name.len >= 11 && strncasecmp(h->name.ptr, "retry-after", 11) == 0))
+        if (!(h->name.len > 12 && gw_str_has_prefix_nocase(h->name, "x-ratelimit-")) &&
+            !(h->name.len > 20 && gw_str_has_prefix_nocase(h->name, "anthropic-ratelimit-")) &&
+            !gw_str_has_prefix_nocase(h->name, "retry-after"))
             continue;
         if (!s->qhdrs)
             s->qhdrs = gw_malloc(NET_QUOTA_HDRS * sizeof(*s->qhdrs));
@@ -178,12 +178,12 @@ on_up_head(void *arg, int status, const struct net_hdr *hdrs, size_t n_hdrs)
     for (i = 0; i < n_hdrs; i++) {
         if (!gw_str_eq_nocase(hdrs[i].name, GW_STR_LIT("content-type")))
             continue;
-        if (hdrs[i].value.len >= 17 && strncasecmp(hdrs[i].value.ptr, "text/event-stream", 17) == 0)
+        if (gw_str_has_prefix_nocase(hdrs[i].value, "text/event-stream"))
             s->up_sse = true;
         /* Bedrock's ConverseStream: binary eventstream messages, read by their decoder
          * into the same event parser (up_sse: a stream of events either way) */
-        if (s->up_shape == DL_SHAPE_BEDROCK && hdrs[i].value.len >= 34 &&
-            strncasecmp(hdrs[i].value.ptr, "application/vnd.amazon.eventstream", 34) == 0)
+        if (s->up_shape == DL_SHAPE_BEDROCK &&
+            gw_str_has_prefix_nocase(hdrs[i].value, "application/vnd.amazon.eventstream"))
             s->up_sse = s->up_es = true;
     }
 }
