@@ -164,11 +164,12 @@ net_count_tokens(struct net_stream *s)
     struct net_conn *c = s->conn;
     struct gw_route_req rq;
     struct gw_route_result res;
-    const char *why_auth;
-    enum gw_code rc;
+    const char *why_auth = NULL;
+    enum gw_code rc = GW_OK;
     size_t i;
 
-    s->client = net_auth_client(c, s->conf, &rc, &why_auth);
+    if (!s->client) /* not found by the head check in this snapshot */
+        s->client = net_auth_client(c, s->conf, &rc, &why_auth);
     if (!s->client) {
         net_stream_refuse(s, rc, why_auth, false);
         return;

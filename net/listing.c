@@ -146,8 +146,8 @@ net_models_listing(struct net_stream *s)
     struct net_conn *c = s->conn;
     struct dl_model_entry *v;
     struct gw_buf body = {0};
-    const char *why_auth;
-    enum gw_code rc;
+    const char *why_auth = NULL;
+    enum gw_code rc = GW_OK;
     size_t max = s->conf->n_groups, n, i;
     const char *id = NULL;
     struct gw_str want;
@@ -158,7 +158,8 @@ net_models_listing(struct net_stream *s)
         : s->client_shape == DL_SHAPE_GEMINI ? dl_gemini_models_render
                                              : dl_openai_models_render;
 
-    s->client = net_auth_client(c, s->conf, &rc, &why_auth);
+    if (!s->client) /* not found by the head check in this snapshot */
+        s->client = net_auth_client(c, s->conf, &rc, &why_auth);
     if (!s->client) {
         net_stream_refuse(s, rc, why_auth, false);
         return;

@@ -120,11 +120,12 @@ struct net_conn {
     unsigned header_timeout_secs, body_timeout_secs, idle_timeout_secs;
     /* the request being read (method, url, headers, body; net/h1req.h) */
     struct net_h1req rq;
-    struct net_target tgt;     /* its endpoint: set by net_pipeline_head, read by _start */
-    struct gw_conf *conf;      /* reference taken by the head check, handed to the stream */
-    size_t body_held;          /* bytes of rq.body counted in net_body_budget */
-    size_t linger_left;        /* bytes a lingering close still discards before closing */
-    struct net_stream *stream; /* the exchange being answered, or NULL */
+    struct net_target tgt; /* its endpoint: set by net_pipeline_head, read by _start */
+    struct gw_conf *conf;  /* reference taken by the head check, handed to the stream */
+    const struct gw_conf_client *client; /* the key's client the head check found in conf */
+    size_t body_held;                    /* bytes of rq.body counted in net_body_budget */
+    size_t linger_left;                  /* bytes a lingering close still discards before closing */
+    struct net_stream *stream;           /* the exchange being answered, or NULL */
     /* the answer being written through the sink (net/sink.h): its head waits in
      * out_head until the first body bytes, so both leave in one write */
     struct gw_buf out_head;

@@ -573,6 +573,7 @@ enum gw_code
 net_pipeline_head(struct net_conn *c, const char **why)
 {
     enum gw_code code = GW_OK;
+    const struct gw_conf_client *cl;
     struct gw_conf *conf;
 
     /* Every request's head comes here before net_pipeline_start, which reads it back. */
@@ -597,12 +598,14 @@ net_pipeline_head(struct net_conn *c, const char **why)
      * body read (DESIGN 4). The snapshot goes on to the stream, which reads the client
      * again from it once the body is in. */
     conf = gw_conf_acquire(&c->w->gt);
-    if (conf && !net_auth_client(c, conf, &code, why)) {
+    cl = conf ? net_auth_client(c, conf, &code, why) : NULL;
+    if (conf && !cl) {
         gw_conf_release(conf);
         return code;
     }
     gw_conf_release(c->conf);
     c->conf = conf;
+    c->client = cl;
     return GW_OK;
 }
 
@@ -637,7 +640,7 @@ enum gw_code
 net_stream_read_request(struct net_stream *s)
 {
     struct gw_buf why = {0};
-    enum gw_code rc;
+    enum gw_code rc = GW_OK;
 
     rc = net_stream_decode_body(s); /* a compressed body: plain from here on */
     if (rc != GW_OK)
@@ -685,10 +688,11 @@ static void
 api_request(struct net_stream *s)
 {
     struct net_conn *c = s->conn;
-    const char *why_auth;
+    const char *why_auth = NULL;
     enum gw_code rc;
 
-    s->client = net_auth_client(c, s->conf, &rc, &why_auth);
+    if (!s->client) /* not found by the head check in this snapshot */
+        s->client = net_auth_client(c, s->conf, &rc, &why_auth);
     if (!s->client) {
         net_stream_refuse(s, rc, why_auth, false);
         return;
@@ -785,8 +789,11 @@ net_pipeline_start(struct net_conn *c)
     memcpy(s->row->id, s->id, sizeof(s->row->id));
     s->row->ts_ms = net_now_ms();
     s->row->ttfb_ms = -1;
-    s->conf = c->conf ? c->conf : gw_conf_acquire(&w->gt); /* the head check's, taken over */
+    /* the head check's snapshot taken over, with the client it found there */
+    s->client = c->conf ? c->client : NULL;
+    s->conf = c->conf ? c->conf : gw_conf_acquire(&w->gt);
     c->conf = NULL;
+    c->client = NULL;
     if (!s->conf) {
         net_stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is shutting down", false);
         return;
