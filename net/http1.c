@@ -88,7 +88,6 @@ static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct net_conn *c = arg;
-
     uint64_t now = net_mono_us() / 1000;
 
     (void)fd;

@@ -595,8 +595,8 @@ net_pipeline_head(struct net_conn *c, const char **why)
     case NET_EP_GEMINI_MODELS: break;
     }
     /* The key is checked on the head, so a client without a valid one never has its
-     * body read (DESIGN 4). The snapshot goes on to the stream, which reads the client
-     * again from it once the body is in. */
+     * body read (DESIGN 4). The snapshot goes on to the stream with the client found in
+     * it, so the key is looked up once a request. */
     conf = gw_conf_acquire(&c->w->gt);
     cl = conf ? net_auth_client(c, conf, &code, why) : NULL;
     if (conf && !cl) {
@@ -640,7 +640,7 @@ enum gw_code
 net_stream_read_request(struct net_stream *s)
 {
     struct gw_buf why = {0};
-    enum gw_code rc = GW_OK;
+    enum gw_code rc;
 
     rc = net_stream_decode_body(s); /* a compressed body: plain from here on */
     if (rc != GW_OK)
@@ -689,7 +689,7 @@ api_request(struct net_stream *s)
 {
     struct net_conn *c = s->conn;
     const char *why_auth = NULL;
-    enum gw_code rc;
+    enum gw_code rc = GW_OK;
 
     if (!s->client) /* not found by the head check in this snapshot */
         s->client = net_auth_client(c, s->conf, &rc, &why_auth);
