@@ -1082,6 +1082,11 @@ def main():
                   for n in names if res[n].get("cpu_req")]
     notes.append("noise: 64 conns proxy CPU per request in each round (us): "
                  + "; ".join(rounds_cpu))
+    rounds_w2 = [f"{n} " + " ".join(f"{v:.1f}" for v in res[n]["cpu_req"])
+                 for n in res if n.endswith(W2) and res[n].get("cpu_req")]
+    if rounds_w2:
+        notes.append("noise: two workers, 64 conns proxy CPU per request in each round (us): "
+                     + "; ".join(rounds_w2))
     notes.append(f"noise: other work on the machine took {other:.0f} CPU-seconds during the "
                  f"rounds ({100.0 * other / max(1e-9, elapsed * os.cpu_count()):.0f}% of "
                  f"{os.cpu_count()} CPUs for {elapsed:.0f} s)")
