@@ -1378,14 +1378,19 @@ x_drive(struct net_upx *x, const char *p, size_t n)
 
 /* ---- connection events ---- */
 
+/* Reads for connection <c>: the <n> bytes at <p> of a read (net/sockread.h, where they
+ * lie; n == 0: none), then what the input holds. Bytes that are not for an exchange's
+ * answer now are kept in the input first, to be read as they always were. */
 static void
-on_conn_read(struct bufferevent *bev, void *arg)
+conn_read(struct net_upconn *c, const char *p, size_t n)
 {
-    struct net_upconn *c = arg;
     struct net_upx *x = c->x;
 
-    (void)bev;
-    GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    if (n > 0 && (c->h2 || !x || x->in_send || x->phase == NET_UPX_CONNECTING)) {
+        if (!net_sockread_keep(&c->rd, p, n))
+            return; /* out of memory, reported through on_conn_event */
+        n = 0;
+    }
     if (c->h2) {
         h2_on_read(c->h2);
         return;
@@ -1404,25 +1409,27 @@ on_conn_read(struct bufferevent *bev, void *arg)
      * answer ended: a whole answer in one read arms no timer). */
     if (x->phase == NET_UPX_BODY)
         x->arm_due = true;
-    x_drive(x, NULL, 0);
+    x_drive(x, p, n);
 }
 
-/* A read's bytes while the input is empty (net/sockread.h): parsed where they lie when
- * an exchange reads its answer, else kept and read as on_conn_read would. */
+static void
+on_conn_read(struct bufferevent *bev, void *arg)
+{
+    struct net_upconn *c = arg;
+
+    (void)bev;
+    GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
+    conn_read(c, NULL, 0);
+}
+
+/* A read's bytes while the input is empty (net/sockread.h). */
 static void
 on_conn_bytes(void *arg, const char *p, size_t n)
 {
     struct net_upconn *c = arg;
-    struct net_upx *x = c->x;
 
     GW_CHECK_OBJ(c, NET_UP_CONN_MAGIC);
-    if (c->h2 || !x || x->in_send || x->phase == NET_UPX_CONNECTING) {
-        net_sockread_deliver(&c->rd, p, n);
-        return;
-    }
-    if (x->phase == NET_UPX_BODY)
-        x->arm_due = true;
-    x_drive(x, p, n);
+    conn_read(c, p, n);
 }
 
 static void
