@@ -89,7 +89,7 @@ enum {
     NET_UP_READ_HIWAT = 65536,     /* bytes buffered per connection while not parsed */
     NET_UP_HEAD_MAX = 65536,       /* bytes of header names and values kept */
     NET_UP_HDRS_MAX = 256,         /* response header lines */
-    NET_UP_SPARE_MAX = 16,         /* spare buffers (and header offsets) a pool keeps */
+    NET_UP_SPARE_MAX = 64,         /* spare buffers (and header offsets) a pool keeps */
     NET_UP_KEEP_HV = 64,           /* header offsets in a spare array, at most */
     NET_UP_TUNNEL_HEAD_MAX = 8192, /* bytes of a CONNECT answer's head */
 };
@@ -1018,8 +1018,9 @@ x_unlink(struct net_upx *x)
  * the head is delivered (a held stream keeps neither), the rest when it ends; the next
  * exchange's request, head and offsets take it from there (at most NET_UP_SPARE_MAX of
  * each, buffers of up to NET_UPX_KEEP_BUF bytes). No allocation per exchange after
- * warm-up. */
-#define NET_UPX_CACHE_MAX 16u
+ * warm-up, also with many in flight: a loop turn may end dozens of exchanges before it
+ * starts the next ones (with 16 of each, 64 connections regrew most requests' buffers). */
+#define NET_UPX_CACHE_MAX 256u
 #define NET_UPX_KEEP_BUF (16u * 1024u)
 
 /* Gives <b>'s memory to the pool's spares (freed when they are full or it is large). */

@@ -14,6 +14,8 @@
 # DIALECT is the provider's (openai, anthropic, responses or gemini): anything but
 # openai profiles a converted path (the Chat request and answer said in that shape, as
 # bench/run.py's gwd-conv cell does with anthropic).
+# PROFILE_CONNS=N loads with N connections instead of 4 (64 shows what a worker does with
+# many requests in flight at once, as make bench loads it: its caches' sizes).
 # PROFILE_KEEP=DIR keeps the callgrind dumps, one file per thread (callgrind_annotate FILE, or
 # kcachegrind). The first line splits the total by thread: the workers' (the request path)
 # and the store writer's (its LMDB work moves by a few hundred between runs, with the
@@ -62,7 +64,7 @@ start_gwd() { # $@: a wrapper, or nothing
 }
 load() {
     "$B/gwbench" load --quiet --api chat --url "http://127.0.0.1:$PORT/v1/chat/completions" \
-        --key $KEY --connections 4 --threads 1 --requests "$1" > /dev/null
+        --key $KEY --connections "${PROFILE_CONNS:-4}" --threads 1 --requests "$1" > /dev/null
 }
 stop_gwd() { kill $GPID; wait $GPID 2>/dev/null || true; GPID=; }
 
