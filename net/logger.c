@@ -10,6 +10,7 @@
 
 #include <ck_pr.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -24,22 +25,49 @@ static pthread_t logger_thread;
 static unsigned logger_stop_flag;
 static int logger_running;
 
+/* The turn's readings; 0: not read in this turn (neither clock reads 0 once booted). */
+static _Thread_local struct {
+    bool on;
+    uint64_t now_ms;
+    uint64_t mono_us;
+} tl_clock;
+
+void
+net_clock_turn(void)
+{
+    tl_clock.on = true;
+    tl_clock.now_ms = 0;
+    tl_clock.mono_us = 0;
+}
+
 uint64_t
 net_now_ms(void)
 {
     struct timespec ts;
+    uint64_t ms;
 
+    if (tl_clock.now_ms)
+        return tl_clock.now_ms;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    if (tl_clock.on)
+        tl_clock.now_ms = ms;
+    return ms;
 }
 
 uint64_t
 net_mono_us(void)
 {
     struct timespec ts;
+    uint64_t us;
 
+    if (tl_clock.mono_us)
+        return tl_clock.mono_us;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+    us = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+    if (tl_clock.on)
+        tl_clock.mono_us = us;
+    return us;
 }
 
 static int

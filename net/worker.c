@@ -34,6 +34,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "core/slots.h"
+#include "net/logger.h"
 #include "net/net-priv.h"
 #include "net/probe.h"
 #include "net/upstream.h"
@@ -254,7 +255,13 @@ worker_main(void *arg)
 
     tl_worker = w;
     gw_thread_register(&w->gt);
-    event_base_dispatch(w->base);
+    /* event_base_dispatch, one turn at a time: each turn reads the clock afresh
+     * (net_clock_turn). A turn returns 0, also when a callback broke the loop; 1 when no
+     * event is left, -1 on an error. */
+    do
+        net_clock_turn();
+    while (event_base_loop(w->base, EVLOOP_ONCE) == 0 && !event_base_got_break(w->base) &&
+           !event_base_got_exit(w->base));
     for (i = 0; i < w->n_fds; i++) {
         if (w->listeners[i])
             evconnlistener_free(w->listeners[i]);

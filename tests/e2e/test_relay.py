@@ -7,6 +7,7 @@ import http.client
 import json
 import re
 import threading
+import time
 
 import pytest
 
@@ -259,3 +260,28 @@ def test_concurrent_streams_all_complete_and_are_recorded(tmp_path, bench, gwd):
     for rid in ids:
         row = g.wait_row(rid)
         assert row["usage"]["output_tokens"] == 5
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_row_times_the_upstream_s_wait_and_pace(tmp_path, bench, gwd, stream):
+    """A worker reads its clock once per loop turn (net_clock_turn): the row's and the
+    attempt's time to first byte still hold the upstream's wait, and the duration its
+    pace, no more than the client itself waited."""
+    b = bench("--chunks", 3, "--ttft-ms", 150, "--interval-ms", 60)
+    g = gwd(config(tmp_path, [provider("up", b)]))
+    t0 = time.monotonic()
+    if stream:
+        r = g.stream(chat_body(stream=True))
+        r.rest()
+    else:
+        r = g.chat(chat_body())
+    waited_ms = (time.monotonic() - t0) * 1000
+
+    assert r.status == 200, r
+    row = g.wait_row(r.headers["x-request-id"])
+    # non-streamed, the whole answer waits for its last chunk: 150 + 2 * 60 ms; the
+    # attempt's is the upstream's head, which a stream's upstream sends at once
+    first = 150 if stream else 270
+    assert first <= row["ttfb_ms"] <= waited_ms, row
+    assert (0 if stream else 270) <= row["attempts"][0]["ttfb_ms"] <= row["ttfb_ms"], row
+    assert 270 <= row["duration_ms"] <= waited_ms + 1, row
