@@ -170,6 +170,8 @@ struct net_stream {
     struct gw_buf errbody;  /* a non-2xx upstream body (bounded, logged only) */
     struct gw_arena arena;  /* the request's arena (core/arena.h); reset, not freed, for
                              * the cache: its blocks serve the next request */
+    struct gw_row *row_mem; /* what <row> points to while there is one: the stream's own,
+                             * kept with it (the store copies it: store_row_submit) */
     /* ---- scratch: not zeroed when the stream is made (net_pipeline_start zeroes the
      * fields before the kept ones, NET_STREAM_ZEROED bytes); each is written before it
      * is read. Zeroing them showed in profiles (half of the stream's bytes, on every

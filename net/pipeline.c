@@ -256,6 +256,7 @@ stream_bufs_fini(struct net_stream *s)
     gw_buf_fini(&s->out);
     gw_buf_fini(&s->errbody);
     gw_arena_fini(&s->arena);
+    gw_free(s->row_mem);
 }
 
 static void
@@ -344,7 +345,6 @@ net_stream_free(struct net_stream *s)
     gw_sse_fini(&s->sse);
     dl_bedrock_es_fini(&s->es);
     gw_arena_reset(&s->arena, NET_STREAM_KEEP_ARENA_BLOCKS);
-    gw_free(s->row);
     gw_free(s->qhdrs);
     gw_conf_release(s->conf);
     s->magic_ = 0;
@@ -500,9 +500,7 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
         }
         s->row = NULL;
         if (s->w->store)
-            store_row_submit(s->w->store, &r);
-        else
-            gw_free(r);
+            store_row_submit(s->w->store, r); /* a copy: the row stays the stream's */
     } else if (s->tgt.ep != NET_EP_HEALTHZ && s->tgt.ep != NET_EP_READYZ) {
         /* No row (not recorded, or not an API call): its line all the same; probes of
          * /healthz and /readyz are left out, they would drown the rest. */
@@ -547,7 +545,7 @@ drop_row(struct net_stream *s, enum gw_code code)
         r->ttfb_ms = -1;
         net_metrics_count(s->w->id, r);
     }
-    GW_FREE(s->row);
+    s->row = NULL;
 }
 
 /* A refusal by the gateway: error body in the client's shape, row with no attempts. */
@@ -763,7 +761,9 @@ net_pipeline_start(struct net_conn *c)
     if (s) {
         /* The attempts are cleared one by one as they are added (attempt_add): zeroing
          * the whole 3.7 KB row on every request showed in profiles. */
-        s->row = store_row_new(w->store);
+        if (!s->row_mem)
+            s->row_mem = gw_malloc(sizeof(*s->row_mem));
+        s->row = s->row_mem;
         if (s->row)
             memset(s->row, 0, offsetof(struct gw_row, attempts));
     }
@@ -808,21 +808,21 @@ net_pipeline_start(struct net_conn *c)
     case NET_EP_GEMINI: api_request(s); return;
     case NET_EP_COUNT:
     case NET_EP_GEMINI_COUNT:
-        GW_FREE(s->row); /* a count is not an API call of the key's: no row, no limits */
+        s->row = NULL; /* a count is not an API call of the key's: no row, no limits */
         net_count_tokens(s);
         return;
     case NET_EP_MODELS:
     case NET_EP_GEMINI_MODELS:
-        GW_FREE(s->row); /* not an API call: no row */
+        s->row = NULL; /* not an API call: no row */
         net_models_listing(s);
         return;
     case NET_EP_HEALTHZ:
-        GW_FREE(s->row);
+        s->row = NULL;
         net_stream_answer(s, 200, "application/json", "{\"status\":\"ok\"}", 15);
         net_stream_finish(s, 200, GW_OK, GW_OUT_OK);
         return;
     case NET_EP_READYZ:
-        GW_FREE(s->row);
+        s->row = NULL;
         if (w->draining) {
             net_stream_refuse(s, GW_E_SHUTTING_DOWN, "the gateway is draining", false);
         } else {
@@ -831,12 +831,12 @@ net_pipeline_start(struct net_conn *c)
         }
         return;
     case NET_EP_METHOD:
-        GW_FREE(s->row);
+        s->row = NULL;
         net_stream_refuse(s, GW_E_METHOD_NOT_ALLOWED, "this method is not served on this path",
                           false);
         return;
     case NET_EP_NONE:
-        GW_FREE(s->row);
+        s->row = NULL;
         net_stream_refuse(s, GW_E_NOT_FOUND, "no such endpoint", false);
         return;
     }

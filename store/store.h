@@ -48,15 +48,11 @@ bool store_sync(struct store *s, unsigned timeout_ms);
 /* Closes the environment. Writer must be stopped. NULL is fine. */
 void store_close(struct store *s);
 
-/* A row to fill (uninitialised): one the writer is done with when there is one, else a new
- * allocation; NULL when out of memory. <s> may be NULL (no store: a new allocation).
- * Any thread; never blocks. */
-struct gw_row *store_row_new(struct store *s);
-
-/* Queues <*rowp> (from store_row_new, or gw_malloc) for the writer. Always takes ownership:
- * *rowp is NULL on return; if the queue is full the row is counted, freed and
- * GW_E_STORE_QUEUE_FULL returned. Any thread; never blocks. */
-enum gw_code store_row_submit(struct store *s, struct gw_row **rowp);
+/* Queues <row> for the writer: its encoding, made here; the caller keeps <row> and may
+ * fill it again at once. When the queue is full the row is counted in rows_dropped and
+ * GW_E_STORE_QUEUE_FULL returned; out of memory, likewise with GW_E_NOMEM. Any thread;
+ * never blocks. */
+enum gw_code store_row_submit(struct store *s, const struct gw_row *row);
 
 /* Where a page of rows starts: the rows key (request time, sequence) of the last row of
  * the page before; all zero: from the newest row. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * store/writer.c - the row queue (store_q_mpsc), the writer thread, batched commits
  * and retention.
- * Workers call store_row_submit, which puts the row pointer on an MPSC ck_ring and
- * returns: it never blocks, never takes a lock and never signals. Responses wait in
+ * Workers call store_row_submit, which encodes the row into a record and puts the
+ * record's pointer on an MPSC ck_ring and returns: it never blocks, never takes a lock
+ * and never signals. Responses wait in
  * their own table (store/resp.c). The writer thread wakes every <batch_ms> (a timed
  * wait on a condvar that store_writer_stop and store_sync signal), takes every queued
  * row and response and commits them in one write transaction, so either is durable at
@@ -17,10 +18,10 @@
  * store_sync waits (on done_cv) until the writer has handled as many rows and responses
  * as had been queued when it was called; while a sync waits, the writer takes no timed
  * pause.
- * A committed row is not freed: it goes on a second ring (SPMC: the writer puts, workers
- * take) that store_row_new takes rows from, up to STORE_BACK_ROWS of them.
- * Owns:    the writer thread; every row from submit until it is committed or dropped,
- *          and the rows given back until a worker takes one.
+ * A committed record is not freed: it goes on a second ring (SPMC: the writer puts,
+ * submitters take) that store_row_submit takes records from, up to STORE_BACK_RECS.
+ * Owns:    the writer thread; every record from submit until it is committed or
+ *          dropped, and the records given back until a submitter takes one.
  * Threads: submit on any thread; start/stop on main; the rest on the writer thread
  *          (or on main once the writer is stopped: store_q_fini).
  * See:     store/store.h, store/store-priv.h, store/store.c
@@ -107,74 +108,110 @@ tsan_acquire(void *p)
 
 /* Producer side, any thread; lock-free, never waits for the writer (ck's MP enqueue
  * only waits, for a few instructions, for producers that reserved earlier slots).
- * false when the ring is full (it holds size - 1 rows). ck_ring_enqueue_mpsc publishes
- * the slot with a store fence before moving p_tail, so the row's contents, written
- * before this call, are visible to the writer once it sees the slot. */
+ * false when the ring is full (it holds size - 1 records). ck_ring_enqueue_mpsc
+ * publishes the slot with a store fence before moving p_tail, so the record's contents,
+ * written before this call, are visible to the writer once it sees the slot. */
 static bool
-q_mpsc_put(struct store *s, struct gw_row *row)
+q_mpsc_put(struct store *s, struct store_rec *rec)
 {
     tsan_release(&s->q);
-    return ck_ring_enqueue_mpsc(&s->q, s->q_buf, row);
+    return ck_ring_enqueue_mpsc(&s->q, s->q_buf, rec);
 }
 
 /* Consumer side: only the writer thread, or main once the writer has been joined.
  * NULL when empty. The load fence in the dequeue pairs with the producer's fence.
  * (ck_ring_dequeue_mpsc: the same single-consumer dequeue as _spsc, named after the
  * ring's one family as STYLE.md 9 asks.) */
-static struct gw_row *
+static struct store_rec *
 q_mpsc_take(struct store *s)
 {
-    struct gw_row *row;
+    struct store_rec *rec;
 
-    if (!ck_ring_dequeue_mpsc(&s->q, s->q_buf, &row))
+    if (!ck_ring_dequeue_mpsc(&s->q, s->q_buf, &rec))
         return NULL;
     tsan_acquire(&s->q);
-    return row;
+    return rec;
 }
 
-/* ---- rows given back: store_row_new ---- */
+/* ---- records given back ---- */
 
-/* At most this many rows wait to be filled again (4.2 KB each): a batch's worth at
- * about 80 000 requests a second (batch_ms 50). Rows beyond it are freed by the writer
- * and allocated again by the workers, a large chunk each way (with 1 024, a third of the
- * rows at 30 000 requests a second). */
-#define STORE_BACK_ROWS 4096
+/* At most this many records wait to be filled again (1 KB each): a batch's worth at
+ * about 80 000 requests a second (batch_ms 50). Records beyond it are freed by the
+ * writer and allocated again by the submitters. */
+#define STORE_BACK_RECS 4096
 
-/* Single producer: the writer, or main once the writer is stopped. A row that does not
- * fit is freed. */
+/* Single producer: the writer, or main once the writer is stopped. A larger record, or
+ * one that does not fit, is freed. */
 static void
-back_put(struct store *s, struct gw_row *row)
+back_put(struct store *s, struct store_rec *rec)
 {
     tsan_release(&s->back);
-    if (!s->back_buf || !ck_ring_enqueue_spmc(&s->back, s->back_buf, row))
-        gw_free(row);
+    if (rec->cap != STORE_REC_CAP || !s->back_buf ||
+        !ck_ring_enqueue_spmc(&s->back, s->back_buf, rec))
+        gw_free(rec);
 }
 
-/* Any worker: NULL when none is waiting. */
-static struct gw_row *
+/* Any submitter: NULL when none is waiting. */
+static struct store_rec *
 back_take(struct store *s)
 {
-    struct gw_row *row;
+    struct store_rec *rec;
 
-    if (!s->back_buf || !ck_ring_dequeue_spmc(&s->back, s->back_buf, &row))
+    if (!s->back_buf || !ck_ring_dequeue_spmc(&s->back, s->back_buf, &rec))
         return NULL;
     tsan_acquire(&s->back);
-    return row;
+    return rec;
 }
 
-struct gw_row *
-store_row_new(struct store *s)
+/* A record of <row> too long for STORE_REC_CAP (three attempts or more, long names):
+ * allocated to its length. NULL when out of memory. */
+static struct store_rec *
+rec_large(const struct gw_row *row)
 {
-    struct gw_row *row = s ? back_take(s) : NULL;
+    struct store_rec *rec = gw_malloc(sizeof(*rec) + STORE_ROW_ENC_MAX), *fit;
+    size_t len;
 
-    return row ? row : gw_malloc(sizeof(*row));
+    if (!rec)
+        return NULL;
+    len = store_row_encode(row, rec->enc, STORE_ROW_ENC_MAX); /* always enough */
+    fit = gw_realloc(rec, sizeof(*rec) + len);
+    if (fit)
+        rec = fit; /* else the larger block serves as well */
+    rec->len = rec->cap = (uint32_t)len;
+    return rec;
+}
+
+/* <row>'s record, in one given back when there is one; NULL when out of memory. */
+static struct store_rec *
+rec_of(struct store *s, const struct gw_row *row)
+{
+    struct store_rec *rec = back_take(s);
+    size_t len;
+
+    if (!rec) {
+        rec = gw_malloc(sizeof(*rec) + STORE_REC_CAP);
+        if (!rec)
+            return NULL;
+        rec->cap = STORE_REC_CAP;
+    }
+    len = store_row_encode(row, rec->enc, STORE_REC_CAP);
+    if (len == 0) {
+        gw_free(rec); /* only the writer gives records back */
+        rec = rec_large(row);
+        if (!rec)
+            return NULL;
+    } else {
+        rec->len = (uint32_t)len;
+    }
+    rec->ts_ms = row->ts_ms;
+    return rec;
 }
 
 enum gw_code
 store_q_init(struct store *s, unsigned size)
 {
     s->q_buf = gw_calloc(size, sizeof *s->q_buf);
-    s->back_buf = gw_calloc(STORE_BACK_ROWS, sizeof *s->back_buf);
+    s->back_buf = gw_calloc(STORE_BACK_RECS, sizeof *s->back_buf);
     if (!s->q_buf || !s->back_buf) {
         gw_free(s->q_buf);
         gw_free(s->back_buf);
@@ -183,23 +220,20 @@ store_q_init(struct store *s, unsigned size)
         return GW_E_NOMEM;
     }
     ck_ring_init(&s->q, size);
-    ck_ring_init(&s->back, STORE_BACK_ROWS);
+    ck_ring_init(&s->back, STORE_BACK_RECS);
     return GW_OK;
 }
 
 enum gw_code
-store_row_submit(struct store *s, struct gw_row **rowp)
+store_row_submit(struct store *s, const struct gw_row *row)
 {
-    struct gw_row *row = *rowp;
+    struct store_rec *rec = rec_of(s, row);
 
-    *rowp = NULL;
-    if (!row)
-        return GW_E_INTERNAL;
-    if (!q_mpsc_put(s, row)) {
-        gw_free(row);
+    if (!rec || !q_mpsc_put(s, rec)) {
+        gw_free(rec); /* only the writer gives records back */
         /* Workers add concurrently; relaxed: readers only need the count itself. */
         atomic_fetch_add_explicit(&s->rows_dropped, 1, memory_order_relaxed);
-        return GW_E_STORE_QUEUE_FULL;
+        return rec ? GW_E_STORE_QUEUE_FULL : GW_E_NOMEM;
     }
     atomic_fetch_add(&s->rows_queued, 1);
     return GW_OK;
@@ -247,26 +281,24 @@ put_in_order(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
 }
 
 static int
-put_row(struct store *s, MDB_txn *txn, const struct gw_row *row, uint64_t seq)
+put_row(struct store *s, MDB_txn *txn, const struct store_rec *rec, uint64_t seq)
 {
-    unsigned char enc[STORE_ROW_ENC_MAX];
     unsigned char rowkey[STORE_ROW_KEY_LEN];
     unsigned char ckey[STORE_CLIENT_KEY_MAX];
+    char client[GW_NAME_MAX + 1];
     MDB_val k, v;
-    size_t len;
     int rc;
 
-    len = store_row_encode(row, enc, sizeof enc);
-    if (len == 0)
-        return MDB_BAD_VALSIZE; /* cannot happen: STORE_ROW_ENC_MAX bounds every row */
-    store_row_key(rowkey, row->ts_ms, seq);
+    if (!store_row_decode_client(rec->enc, rec->len, client))
+        return MDB_BAD_VALSIZE; /* cannot happen: store_row_encode wrote it */
+    store_row_key(rowkey, rec->ts_ms, seq);
     k.mv_size = sizeof rowkey;
     k.mv_data = rowkey;
-    v.mv_size = len;
-    v.mv_data = enc;
+    v.mv_size = rec->len;
+    v.mv_data = (void *)(uintptr_t)rec->enc;
     if ((rc = put_in_order(txn, s->dbi_rows, &k, &v, MDB_NOOVERWRITE)) != 0)
         return rc;
-    k.mv_size = store_client_key(ckey, row->client, rowkey);
+    k.mv_size = store_client_key(ckey, client, rowkey);
     k.mv_data = ckey;
     v.mv_size = 0;
     v.mv_data = NULL;
@@ -285,7 +317,7 @@ report_resp_error(struct store *s, int rc)
     s->resp_logged = true;
 }
 
-/* Takes up to <max> queued rows and the queued responses (up to STORE_RESP_BATCH_BYTES)
+/* Takes up to <max> queued rows (records) and the queued responses (up to STORE_RESP_BATCH_BYTES)
  * and commits them in one write transaction, so responses cost no sync of their own. On
  * a failed transaction, what was taken is dropped and counted; responses that fail
  * alone (store_resp_write) are dropped without the rows. Returns true when it stopped
@@ -297,7 +329,7 @@ commit_batch(struct store *s, unsigned max)
     MDB_val k = {.mv_size = 3, .mv_data = (void *)(uintptr_t) "seq"};
     MDB_val v;
     unsigned char seqbuf[8];
-    struct gw_row *row;
+    struct store_rec *row;
     struct store_resp *resp;
     uint64_t seq0 = s->seq;
     unsigned n = 0;
@@ -372,7 +404,7 @@ commit_batch(struct store *s, unsigned max)
 void
 store_q_fini(struct store *s)
 {
-    struct gw_row *row;
+    struct store_rec *row;
     unsigned cap = ck_ring_capacity(&s->q);
 
     if (!s->q_buf)

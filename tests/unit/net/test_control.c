@@ -531,7 +531,8 @@ t_setup_store(void **state)
         t_row_fill(r);
         snprintf(r->id, sizeof(r->id), "%032u", i);
         r->ts_ms += i * 1000;
-        assert_int_equal(store_row_submit(s.st, &r), GW_OK);
+        assert_int_equal(store_row_submit(s.st, r), GW_OK);
+        gw_free(r);
     }
     store_writer_stop(s.st);
     assert_non_null(c);

@@ -512,7 +512,8 @@ test_resp_map_full_drops_the_response_not_the_rows(void **state)
     strcpy(row->id, "r1");
     row->ts_ms = 1000;
     strcpy(row->client, "alice");
-    assert_int_equal(store_row_submit(c->s, &row), GW_OK);
+    assert_int_equal(store_row_submit(c->s, row), GW_OK);
+    gw_free(row);
     assert_int_equal(store_resp_put(c->s, "resp_big", "p", 0, 1000, big, n), GW_OK);
     t_put(c->s, "resp_small", 1000, "[]"); /* same batch: dropped with it */
     t_flush(c->s);
