@@ -450,6 +450,7 @@ struct dl_openai_req {
     bool stream;
     bool wants_usage;
     uint64_t estimate;
+    bool in_arena;    /* dl_openai_req_free leaves it to its arena */
     char model_buf[]; /* the decoded model, NUL-terminated */
 };
 
@@ -518,7 +519,8 @@ dl_openai_req_check(const char *body, size_t len, struct gw_buf *why)
 }
 
 enum gw_code
-dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, struct gw_buf *why)
+dl_openai_req_parse(struct gw_arena *a, const char *body, size_t len, struct dl_openai_req **out,
+                    struct gw_buf *why)
 {
     struct dl_openai_req *r;
     struct req_scan rs;
@@ -529,9 +531,11 @@ dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, st
     rc = req_checked(body, len, &j, &rs, why);
     if (rc != GW_OK)
         return rc;
-    r = gw_malloc(sizeof(*r) + rs.model_str.dlen + 1);
+    r = a ? gw_arena_alloc(a, sizeof(*r) + rs.model_str.dlen + 1)
+          : gw_malloc(sizeof(*r) + rs.model_str.dlen + 1);
     if (!r)
         return GW_E_NOMEM;
+    r->in_arena = a != NULL;
     r->scan = rs;
     r->body = body;
     r->len = len;
@@ -549,7 +553,8 @@ dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, st
 void
 dl_openai_req_free(struct dl_openai_req *r)
 {
-    gw_free(r);
+    if (r && !r->in_arena)
+        gw_free(r);
 }
 
 struct gw_str

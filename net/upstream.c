@@ -1178,7 +1178,7 @@ x_end(struct net_upx *x, enum gw_code rc)
         if (lead)
             h2_lead_gone(x->key, x->pool, rc == GW_OK ? GW_E_UPSTREAM_PROTOCOL : rc);
     }
-    event_del(x->timer);
+    /* The timer stays until x_free: nothing runs the loop in between. */
     x->ended = true;
     if (!x->cancelled) {
         x->in_cb = true;
