@@ -102,8 +102,8 @@ on_readable(evutil_socket_t fd, short what, void *arg)
             want = r->hiwat - len;
     }
     /* recv, not read: read goes through the file layer first (its position lock,
-     * vfs_read, the socket's read_iter: 2% of gwd's cycles under perf), recv to the
-     * socket. */
+     * vfs_read, the socket's read_iter), recv to the socket (about half a percent of
+     * gwd's cycles under perf). */
     do
         n = recv(fd, scratch, want, 0);
     while (n < 0 && errno == EINTR);

@@ -317,11 +317,11 @@ report_resp_error(struct store *s, int rc)
     s->resp_logged = true;
 }
 
-/* Takes up to <max> queued rows (records) and the queued responses (up to STORE_RESP_BATCH_BYTES)
- * and commits them in one write transaction, so responses cost no sync of their own. On
- * a failed transaction, what was taken is dropped and counted; responses that fail
- * alone (store_resp_write) are dropped without the rows. Returns true when it stopped
- * before finding both queues empty, so more may be waiting. */
+/* Takes up to <max> queued rows (their records) and the queued responses (up to
+ * STORE_RESP_BATCH_BYTES) and commits them in one write transaction, so responses cost
+ * no sync of their own. On a failed transaction, what was taken is dropped and counted;
+ * responses that fail alone (store_resp_write) are dropped without the rows. Returns
+ * true when it stopped before finding both queues empty, so more may be waiting. */
 static bool
 commit_batch(struct store *s, unsigned max)
 {
@@ -329,36 +329,36 @@ commit_batch(struct store *s, unsigned max)
     MDB_val k = {.mv_size = 3, .mv_data = (void *)(uintptr_t) "seq"};
     MDB_val v;
     unsigned char seqbuf[8];
-    struct store_rec *row;
+    struct store_rec *rec;
     struct store_resp *resp;
     uint64_t seq0 = s->seq;
     unsigned n = 0;
     bool more = false, resp_more = false, resp_ok = false;
     int rc;
 
-    row = q_mpsc_take(s);
+    rec = q_mpsc_take(s);
     resp = store_resp_take(s, STORE_RESP_BATCH_BYTES, &resp_more);
-    if (!row && !resp)
+    if (!rec && !resp)
         return false;
     rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     if (rc != 0) {
-        if (row) {
-            back_put(s, row);
+        if (rec) {
+            back_put(s, rec);
             report_write_error(s, rc, drop(s, 1));
             atomic_fetch_add(&s->rows_handled, 1);
         }
         store_resp_settle(s, resp, false);
         return true;
     }
-    while (row) {
+    while (rec) {
         n++;
-        rc = put_row(s, txn, row, ++s->seq);
-        back_put(s, row); /* LMDB holds a copy now */
+        rc = put_row(s, txn, rec, ++s->seq);
+        back_put(s, rec); /* LMDB holds a copy now */
         if (rc != 0 || n >= max) {
             more = true;
             break;
         }
-        row = q_mpsc_take(s);
+        rec = q_mpsc_take(s);
     }
     if (rc == 0 && n > 0) {
         store_be64_put(seqbuf, s->seq);
@@ -404,7 +404,7 @@ commit_batch(struct store *s, unsigned max)
 void
 store_q_fini(struct store *s)
 {
-    struct store_rec *row;
+    struct store_rec *rec;
     unsigned cap = ck_ring_capacity(&s->q);
 
     if (!s->q_buf)
@@ -415,14 +415,14 @@ store_q_fini(struct store *s)
         while (commit_batch(s, cap))
             ;
     }
-    while ((row = q_mpsc_take(s)) != NULL) {
-        gw_free(row);
+    while ((rec = q_mpsc_take(s)) != NULL) {
+        gw_free(rec);
         drop(s, 1);
     }
     gw_free(s->q_buf);
     s->q_buf = NULL;
-    while ((row = back_take(s)) != NULL)
-        gw_free(row);
+    while ((rec = back_take(s)) != NULL)
+        gw_free(rec);
     gw_free(s->back_buf);
     s->back_buf = NULL;
 }
