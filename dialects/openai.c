@@ -450,7 +450,6 @@ struct dl_openai_req {
     bool stream;
     bool wants_usage;
     uint64_t estimate;
-    bool in_arena;    /* dl_openai_req_free leaves it to its arena */
     char model_buf[]; /* the decoded model, NUL-terminated */
 };
 
@@ -519,8 +518,7 @@ dl_openai_req_check(const char *body, size_t len, struct gw_buf *why)
 }
 
 enum gw_code
-dl_openai_req_parse(struct gw_arena *a, const char *body, size_t len, struct dl_openai_req **out,
-                    struct gw_buf *why)
+dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out, struct gw_buf *why)
 {
     struct dl_openai_req *r;
     struct req_scan rs;
@@ -531,11 +529,9 @@ dl_openai_req_parse(struct gw_arena *a, const char *body, size_t len, struct dl_
     rc = req_checked(body, len, &j, &rs, why);
     if (rc != GW_OK)
         return rc;
-    r = a ? gw_arena_alloc(a, sizeof(*r) + rs.model_str.dlen + 1)
-          : gw_malloc(sizeof(*r) + rs.model_str.dlen + 1);
+    r = gw_malloc(sizeof(*r) + rs.model_str.dlen + 1);
     if (!r)
         return GW_E_NOMEM;
-    r->in_arena = a != NULL;
     r->scan = rs;
     r->body = body;
     r->len = len;
@@ -553,8 +549,7 @@ dl_openai_req_parse(struct gw_arena *a, const char *body, size_t len, struct dl_
 void
 dl_openai_req_free(struct dl_openai_req *r)
 {
-    if (r && !r->in_arena)
-        gw_free(r);
+    gw_free(r);
 }
 
 struct gw_str

@@ -37,12 +37,10 @@ struct dl_openai_req;
  * include_usage twice in stream_options, is refused (<why>: duplicate key "model" in the
  * request body): the body forwarded must be the body checked. Other duplicate keys
  * are accepted, the last one counting (as jansson reads them).
- * GW_OK and <*out>, allocated in <a> (it lives as long as the arena's memory) or, with
- * <a> NULL, on the heap (free with dl_openai_req_free, which leaves one from an arena
- * alone); GW_E_BAD_REQUEST with a reason for the client in <why> (never echoes the
- * body); GW_E_NOMEM. */
-enum gw_code dl_openai_req_parse(struct gw_arena *a, const char *body, size_t len,
-                                 struct dl_openai_req **out, struct gw_buf *why);
+ * GW_OK and <*out> (free with dl_openai_req_free); GW_E_BAD_REQUEST with a reason
+ * for the client in <why> (never echoes the body); GW_E_NOMEM. */
+enum gw_code dl_openai_req_parse(const char *body, size_t len, struct dl_openai_req **out,
+                                 struct gw_buf *why);
 void dl_openai_req_free(struct dl_openai_req *r);
 
 /* The model the client asked for (valid while <r> lives). */

@@ -700,7 +700,7 @@ net_control_dry_run(const struct gw_conf *conf, struct gw_sticky *sticky, const 
             rc = GW_E_BAD_REQUEST;
             goto out;
         }
-        rc = dl_openai_req_parse(NULL, req + b0, b1 - b0, &body, &bwhy);
+        rc = dl_openai_req_parse(req + b0, b1 - b0, &body, &bwhy);
         if (rc != GW_OK) {
             snprintf(why, whylen, "body: %.*s", (int)(bwhy.len < 200 ? bwhy.len : 200),
                      bwhy.data ? bwhy.data : "not a Chat Completions request");

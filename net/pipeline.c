@@ -647,7 +647,7 @@ net_stream_read_request(struct net_stream *s)
     if (rc != GW_OK)
         return rc;
     if (s->client_shape == DL_SHAPE_CHAT) {
-        rc = dl_openai_req_parse(&s->arena, s->body.data, s->body.len, &s->req, &why);
+        rc = dl_openai_req_parse(s->body.data, s->body.len, &s->req, &why);
         if (rc == GW_OK) {
             s->model = dl_openai_req_model(s->req);
             s->stream = dl_openai_req_is_stream(s->req);

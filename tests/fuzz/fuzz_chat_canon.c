@@ -68,7 +68,7 @@ t_canon_as_parse(const char *s, size_t n, enum gw_code rc, const struct dl_reque
     struct dl_request c;
     enum gw_code crc;
 
-    if (dl_openai_req_parse(NULL, s, n, &req, &why) != GW_OK) {
+    if (dl_openai_req_parse(s, n, &req, &why) != GW_OK) {
         T_CHECK(rc != GW_OK); /* the scanner's refusals are request_parse's too */
         gw_buf_fini(&why);
         return;

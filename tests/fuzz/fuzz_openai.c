@@ -428,7 +428,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t obytes;
     bool has;
 
-    rc = dl_openai_req_parse(NULL, body, size, &r, &why);
+    rc = dl_openai_req_parse(body, size, &r, &why);
     t_diff_parse(body, size, rc, r, &why);
     if (rc == GW_OK) {
         struct gw_str asked = dl_openai_req_model(r);

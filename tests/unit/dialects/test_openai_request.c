@@ -256,7 +256,7 @@ test_openai_request_canon_of_a_parsed_request_is_request_parse(void **state)
 
         t_parse_fixture(&t, fixtures[i]);
         gw_arena_init(&a);
-        assert_int_equal(dl_openai_req_parse(NULL, t.body.data, t.body.len, &req, &why), GW_OK);
+        assert_int_equal(dl_openai_req_parse(t.body.data, t.body.len, &req, &why), GW_OK);
         assert_int_equal(dl_openai_req_canon(req, &a, &canon, &why), GW_OK);
         assert_int_equal(
             dl_openai_shape.request_render(&t.r, GW_STR_LIT("m"), 100, &d1, &want, NULL), GW_OK);
@@ -273,8 +273,7 @@ test_openai_request_canon_of_a_parsed_request_is_request_parse(void **state)
     }
     /* the scanner takes any role; the canonical reading refuses an unknown one */
     gw_arena_init(&a);
-    assert_int_equal(dl_openai_req_parse(NULL, unknown_role, strlen(unknown_role), &req, &why),
-                     GW_OK);
+    assert_int_equal(dl_openai_req_parse(unknown_role, strlen(unknown_role), &req, &why), GW_OK);
     assert_int_equal(dl_openai_req_canon(req, &a, &canon, &why), GW_E_BAD_REQUEST);
     assert_non_null(strstr(why.data, "messages[0].role: unknown role"));
     dl_openai_req_free(req);

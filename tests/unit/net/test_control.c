@@ -933,7 +933,7 @@ test_dry_run_shows_the_sticky_upstream_first(void **state)
     char req[1024], order[8];
     json_t *ans, *k0;
 
-    assert_int_equal(dl_openai_req_parse(NULL, chat, strlen(chat), &r, &why), GW_OK);
+    assert_int_equal(dl_openai_req_parse(chat, strlen(chat), &r, &why), GW_OK);
     gw_sticky_record(s->sticky, net_conversation_key("alice", (struct gw_str){NULL, 0}, r), "b",
                      net_now_ms(), 4096);
     dl_openai_req_free(r);
