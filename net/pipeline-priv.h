@@ -150,8 +150,8 @@ struct net_stream {
     enum gw_code fail_code; /* the last real failure */
     int fail_status;
     struct gw_row *row;
-    struct gw_row *row_closed; /* settled, not yet handed to the store (row_submit: after
-                                * the answer's last bytes, off the answer's path) */
+    struct gw_row *row_closed; /* settled, not yet handed to the store (net_stream_finish
+                                * does, after the answer: off the answer's path) */
     /* Responses state (respstate.c) */
     struct gw_str prev_id;               /* previous_response_id, "" when none */
     bool prev_found;                     /* ... the gateway kept it: */

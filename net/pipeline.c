@@ -4,8 +4,8 @@
  * runs a complete request), plain answers and refusals through the sink (net/sink.h),
  * and the end of every exchange: the row closed, key limits settled, slots given back
  * (net_stream_settle) before the answer's last bytes, then the row handed to the store
- * and the stream freed (net_stream_finish). The stages
- * live in their own files: auth.c, admit.c, attempt.c, relay.c, listing.c.
+ * and the stream freed (net_stream_finish). The stages live in their own files: auth.c,
+ * admit.c, attempt.c, relay.c, listing.c.
  * Owns:    each net_stream: its config reference, parsed request, bodies, the
  *          current upstream exchange (net_upx) and the row until it is submitted.
  * Threads: the owning worker only; never blocks.
@@ -324,25 +324,10 @@ net_stream_take_body(struct net_stream *s, struct net_conn *c)
     c->body_held = 0;
 }
 
-/* Hands the settled row to the store (a copy: the row stays the stream's). After the
- * answer's last bytes: the row's encoding and the queue are not on the answer's path,
- * and nothing the client can see next depends on them (the limits are settled before,
- * in net_stream_settle; a row is the store's once its batch commits). */
-static void
-row_submit(struct net_stream *s)
-{
-    struct gw_row *r = s->row_closed;
-
-    s->row_closed = NULL;
-    if (r && s->w->store)
-        store_row_submit(s->w->store, r);
-}
-
 void
 net_stream_free(struct net_stream *s)
 {
     GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
-    row_submit(s); /* a stream freed without net_stream_finish */
     if (s->upx)
         net_upx_cancel(s->upx);
     if (s->slow_timer)
@@ -514,7 +499,7 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
             net_report_request(r, &ctx); /* the `request` line, request_finished */
         }
         s->row = NULL;
-        s->row_closed = r; /* to the store once the answer is out (row_submit) */
+        s->row_closed = r; /* to the store once the answer is out (net_stream_finish) */
     } else if (s->tgt.ep != NET_EP_HEALTHZ && s->tgt.ep != NET_EP_READYZ) {
         /* No row (not recorded, or not an API call): its line all the same; probes of
          * /healthz and /readyz are left out, they would drown the rest. */
@@ -529,14 +514,21 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
 }
 
 /* After the answer: settles the stream if the caller did not, hands its row to the
- * store, frees the stream and lets the connection go on. */
+ * store (a copy: the row stays the stream's), frees the stream and lets the connection
+ * go on. Every stream ends here (a zombie's memory is freed later, net_stream_free). The
+ * row goes after the answer was handed to the connection, so that its encoding and the
+ * queue are not on the answer's path; nothing the client sees next depends on it (the
+ * limits were settled before, in net_stream_settle; a row is the store's once its batch
+ * commits). */
 void
 net_stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outcome outcome)
 {
     struct net_conn *c = s->conn;
 
     net_stream_settle(s, status, code, outcome);
-    row_submit(s); /* the answer's bytes are written by now */
+    if (s->row_closed && s->w->store)
+        store_row_submit(s->w->store, s->row_closed);
+    s->row_closed = NULL;
     if (c) {
         c->stream = NULL;
         s->conn = NULL;
