@@ -72,10 +72,21 @@ bench_hist_merge(struct bench_hist *dst, const struct bench_hist *src)
         dst->max = src->max;
 }
 
+/* The value reported for bucket <b>: its midpoint, never above the recorded maximum. */
+static uint64_t
+bucket_value(const struct bench_hist *h, unsigned b)
+{
+    uint64_t lo, width, v;
+
+    bucket_range(b, &lo, &width);
+    v = lo + width / 2;
+    return v > h->max ? h->max : v;
+}
+
 uint64_t
 bench_hist_pct(const struct bench_hist *h, double p)
 {
-    uint64_t want, seen = 0, lo, width, v;
+    uint64_t want, seen = 0;
 
     if (h->count == 0)
         return 0;
@@ -86,11 +97,22 @@ bench_hist_pct(const struct bench_hist *h, double p)
         want = h->count;
     for (unsigned i = 0; i < BENCH_HIST_BUCKETS; i++) {
         seen += h->counts[i];
-        if (seen >= want) {
-            bucket_range(i, &lo, &width);
-            v = lo + width / 2;
-            return v > h->max ? h->max : v;
-        }
+        if (seen >= want)
+            return bucket_value(h, i);
     }
     return h->max;
+}
+
+bool
+bench_hist_next(const struct bench_hist *h, unsigned *i, uint64_t *v, uint64_t *n)
+{
+    for (; *i < BENCH_HIST_BUCKETS; (*i)++) {
+        if (h->counts[*i]) {
+            *v = bucket_value(h, *i);
+            *n = h->counts[*i];
+            (*i)++;
+            return true;
+        }
+    }
+    return false;
 }

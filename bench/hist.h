@@ -11,6 +11,7 @@
 #ifndef GW_BENCH_HIST_H
 #define GW_BENCH_HIST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define BENCH_HIST_BUCKETS 32768
@@ -35,5 +36,11 @@ void bench_hist_merge(struct bench_hist *dst, const struct bench_hist *src);
 /* The value at percentile <p> (0 < p <= 100): the midpoint of the bucket
  * holding it, never above the recorded maximum. 0 when the histogram is empty. */
 uint64_t bench_hist_pct(const struct bench_hist *h, double p);
+
+/* The next bucket at or after <*i> that holds a value: its value as bench_hist_pct
+ * reports it (the midpoint, never above the maximum) in <*v>, its count in <*n>, and
+ * <*i> moved past it. false when none is left. For histograms printed whole, so that
+ * runs can be pooled outside this process. */
+bool bench_hist_next(const struct bench_hist *h, unsigned *i, uint64_t *v, uint64_t *n);
 
 #endif

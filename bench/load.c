@@ -113,6 +113,7 @@ static struct {
     uint64_t requests; /* 0 = no limit (with --duration) */
     uint64_t duration_us;
     uint64_t timeout_ms;
+    uint64_t warmup; /* answers of each connection left out of the histograms */
     uint64_t start_us;
     uint64_t deadline_us; /* 0 = none */
 } g;
@@ -147,6 +148,7 @@ struct ld_conn {
     bool got_end;   /* the stream's end event was seen */
     bool keep_alive;
     unsigned status;
+    uint64_t answered;  /* answers read on this connection (for --warmup) */
     unsigned match;     /* content-delta matcher state */
     unsigned match_end; /* end-event matcher state */
     size_t wofs;        /* bytes of the request written */
@@ -243,7 +245,8 @@ req_finish(struct ld_conn *c, int kind)
         return;
     }
     t->completed++;
-    bench_hist_add(t->lat, now - c->t_send);
+    if (c->answered++ >= g.warmup)
+        bench_hist_add(t->lat, now - c->t_send);
     if (c->status >= 200 && c->status < 300 && g.stream && !c->got_end) {
         t->kind_err[LD_E_UNFINISHED]++; /* answered, but the stream did not end as it should */
     } else if (c->status >= 200 && c->status < 300) {
@@ -408,8 +411,9 @@ content_delta(struct ld_conn *c, uint64_t *now)
     c->t->chunks++;
     if (!c->got_first) {
         c->got_first = true;
-        bench_hist_add(c->t->ttft, *now - c->t_send);
-    } else {
+        if (c->answered >= g.warmup)
+            bench_hist_add(c->t->ttft, *now - c->t_send);
+    } else if (c->answered >= g.warmup) {
         bench_hist_add(c->t->gap, *now - c->t_last);
     }
     c->t_last = *now;
@@ -689,6 +693,7 @@ usage(void)
                     "         [--key KEY] [--header 'Name: value']... [--model M] [--stream]\n"
                     "         [--body FILE] [--connections C] [--threads T]\n"
                     "         [--rate R] [--requests N | --duration SECS] [--timeout-ms MS]\n"
+                    "         [--warmup N]\n"
                     "         [--json] [--quiet]\n"
                     "see docs/gwbench.md\n");
 }
@@ -853,6 +858,7 @@ parse_flags(int argc, char **argv)
         NUM("--connections", g.conns, LD_MAX_CONNS)
         NUM("--threads", g.threads, LD_MAX_THREADS)
         NUM("--timeout-ms", g.timeout_ms, 86400000)
+        NUM("--warmup", g.warmup, UINT64_MAX / 2)
         NUM("--duration", duration, 86400)
         if ((r = bench_arg(argc, argv, &i, "--requests", &v)) != 0) {
             if (r < 0 || !bench_parse_u64(v, UINT64_MAX / 2, &requests)) {
@@ -1000,11 +1006,24 @@ static void
 print_pcts(struct gw_buf *b, const struct bench_hist *h, bool json)
 {
     if (json) {
-        (void)gw_buf_printf(b, "{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"max\":%llu,\"n\":%llu}",
+        unsigned i = 0;
+        uint64_t v, n;
+        bool first = true;
+
+        (void)gw_buf_printf(b,
+                            "{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"max\":%llu,\"n\":%llu,"
+                            "\"hist\":[",
                             (unsigned long long)bench_hist_pct(h, 50),
                             (unsigned long long)bench_hist_pct(h, 90),
                             (unsigned long long)bench_hist_pct(h, 99), (unsigned long long)h->max,
                             (unsigned long long)h->count);
+        /* Every bucket with a count, as [value, count]: runs pool into one histogram. */
+        while (bench_hist_next(h, &i, &v, &n)) {
+            (void)gw_buf_printf(b, "%s[%llu,%llu]", first ? "" : ",", (unsigned long long)v,
+                                (unsigned long long)n);
+            first = false;
+        }
+        (void)gw_buf_append_str(b, GW_STR_LIT("]}"));
         return;
     }
     (void)gw_buf_printf(b, "p50 %8llu  p90 %8llu  p99 %8llu  max %8llu  (n=%llu)\n",

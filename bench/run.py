@@ -242,6 +242,12 @@ CELLS = {
 # RATE_CONNS connections (a request finds one idle: the proxy is never the queue), for
 # the targets in RATE_TARGETS (and their two-worker twins).
 RATE, RATE_N, RATE_CONNS = 200, 1000, 8
+# Each latency run (one connection, paced, pinned) first sends SERIAL_WARMUP requests on
+# its connection (RATE_WARMUP on each paced connection) that its figures leave out
+# (gwbench load --warmup). A new gwbench process's first requests run on cold caches: they
+# sat at the p99 of a 500-request slice (1-connection p99s tens of us higher than over
+# 5000 requests in one run), and each run of the same target paid them again.
+SERIAL_WARMUP, RATE_WARMUP = 50, 5
 RATE_TARGETS = ("direct", "gwd", "gwd+adm", "nginx")
 
 # The two-worker targets' suffix, and their rounds.
@@ -572,6 +578,26 @@ def load(bindir, port, key, args, proxy=None, sample_rss=False, cpu=None, api="c
     return json.loads(out.stdout), c1 - c0, peak
 
 
+def pooled_pct(hists, p):
+    """Percentile <p> of several runs' latencies pooled into one histogram, as gwbench
+    load reports it for one run: <hists> holds each run's "hist" ([value, count] pairs,
+    values as gwbench reports them), the rank rounded as bench_hist_pct does."""
+    counts = {}
+    for h in hists:
+        for v, n in h:
+            counts[v] = counts.get(v, 0) + n
+    total = sum(counts.values())
+    if total == 0:
+        return 0
+    want = min(total, max(1, int(p / 100.0 * total + 0.5)))
+    seen = 0
+    for v in sorted(counts):
+        seen += counts[v]
+        if seen >= want:
+            return v
+    return max(counts)
+
+
 # ---- HTTP/2 (h2load, Debian's nghttp2-client) ----
 
 H2_CONNS, H2_STREAMS = 4, 32  # h2load -c, -m: many streams over few connections
@@ -775,16 +801,21 @@ def main():
             run(name, port, proc, ["--connections", "8", "--threads", "1",
                                    "--requests", str(n_warm)])
 
-        def serial(name, port, proc, n):
+        def serial(name, port, proc, n, record=True):
             s, _, _ = run(name, port, proc, ["--connections", "1", "--threads", "1",
-                                             "--requests", str(n)])
-            add(name, "serial_p50", s["latency_us"]["p50"])
-            add(name, "serial_p99", s["latency_us"]["p99"])
+                                             "--warmup", str(SERIAL_WARMUP),
+                                             "--requests", str(n + SERIAL_WARMUP)])
+            if record:
+                add(name, "serial_p50", s["latency_us"]["p50"])
+                add(name, "serial_p99", s["latency_us"]["p99"])
+            return s["latency_us"]["hist"]
 
         def paced(name, port, proc):
             s, _, _ = run(name, port, proc, ["--rate", str(RATE), "--connections",
                                              str(RATE_CONNS), "--threads", "1",
-                                             "--requests", str(RATE_N // (4 if a.quick else 1))])
+                                             "--warmup", str(RATE_WARMUP), "--requests",
+                                             str(RATE_N // (4 if a.quick else 1)
+                                                 + RATE_CONNS * RATE_WARMUP)])
             add(name, "rate_p50", s["latency_us"]["p50"])
             add(name, "rate_p99", s["latency_us"]["p99"])
 
@@ -803,9 +834,17 @@ def main():
                 if len(pair) < 2 or name not in ("gwd", "gwd+adm"):
                     serial(name, port, proc, n_serial)
                 elif name == next(t[0] for t in order if t in pair):
+                    # the slices pooled into one histogram per target: the round's
+                    # p50 and p99 are those of its n_serial requests, as for the others
+                    # (a median of the slices' own p99s, 5th slowest of 500 each, sits
+                    # tens of us above the p99 of the 5000)
+                    hists = {t[0]: [] for t in pair}
                     for k in range(SLICES):
                         for t in (pair if (r + k) % 2 == 0 else pair[::-1]):
-                            serial(*t, n_serial // SLICES)
+                            hists[t[0]].append(serial(*t, n_serial // SLICES, record=False))
+                    for t in pair:
+                        add(t[0], "serial_p50", pooled_pct(hists[t[0]], 50))
+                        add(t[0], "serial_p99", pooled_pct(hists[t[0]], 99))
                 # (1b) at RATE requests/s, open loop
                 if name in RATE_TARGETS:
                     paced(name, port, proc)
@@ -840,7 +879,9 @@ def main():
             for k in range(4 if a.quick else PINNED_SLICES):
                 for name, port, proc in (pair if k % 2 == 0 else pair[::-1]):
                     s, _, _ = run(name, port, proc, ["--connections", "1", "--threads", "1",
-                                                     "--requests", str(PINNED_N)], cpu=lo)
+                                                     "--warmup", str(SERIAL_WARMUP),
+                                                     "--requests", str(PINNED_N + SERIAL_WARMUP)],
+                                  cpu=lo)
                     add(name, "pinned_p50", s["latency_us"]["p50"])
                     add(name, "pinned_p99", s["latency_us"]["p99"])
             for proc in [upstream] + [t[2] for t in pair]:
@@ -1097,9 +1138,11 @@ def main():
     if path_bad:
         notes.append("PATH CHECK FAILED, a column does not measure what it names: "
                      + "; ".join(path_bad))
-    head = (f"rounds {a.rounds} (median), serial {n_serial} requests, {RATE} req/s: "
+    head = (f"rounds {a.rounds} (median), serial {n_serial} requests (after "
+            f"{SERIAL_WARMUP} left out), {RATE} req/s: "
             f"{RATE_N // (4 if a.quick else 1)} requests on a fixed schedule over "
-            f"{RATE_CONNS} connections ({', '.join(RATE_TARGETS)}), throughput {n_tput} "
+            f"{RATE_CONNS} connections (after {RATE_WARMUP} on each left out; "
+            f"{', '.join(RATE_TARGETS)}), throughput {n_tput} "
             f"requests on 64 connections, {streams} streams of {chunks} chunks every "
             f"{interval} ms after a 20 ms ttft; {os.cpu_count()} CPUs; {elapsed:.0f} s; "
             + "; ".join(f"{c}: {CELLS[c][2]}" for c in cols if c in CELLS and c in names)
@@ -1112,7 +1155,8 @@ def main():
                 + ", ".join(f"{w} {v:.0e}" for w, v in ADM_QUOTA)
                 + f" (mock-model priced {ADM_PRICE[0]:g} USD input, {ADM_PRICE[1]:g} USD "
                 f"output per 1M tokens); scenarios 1-3 in the same rounds as gwd, the 1-connection "
-                f"runs of both in {SLICES} alternated slices of {n_serial // SLICES} requests; "
+                f"runs of both in {SLICES} alternated slices of {n_serial // SLICES} requests "
+                f"(each after {SERIAL_WARMUP} left out), pooled into one histogram a round; "
                 f"pinned: after the rounds, both gwds on the last CPU and the load and upstream "
                 f"on the first, {4 if a.quick else PINNED_SLICES} alternated runs of "
                 f"{PINNED_N} requests each")

@@ -719,6 +719,40 @@ def test_load_speaks_the_new_shapes(bench, api, stream):
     assert up.stats()["requests"] == 10
 
 
+def test_load_warmup_leaves_the_first_answers_out_of_the_histograms(bench):
+    up = bench("--chunks", 3)
+
+    s = run_load("--url", f"{up.url}/v1/chat/completions", "--stream", "--connections", 1,
+                 "--requests", 10, "--warmup", 2)
+
+    # all ten are sent, checked and counted; the figures are of the last eight
+    assert (s["requests"], s["completed"], s["ok"], s["errors"]) == (10, 10, 10, {})
+    assert s["chunks"] == 30
+    assert (s["latency_us"]["n"], s["ttft_us"]["n"], s["gap_us"]["n"]) == (8, 8, 16)
+    assert up.stats()["requests"] == 10
+
+
+def test_load_prints_each_histogram_whole(bench):
+    up = bench("--chunks", 2)
+
+    s = run_load("--url", f"{up.url}/v1/chat/completions", "--stream", "--requests", 20)
+
+    for name, n in (("latency_us", 20), ("ttft_us", 20), ("gap_us", 20)):
+        h = s[name]["hist"]
+        values = [v for v, _ in h]
+        assert values == sorted(set(values)), name  # one pair a bucket, in order
+        assert sum(c for _, c in h) == s[name]["n"] == n, name
+        assert values[-1] <= s[name]["max"], name  # a midpoint, never above it
+        # the percentiles read back from the pairs as gwbench computed them
+        for p in (50, 90, 99):
+            want, seen = max(1, int(p / 100 * n + 0.5)), 0
+            for v, c in h:
+                seen += c
+                if seen >= want:
+                    break
+            assert v == s[name][f"p{p}"], (name, p)
+
+
 @pytest.mark.parametrize("api", ["responses", "gemini"])
 def test_load_counts_a_stream_without_its_end_as_unfinished(bench, api):
     up = bench("--fault", "error-mid", "--drop-after", 1)
