@@ -1358,6 +1358,7 @@ save_thread(void *arg)
 {
     struct save *sv = arg;
 
+    pthread_setname_np(pthread_self(), "gw-save");
     net_save_run(sv->job);
     /* the control base is thread-aware (evthread_use_pthreads): this wakes its loop */
     event_active(sv->ev, EV_READ, 1);
@@ -2070,6 +2071,7 @@ control_main(void *arg)
 {
     struct net_control *c = arg;
 
+    pthread_setname_np(pthread_self(), "gw-control");
     gw_thread_register(&c->thr);
     {
         struct timeval tick = {0, CONTROL_EVENTS_TICK_MS * 1000};

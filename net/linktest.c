@@ -96,6 +96,7 @@ linktest_main(void *arg)
     size_t i;
 
     (void)arg;
+    pthread_setname_np(pthread_self(), "gw-linktest");
     gw_thread_register(&gt);
     c = gw_conf_acquire(&gt);
     for (i = 0; c && i < c->n_providers; i++) {

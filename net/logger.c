@@ -94,6 +94,7 @@ logger_main(void *arg)
     long ms = LOGGER_TICK_MS;
 
     (void)arg;
+    pthread_setname_np(pthread_self(), "gw-log");
     /* Acquire load: pairs with the release store in net_logger_stop. */
     while (!ck_pr_load_uint(&logger_stop_flag)) {
         struct timespec tick;

@@ -134,6 +134,7 @@ rezone_main(void *arg)
     struct net_rezone *z = arg;
     struct gw_period cal;
 
+    pthread_setname_np(pthread_self(), "gw-rezone");
     for (;;) {
         pthread_mutex_lock(&z->mu);
         while (!z->pending && !z->stop)

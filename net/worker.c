@@ -255,6 +255,12 @@ worker_main(void *arg)
 
     tl_worker = w;
     gw_thread_register(&w->gt);
+    {
+        char name[16]; /* the kernel keeps 15 bytes: top -H, ps -L, perf show it */
+
+        snprintf(name, sizeof name, "gw-worker-%u", w->id);
+        pthread_setname_np(pthread_self(), name);
+    }
     /* event_base_dispatch, one turn at a time: each turn reads the clock afresh
      * (net_clock_turn). A turn returns 0, also when a callback broke the loop; 1 when no
      * event is left, -1 on an error. */

@@ -541,6 +541,7 @@ writer_main(void *arg)
     struct timespec until;
     uint64_t wake;
 
+    pthread_setname_np(pthread_self(), "gw-store");
     for (;;) {
         busy = commit_batch(s, cap); /* more may be waiting: no sleep */
         store_learned_commit(s);     /* learned quota limits, when any were put */

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/test_lifecycle.py - connections and the process: a client gone mid-stream,
 # a client too slow to read (backpressure), SIGTERM draining a running stream, rows
-# surviving a restart, a refused config.
+# surviving a restart, a refused config, the threads' names.
 
+import os
 import re
 import signal
 import time
@@ -73,6 +74,18 @@ def test_sigterm_lets_a_running_stream_finish(tmp_path, bench, gwd, restart):
     row = g2.wait_row(s.headers["x-request-id"])
     assert row["status"] == 200
     assert row["usage"]["output_tokens"] == 10
+
+
+def test_threads_are_named_for_top_and_perf(tmp_path, bench, gwd):
+    b = bench()
+    g = gwd(config(tmp_path, [provider("up", b)]))  # workers: 2
+    assert g.chat(chat_body()).status == 200
+
+    task = f"/proc/{g.p.pid}/task"
+    names = sorted(open(f"{task}/{t}/comm").read().strip() for t in os.listdir(task))
+    # main keeps the program's name; each thread of its own says what it is
+    for want in ("gwd", "gw-worker-0", "gw-worker-1", "gw-store", "gw-log", "gw-control"):
+        assert want in names, names
 
 
 def test_gwd_refuses_to_start_on_a_bad_config(tmp_path, bench):
