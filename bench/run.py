@@ -212,6 +212,14 @@ SLICES = 10
 # levels with where the scheduler puts the threads; pinned, only the code differs.
 PINNED_SLICES = 20
 PINNED_N = 1000
+# Pinned the same way, nginx joins those runs (its own PINNED_N requests each time), and
+# gwd, gwd+adm and nginx take turns at PINNED_TPUT_RUNS 64-connection runs each, for the
+# throughput and the proxy CPU per request with the code the only difference: unpinned,
+# nginx's CPU per request moved between 20 and 45 us from run to run on one day with
+# where the scheduler put it beside the load and the upstream (gwd's between 26 and 31).
+# Pinned, gwd's store writer shares the worker's CPU, so its commits sit on the
+# worker's latency (the 1-connection p99) as they do not unpinned.
+PINNED_TPUT_RUNS = 6
 # The API shapes: the path and the gwbench load --api of each, and the upstream route a
 # gwd's provider dialect sends to.
 API_PATH = {"chat": "/v1/chat/completions", "messages": "/v1/messages",
@@ -870,21 +878,28 @@ def main():
                     add(name, "anon_mb", peak[1] / 1024.0)
         cpus = sorted(os.sched_getaffinity(0))
         if len(pair) == 2 and len(cpus) >= 2 and shutil.which("taskset"):
-            # the pinned A/B (PINNED_SLICES above)
+            # the pinned runs (PINNED_SLICES and PINNED_TPUT_RUNS above)
             lo, hi = cpus[0], cpus[-1]
+            pinned = pair + [t for t in targets if t[0] == "nginx" and t[2]]
             pin(upstream.pid, {lo})
-            for _, _, proc in pair:
+            for _, _, proc in pinned:
                 pin(proc.pid, {hi})
-            print("bench: admission, pinned A/B", file=sys.stderr)
+            print("bench: pinned runs (admission A/B, nginx)", file=sys.stderr)
             for k in range(4 if a.quick else PINNED_SLICES):
-                for name, port, proc in (pair if k % 2 == 0 else pair[::-1]):
+                for name, port, proc in (pinned if k % 2 == 0 else pinned[::-1]):
                     s, _, _ = run(name, port, proc, ["--connections", "1", "--threads", "1",
                                                      "--warmup", str(SERIAL_WARMUP),
                                                      "--requests", str(PINNED_N + SERIAL_WARMUP)],
                                   cpu=lo)
                     add(name, "pinned_p50", s["latency_us"]["p50"])
                     add(name, "pinned_p99", s["latency_us"]["p99"])
-            for proc in [upstream] + [t[2] for t in pair]:
+            for k in range(2 if a.quick else PINNED_TPUT_RUNS):
+                for name, port, proc in (pinned if k % 2 == 0 else pinned[::-1]):
+                    s, cpu, _ = run(name, port, proc, ["--connections", "64", "--threads", "2",
+                                                       "--requests", str(n_tput)], cpu=lo)
+                    add(name, "pinned_rps", s["rps"])
+                    add(name, "pinned_cpu", cpu * 1e6 / max(1, s["completed"]))
+            for proc in [upstream] + [t[2] for t in pinned]:
                 pin(proc.pid, set(cpus))
         elapsed = time.time() - t_start
         if aport:
@@ -1072,6 +1087,25 @@ def main():
                          f"over its {ADM_CREDS} credentials' quota windows (every lease "
                          f"settled)")
 
+    # pinned: gwd, gwd+adm and nginx with one placement (PINNED_TPUT_RUNS above)
+    pin_table = None
+    if med("gwd", "pinned_cpu") is not None and med("nginx", "pinned_cpu") is not None:
+        pin_table = [["scenario", "gwd", "gwd+adm", "nginx", "gwd vs nginx",
+                      "gwd+adm vs gwd"]]
+        for label, k, fmt, cmp in [
+                ("pinned, 1 conn: latency p50 (us)", "pinned_p50", "{:.0f}", "diff"),
+                ("pinned, 1 conn: latency p99 (us)", "pinned_p99", "{:.0f}", "diff"),
+                ("pinned, 64 conns: throughput (req/s)", "pinned_rps", "{:.0f}", "pct"),
+                ("pinned: proxy CPU per request (us)", "pinned_cpu", "{:.1f}", "ratio")]:
+            g, ad, ng = med("gwd", k), med("gwd+adm", k), med("nginx", k)
+            pin_table.append([label] + [fmt.format(v) if v is not None else "-"
+                                        for v in (g, ad, ng)]
+                             + [compare(g, ng, cmp), compare(ad, g, cmp)])
+        runs = [f"{n} " + " ".join(f"{v:.1f}" for v in res[n]["pinned_cpu"])
+                for n in ("nginx", "gwd", "gwd+adm") if res.get(n, {}).get("pinned_cpu")]
+        notes.append("noise: pinned 64 conns proxy CPU per request in each run (us): "
+                     + "; ".join(runs))
+
     h2_table = None
     if med("gwd", "h2_rps") is not None:
         h2_table = [["scenario", "gwd", "nginx", "gwd vs nginx"]]
@@ -1171,6 +1205,12 @@ def main():
                f"{1 if a.quick else W2_ROUNDS} alternated rounds of the 1-connection "
                f"({n_serial} requests) and 64-connection ({n_tput} requests) runs, after the "
                f"one-worker rounds; added latency against direct's figures above")
+    pin_head = (f"pinned: every thread of the proxy on the last CPU, the load and the "
+                f"upstream on the first (the same for gwd, gwd+adm and nginx, one worker "
+                f"each), after the rounds: {4 if a.quick else PINNED_SLICES} alternated "
+                f"1-connection runs of {PINNED_N} requests (after {SERIAL_WARMUP} left out), "
+                f"then {2 if a.quick else PINNED_TPUT_RUNS} alternated 64-connection runs of "
+                f"{n_tput} requests; medians")
     print("\n".join(fmt_table(table)))
     if w2_table:
         print()
@@ -1178,6 +1218,9 @@ def main():
     if adm_table:
         print()
         print("\n".join(fmt_table(adm_table)))
+    if pin_table:
+        print()
+        print("\n".join(fmt_table(pin_table)))
     if h2_table:
         print()
         print("\n".join(fmt_table(h2_table)))
@@ -1186,6 +1229,8 @@ def main():
         print(w2_head)
     if adm_table:
         print(adm_head)
+    if pin_table:
+        print(pin_head)
     if h2_table:
         print(h2_head)
     for note in notes:
@@ -1196,6 +1241,8 @@ def main():
         md += [w2_head, ""] + md_table(w2_table) + [""]
     if adm_table:
         md += [adm_head, ""] + md_table(adm_table) + [""]
+    if pin_table:
+        md += [pin_head, ""] + md_table(pin_table) + [""]
     if h2_table:
         md += [h2_head, ""] + md_table(h2_table) + [""]
     for note in notes:
