@@ -48,9 +48,6 @@ static void refuse_and_close(struct net_conn *c, enum gw_code code, const char *
 
 /* ---- timers ---- */
 
-/* A deadline that moves later by less than this keeps the pending timer. */
-#define NET_TIMER_SLACK_MS 1000
-
 static void
 timer_add_ms(struct net_conn *c, uint64_t now_ms, uint64_t due_ms)
 {

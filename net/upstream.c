@@ -47,6 +47,7 @@
 #include "core/assert.h"
 #include "core/log.h"
 #include "net/h1resp.h"
+#include "net/logger.h"
 #include "net/upstream-priv.h"
 
 /*
@@ -194,9 +195,11 @@ struct net_upx {
     struct net_hoff *hv;  /* offsets into head */
     size_t n_hv, cap_hv;
     unsigned connect_ms, head_ms, idle_ms;
+    uint64_t due_ms; /* the phase's deadline (net_mono_us / 1000); 0: none */
     enum net_upx_phase phase;
     enum gw_code defer_rc; /* failure waiting for the defer event; GW_OK if none */
     bool defer_lookup;     /* the defer event starts the name lookup */
+    bool defer_on;         /* the defer event is active (x_defer until on_x_defer) */
     bool head_method;      /* HEAD: the response has no body */
     bool paused;
     bool in_send;   /* inside net_up_send: connection events wait for the loop */
@@ -225,8 +228,11 @@ struct net_upx {
     bool h2_closed;      /* nghttp2 closed the stream (or it never opened) */
     bool h2_bad;         /* we reset it: a head we could not take */
     /* Kept by x_get (not zeroed): inside the exchange, assigned once for its pool's loop
-     * when it is allocated (never pending while it waits in the cache). */
+     * when it is allocated. The timer may stay pending after the exchange ended, also
+     * while it waits in the cache (on_x_timer then finds nothing due): ending and
+     * starting exchanges does not add and delete it each time (x_arm). */
     struct event timer_ev, defer_ev;
+    uint64_t timer_at_ms; /* when timer_ev fires; 0: not pending */
 };
 
 struct net_uppool {
@@ -272,17 +278,35 @@ static enum gw_code host_value(struct gw_buf *b, const char *host, uint16_t port
 /* ---- small helpers ---- */
 
 static void
+x_timer_add(struct net_upx *x, uint64_t now_ms)
+{
+    uint64_t ms = x->due_ms > now_ms ? x->due_ms - now_ms : 0;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+    event_add(x->timer, &tv);
+    x->timer_at_ms = x->due_ms;
+}
+
+/* The phase's deadline <ms> from now (0: none). Lazy, as the client connection's
+ * (NET_TIMER_SLACK_MS): a pending timer at most that much before the deadline is kept
+ * and waits out the rest when it fires; lifting the deadline leaves it pending. An
+ * exchange a request, each with a head deadline, so adding and deleting the timer each
+ * time was the most of what timing cost a request. */
+static void
 x_arm(struct net_upx *x, unsigned ms)
 {
-    struct timeval tv;
+    uint64_t now;
 
     if (ms == 0) {
-        event_del(x->timer);
+        x->due_ms = 0;
         return;
     }
-    tv.tv_sec = ms / 1000;
-    tv.tv_usec = (long)(ms % 1000) * 1000;
-    event_add(x->timer, &tv);
+    now = net_mono_us() / 1000;
+    x->due_ms = now + ms;
+    if (x->timer_at_ms && x->timer_at_ms <= x->due_ms &&
+        x->due_ms - x->timer_at_ms < NET_TIMER_SLACK_MS)
+        return;
+    x_timer_add(x, now);
 }
 
 /* Arms the timeout of the current phase, or suspends it while paused (reading phases). */
@@ -299,6 +323,7 @@ x_arm_phase(struct net_upx *x)
 static void
 x_defer(struct net_upx *x)
 {
+    x->defer_on = true;
     event_active(x->defer, EV_TIMEOUT, 1);
 }
 
@@ -1097,6 +1122,7 @@ x_put(struct net_upx *x)
 
     x_bufs_fini(x);
     if (p->freeing || p->n_x_cache >= NET_UPX_CACHE_MAX) {
+        event_del(x->timer); /* maybe still pending (x_arm) */
         gw_free(x);
         return;
     }
@@ -1137,6 +1163,7 @@ x_cache_free(struct net_uppool *p)
         struct net_upx *x = p->x_cache;
 
         p->x_cache = x->next;
+        event_del(&x->timer_ev); /* maybe still pending (x_arm) */
         gw_free(x);
     }
     p->n_x_cache = 0;
@@ -1157,8 +1184,9 @@ x_free(struct net_upx *x)
     if (x->h2)
         h2_detach(x);
     x_unlink(x);
-    event_del(x->timer);
-    event_del(x->defer);
+    x->due_ms = 0; /* the timer may stay pending: on_x_timer finds nothing due */
+    if (x->defer_on)
+        event_del(x->defer);
     x->magic_ = 0;
     x_put(x);
 }
@@ -1527,10 +1555,19 @@ static void
 on_x_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct net_upx *x = arg;
+    uint64_t now = net_mono_us() / 1000;
 
     (void)fd;
     (void)what;
-    GW_CHECK_OBJ(x, NET_UPX_MAGIC);
+    x->timer_at_ms = 0;
+    /* Left pending by x_arm: the exchange ended (it waits in the cache, magic_ 0), or its
+     * phase has no deadline now (paused, or between phases). */
+    if (x->magic_ != NET_UPX_MAGIC || x->due_ms == 0)
+        return;
+    if (now < x->due_ms) { /* the deadline moved after the timer was added: the rest */
+        x_timer_add(x, now);
+        return;
+    }
     x_fail(x, GW_E_UPSTREAM_TIMEOUT);
 }
 
@@ -1542,6 +1579,7 @@ on_x_defer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     GW_CHECK_OBJ(x, NET_UPX_MAGIC);
+    x->defer_on = false;
     if (x->defer_rc != GW_OK) {
         x_fail(x, x->defer_rc);
         return;

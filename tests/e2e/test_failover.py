@@ -100,6 +100,24 @@ def test_failover_on_upstream_timeout(tmp_path, bench, gwd, fault, stream, failo
     assert_failed_then_ok(g.wait_row(r.headers["x-request-id"]))
 
 
+def test_first_byte_timeout_holds_on_exchanges_used_before(tmp_path, bench, gwd):
+    # The exchange's timer is lazy: it stays pending when an exchange ends and is cached,
+    # and a reused exchange keeps it when the new deadline is close after it. Each of the
+    # requests before the slow one reuses exchanges with such timers; the slow one must
+    # still time out (4 s of the upstream's against the 1 s first-byte timeout).
+    b = bench()
+    g = gwd(config(tmp_path, [provider("up", b)], server={"workers": 1},
+                   failover={"first_byte_timeout_secs": 1}))
+    for _ in range(20):
+        assert g.chat(chat_body()).status == 200
+
+    r = g.chat(chat_body(), headers={"x-bench-ttft-ms": "4000"})
+
+    assert r.status == 504, r
+    assert r.json()["error"]["code"] == "gw.upstream.timeout"
+    assert g.chat(chat_body()).status == 200  # and the next exchange is answered
+
+
 @pytest.mark.parametrize("status", [400, 413, 422])
 @pytest.mark.parametrize("stream", [False, True])
 def test_request_error_from_upstream_is_passed_back_without_failover(tmp_path, bench, gwd,
