@@ -289,9 +289,9 @@ x_timer_add(struct net_upx *x, uint64_t now_ms)
 
 /* The phase's deadline <ms> from now (0: none). Lazy, as the client connection's
  * (NET_TIMER_SLACK_MS): a pending timer at most that much before the deadline is kept
- * and waits out the rest when it fires; lifting the deadline leaves it pending. An
- * exchange a request, each with a head deadline, so adding and deleting the timer each
- * time was the most of what timing cost a request. */
+ * and waits out the rest when it fires; lifting the deadline leaves it pending. Every
+ * request has an exchange with a head deadline: adding and deleting the timer for each
+ * was most of what a request's timing cost. */
 static void
 x_arm(struct net_upx *x, unsigned ms)
 {
