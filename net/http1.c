@@ -48,53 +48,25 @@ static void refuse_and_close(struct net_conn *c, enum gw_code code, const char *
 
 /* ---- timers ---- */
 
-static void
-timer_add_ms(struct net_conn *c, uint64_t now_ms, uint64_t due_ms)
-{
-    uint64_t ms = due_ms > now_ms ? due_ms - now_ms : 0;
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-
-    evtimer_add(c->timer, &tv);
-    c->timer_at_ms = due_ms;
-}
-
 /* The idle deadline moves with every request on a kept-alive connection, and re-adding
- * the timer each time cost more than the rest of a request's timing: a deadline later
- * than the pending timer by less than NET_TIMER_SLACK_MS keeps it, and on_timer, when it
- * fires before the deadline, waits out the rest. Nothing times out early. */
+ * the timer each time cost more than the rest of a request's timing: the deadline is
+ * lazy (net/deadline.h). */
 static void
 timer_arm(struct net_conn *c, unsigned secs)
 {
-    uint64_t now = net_mono_us() / 1000;
-
-    c->due_ms = now + (uint64_t)secs * 1000;
-    if (c->timer_at_ms && c->timer_at_ms <= c->due_ms &&
-        c->due_ms - c->timer_at_ms < NET_TIMER_SLACK_MS)
-        return;
-    timer_add_ms(c, now, c->due_ms);
-}
-
-static void
-timer_del(struct net_conn *c)
-{
-    evtimer_del(c->timer);
-    c->timer_at_ms = 0;
+    net_deadline_set(&c->dl, (uint64_t)secs * 1000);
 }
 
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct net_conn *c = arg;
-    uint64_t now = net_mono_us() / 1000;
 
     (void)fd;
     (void)what;
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
-    c->timer_at_ms = 0;
-    if (now < c->due_ms) { /* a deadline moved after the timer was added: the rest */
-        timer_add_ms(c, now, c->due_ms);
+    if (!net_deadline_fired(&c->dl))
         return;
-    }
     switch (c->state) {
     case NET_CONN_IDLE:
         conn_free(c); /* keep-alive idle, a lingering close or a bounded flush: close */
@@ -169,8 +141,8 @@ conn_free(struct net_conn *c)
         net_stream_client_gone(s); /* clears its pointer to c and finishes its row */
     }
     unlink_conn(c);
-    if (c->timer)
-        event_free(c->timer);
+    if (c->dl.ev)
+        event_free(c->dl.ev);
     if (c->bev && (c->flags & NET_CONN_F_TLS))
         net_tls_close_notify(c->bev);
     net_sockread_fini(&c->rd); /* before the socket closes with the bufferevent */
@@ -228,7 +200,7 @@ static void
 conn_close_after_flush(struct net_conn *c)
 {
     c->flags |= NET_CONN_F_CLOSING;
-    timer_del(c);
+    net_deadline_stop(&c->dl);
     net_sockread_disable(&c->rd);
     net_body_release(&c->body_held); /* nothing more is read into it */
     gw_conf_release(c->conf);
@@ -385,14 +357,14 @@ conn_accept(struct net_worker *w, int fd, bool tls)
     } else {
         c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
     }
-    c->timer = evtimer_new(w->base, on_timer, c);
-    if (!c->bev || !c->timer || !net_sockread_init(&c->rd, w->base, c->bev, !tls)) {
+    c->dl.ev = evtimer_new(w->base, on_timer, c);
+    if (!c->bev || !c->dl.ev || !net_sockread_init(&c->rd, w->base, c->bev, !tls)) {
         if (c->bev)
             bufferevent_free(c->bev);
         else
             evutil_closesocket(fd);
-        if (c->timer)
-            event_free(c->timer);
+        if (c->dl.ev)
+            event_free(c->dl.ev);
         gw_free(c);
         ck_pr_dec_uint(&conns_open);
         gw_conf_release(conf);

@@ -1064,7 +1064,7 @@ net_h2_start(struct net_conn *c)
     h->c = c;
     c->h2 = h;
     c->state = NET_CONN_BUSY; /* http1.c's reading and timer are done with it */
-    evtimer_del(c->timer);
+    net_deadline_stop(&c->dl);
     bucket_init(&h->resets, NET_H2_RESET_BURST);
     bucket_init(&h->ctrl, NET_H2_CTRL_BURST);
     h->quiet_us = h->wrote_us = net_mono_us();

@@ -19,12 +19,6 @@ uint64_t net_now_ms(void);
 /* Monotonic clock in microseconds. */
 uint64_t net_mono_us(void);
 
-/* Lazy timers (the client connection's deadlines, net/http1.c; the upstream exchange's
- * phase timeout, net/upstream.c): a deadline that moves later than the pending timer by
- * less than this keeps it, and the timer, when it fires before the deadline, waits out
- * the rest. Nothing times out early. */
-#define NET_TIMER_SLACK_MS 1000
-
 /* A worker's clock is read once per loop turn, as nginx reads its own (a request read
  * it 17 times, 1.7% of gwd's cycles under perf): net_clock_turn, called before each turn
  * of the thread's event loop, makes the two clocks above answer, until the next call,

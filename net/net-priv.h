@@ -36,6 +36,7 @@
 #include "core/snap.h"
 #include "core/str.h"
 #include "dialects/sigv4.h"
+#include "net/deadline.h"
 #include "net/endpoint.h"
 #include "net/sockread.h"
 #include "net/h1req.h"
@@ -114,9 +115,7 @@ struct net_conn {
     struct net_sockread rd; /* reads bev's socket (plain: without FIONREAD) */
     enum net_conn_state state;
     unsigned flags;
-    struct event *timer;  /* header, body, idle and linger deadlines */
-    uint64_t due_ms;      /* HTTP/1.1: the deadline wanted (net_mono_us / 1000) */
-    uint64_t timer_at_ms; /* ... and when the pending timer fires; 0: none pending */
+    struct net_deadline dl; /* header, body, idle and linger deadlines (HTTP/1.1) */
     unsigned header_timeout_secs, body_timeout_secs, idle_timeout_secs;
     /* the request being read (method, url, headers, body; net/h1req.h) */
     struct net_h1req rq;

@@ -47,7 +47,7 @@
 #include "core/assert.h"
 #include "core/log.h"
 #include "net/h1resp.h"
-#include "net/logger.h"
+#include "net/deadline.h"
 #include "net/upstream-priv.h"
 
 /*
@@ -186,7 +186,6 @@ struct net_upx {
     struct net_upx *prev, *next; /* pool's live list */
     struct net_up_cbs cbs;
     void *arg;
-    struct event *timer;  /* the phase's timeout: &timer_ev */
     struct event *defer;  /* deferred work (a failure, a resume, a lookup start): &defer_ev */
     struct gw_buf req;    /* request bytes not yet handed to a bufferevent */
     struct gw_buf retry;  /* copy kept while a keep-alive retry is possible */
@@ -195,7 +194,6 @@ struct net_upx {
     struct net_hoff *hv;  /* offsets into head */
     size_t n_hv, cap_hv;
     unsigned connect_ms, head_ms, idle_ms;
-    uint64_t due_ms; /* the phase's deadline (net_mono_us / 1000); 0: none */
     enum net_upx_phase phase;
     enum gw_code defer_rc; /* failure waiting for the defer event; GW_OK if none */
     bool defer_lookup;     /* the defer event starts the name lookup */
@@ -228,11 +226,12 @@ struct net_upx {
     bool h2_closed;      /* nghttp2 closed the stream (or it never opened) */
     bool h2_bad;         /* we reset it: a head we could not take */
     /* Kept by x_get (not zeroed): inside the exchange, assigned once for its pool's loop
-     * when it is allocated. The timer may stay pending after the exchange ended, also
-     * while it waits in the cache (on_x_timer then finds nothing due): ending and
-     * starting exchanges does not add and delete it each time (x_arm). */
+     * when it is allocated. The phase's deadline (dl, on timer_ev) is lazy: its timer may
+     * stay pending after the exchange ended, also while it waits in the cache (x_free
+     * lifts the deadline, so on_x_timer finds nothing due); ending and starting exchanges
+     * does not add and delete it each time. */
     struct event timer_ev, defer_ev;
-    uint64_t timer_at_ms; /* when timer_ev fires; 0: not pending */
+    struct net_deadline dl;
 };
 
 struct net_uppool {
@@ -277,36 +276,16 @@ static enum gw_code host_value(struct gw_buf *b, const char *host, uint16_t port
 
 /* ---- small helpers ---- */
 
-static void
-x_timer_add(struct net_upx *x, uint64_t now_ms)
-{
-    uint64_t ms = x->due_ms > now_ms ? x->due_ms - now_ms : 0;
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-
-    event_add(x->timer, &tv);
-    x->timer_at_ms = x->due_ms;
-}
-
-/* The phase's deadline <ms> from now (0: none). Lazy, as the client connection's
- * (NET_TIMER_SLACK_MS): a pending timer at most that much before the deadline is kept
- * and waits out the rest when it fires; lifting the deadline leaves it pending. Every
- * request has an exchange with a head deadline: adding and deleting the timer for each
- * was most of what a request's timing cost. */
+/* The phase's deadline <ms> from now (0: none). Lazy (net/deadline.h): every request has
+ * an exchange with a head deadline, and adding and deleting the timer for each was most
+ * of what a request's timing cost. */
 static void
 x_arm(struct net_upx *x, unsigned ms)
 {
-    uint64_t now;
-
-    if (ms == 0) {
-        x->due_ms = 0;
-        return;
-    }
-    now = net_mono_us() / 1000;
-    x->due_ms = now + ms;
-    if (x->timer_at_ms && x->timer_at_ms <= x->due_ms &&
-        x->due_ms - x->timer_at_ms < NET_TIMER_SLACK_MS)
-        return;
-    x_timer_add(x, now);
+    if (ms == 0)
+        net_deadline_lift(&x->dl);
+    else
+        net_deadline_set(&x->dl, ms);
 }
 
 /* Arms the timeout of the current phase, or suspends it while paused (reading phases). */
@@ -1122,7 +1101,7 @@ x_put(struct net_upx *x)
 
     x_bufs_fini(x);
     if (p->freeing || p->n_x_cache >= NET_UPX_CACHE_MAX) {
-        event_del(x->timer); /* maybe still pending (x_arm) */
+        net_deadline_stop(&x->dl); /* maybe still pending (x_arm) */
         gw_free(x);
         return;
     }
@@ -1149,9 +1128,9 @@ x_get(struct net_uppool *p)
         if (!x)
             return NULL;
         event_assign(&x->timer_ev, p->base, -1, 0, on_x_timer, x);
+        x->dl.ev = &x->timer_ev;
         event_assign(&x->defer_ev, p->base, -1, 0, on_x_defer, x);
     }
-    x->timer = &x->timer_ev;
     x->defer = &x->defer_ev;
     return x;
 }
@@ -1163,7 +1142,7 @@ x_cache_free(struct net_uppool *p)
         struct net_upx *x = p->x_cache;
 
         p->x_cache = x->next;
-        event_del(&x->timer_ev); /* maybe still pending (x_arm) */
+        net_deadline_stop(&x->dl); /* maybe still pending (x_arm) */
         gw_free(x);
     }
     p->n_x_cache = 0;
@@ -1184,7 +1163,7 @@ x_free(struct net_upx *x)
     if (x->h2)
         h2_detach(x);
     x_unlink(x);
-    x->due_ms = 0; /* the timer may stay pending: on_x_timer finds nothing due */
+    net_deadline_lift(&x->dl); /* its timer may stay pending: on_x_timer finds nothing due */
     if (x->defer_on)
         event_del(x->defer);
     x->magic_ = 0;
@@ -1555,19 +1534,14 @@ static void
 on_x_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct net_upx *x = arg;
-    uint64_t now = net_mono_us() / 1000;
 
     (void)fd;
     (void)what;
-    x->timer_at_ms = 0;
-    /* Left pending by x_arm: the exchange ended (it waits in the cache, magic_ 0), or its
-     * phase has no deadline now (paused, or between phases). */
-    if (x->magic_ != NET_UPX_MAGIC || x->due_ms == 0)
+    /* Left pending by x_arm: an ended exchange (in the cache, magic_ 0) has its deadline
+     * lifted, as has a paused one; an early timer is added again for the rest. */
+    if (!net_deadline_fired(&x->dl))
         return;
-    if (now < x->due_ms) { /* the deadline moved after the timer was added: the rest */
-        x_timer_add(x, now);
-        return;
-    }
+    GW_CHECK_OBJ(x, NET_UPX_MAGIC);
     x_fail(x, GW_E_UPSTREAM_TIMEOUT);
 }
 
@@ -2613,7 +2587,7 @@ net_up_send(struct net_uppool *p, const struct net_up_req *req, const struct net
     return x;
 
 fail:
-    event_del(x->timer);
+    net_deadline_stop(&x->dl);
     event_del(x->defer);
     x_bufs_fini(x);
     gw_free(x);

@@ -783,7 +783,7 @@ net_ws_upgrade(struct net_conn *c, const char **why)
     c->ws = ws;
     c->flags &= ~NET_CONN_F_FRESH;
     c->state = NET_CONN_BUSY; /* the socket is ours: http1.c reads no more requests on it */
-    evtimer_del(c->timer);
+    net_deadline_stop(&c->dl);
     net_conn_write(c, h.data, h.len);
     gw_buf_fini(&h);
     ws->moved_us = ws->last_us;
