@@ -123,7 +123,14 @@ add_row(struct cli_table *t, json_t *row)
     snprintf(time_s, sizeof(time_s), "%s", ts);
     if (strlen(time_s) > 10 && time_s[10] == 'T')
         time_s[10] = ' ';
-    snprintf(id, sizeof(id), "%s", str_or_dash(row, "id"));
+    /* The id's last 8 characters: its first 12 are the time it was made (the TIME
+     * column), the rest random. */
+    {
+        const char *full = str_or_dash(row, "id");
+        size_t n = strlen(full);
+
+        snprintf(id, sizeof(id), "%s", n > sizeof(id) - 1 ? full + n - (sizeof(id) - 1) : full);
+    }
     snprintf(status, sizeof(status), "%lld",
              (long long)json_integer_value(json_object_get(row, "status")));
     snprintf(tokens, sizeof(tokens), "%s%lld/%lld",

@@ -270,7 +270,8 @@ void net_respond_error(struct net_conn *c, const char *req_id, enum gw_code code
 struct dl_openai_req;
 uint64_t net_conversation_key(const char *client, struct gw_str session_id,
                               const struct dl_openai_req *r);
-/* A fresh x-request-id (32 hex) into <out>. */
+/* A fresh x-request-id (32 hex) into <out>: 12 of the wall clock's milliseconds, then 20
+ * of the worker's generator, so that ids sort by the time they were made. */
 void net_worker_request_id(struct net_worker *w, char out[33]);
 
 #endif

@@ -72,17 +72,23 @@ void
 net_worker_request_id(struct net_worker *w, char out[33])
 {
     unsigned char b[16];
+    uint64_t ms = net_now_ms();
     int i;
 
+    /* The wall clock's milliseconds first, big-endian, so that ids (and the Responses
+     * ids made of them, the keys of the store's "responses") sort by time: a key that
+     * sorts near the last lands in the tree's last leaf instead of a random one. */
+    for (i = 0; i < 6; i++)
+        b[i] = (unsigned char)(ms >> (40 - 8 * i));
     for (i = 0; i < 2; i++) {
-        /* xorshift128+: ids need to be unique, not secret. */
+        /* xorshift128+ for the other 80 bits: ids need to be unique, not secret. */
         uint64_t s1 = w->rng[0], s0 = w->rng[1], r;
 
         w->rng[0] = s0;
         s1 ^= s1 << 23;
         w->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
         r = w->rng[1] + s0;
-        memcpy(b + 8 * i, &r, 8);
+        memcpy(b + 6 + 5 * i, &r, 5);
     }
     gw_hex_encode(b, sizeof(b), out);
 }

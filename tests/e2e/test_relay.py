@@ -160,6 +160,27 @@ def test_keep_alive_serves_several_requests_on_one_connection(tmp_path, bench, g
         conn.close()
 
 
+def test_request_ids_begin_with_the_time_they_were_made(tmp_path, bench, gwd):
+    """An x-request-id's first 12 hex digits are the wall clock's milliseconds when the
+    request came (so ids, and the Responses ids made of them, sort by time); the other
+    20 differ between requests made in the same millisecond."""
+    b = bench()
+    g = gwd(config(tmp_path, [provider("up", b)]))
+    ids, before, after = [], [], []
+    for _ in range(20):
+        before.append(int(time.time() * 1000))
+        r = g.chat(chat_body())
+        after.append(int(time.time() * 1000))
+        assert r.status == 200, r
+        ids.append(r.headers["x-request-id"])
+    for i, rid in enumerate(ids):
+        assert REQ_ID_RE.match(rid), rid
+        assert before[i] <= int(rid[:12], 16) <= after[i], (rid, before[i], after[i])
+    # made one after another: their times never go back, and never collide as a whole
+    assert [i[:12] for i in ids] == sorted(i[:12] for i in ids), ids
+    assert len({i[12:] for i in ids}) == len(ids), ids
+
+
 def test_x_bench_request_headers_reach_the_upstream(tmp_path, bench, gwd):
     b = bench("--chunks", 1)
     g = gwd(config(tmp_path, [provider("up", b)]))
