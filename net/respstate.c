@@ -3,8 +3,9 @@
  * previous_response_id, and the conversations the gateway keeps so it can honour it.
  *
  * A request with previous_response_id looks its record up in the store (store/,
- * store_resp_get). Found, made by a Responses upstream: that upstream is tried first
- * (routing's sticky slot) and gets the body as it came; any other candidate gets the
+ * store_resp_get), among the records of its own client (gateway key): another client's
+ * is not found, as if it were not there. Found, made by a Responses upstream: that upstream is
+ * tried first (routing's sticky slot) and gets the body as it came; any other candidate gets the
  * body expanded with the recorded items (dialects/responses.h, dl_responses_expand),
  * spliced for another Responses upstream or converted through the hub. Not found: only
  * Responses upstreams can take it (the id may be theirs); every other one is passed over
@@ -83,7 +84,8 @@ net_resp_prepare(struct net_stream *s, struct gw_buf *why)
 
         memcpy(id, prev.ptr, prev.len);
         id[prev.len] = '\0';
-        if (store_resp_get(s->w->store, id, s->prev_provider, &shape, &s->prev_items) != GW_OK)
+        if (store_resp_get(s->w->store, id, s->row->client, s->prev_provider, &shape,
+                           &s->prev_items) != GW_OK)
             return GW_OK;
     }
     s->prev_found = true;
@@ -228,8 +230,8 @@ net_resp_keep(struct net_stream *s)
                         s->creq.store != 0 ? (int)s->up_shape : (int)DL_SHAPE_CHAT, items.data,
                         items.len);
     if (rc == GW_OK && keeps_stored(s))
-        rc = store_resp_put(s->w->store, id, p->name, (int)s->up_shape, net_now_ms(), items.data,
-                            items.len);
+        rc = store_resp_put(s->w->store, id, s->row->client, p->name, (int)s->up_shape,
+                            net_now_ms(), items.data, items.len);
     if (rc != GW_OK) {
         struct gw_log_ctx lc = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
 

@@ -23,6 +23,8 @@
  *   byte 3     flags (none defined yet; readers ignore unknown bits)
  *   bytes 4-11 be64 ts_ms
  *   byte 12    provider name length P (<= GW_NAME_MAX), then its P bytes
+ * Version 2 appends: the client's name length C (<= GW_NAME_MAX), then its C bytes (the
+ *   gateway key whose request made it; only that client may continue it).
  * A later version appends head fields after the name and raises H; a reader uses the
  * fields it knows and starts the items at H, so both stay readable. The response id is
  * the key, not repeated in the value.
@@ -319,23 +321,27 @@ store_row_decode_client(const unsigned char *buf, size_t len, char *client)
 
 size_t
 store_resp_head_encode(unsigned char *buf, uint64_t ts_ms, const char *provider, size_t plen,
-                       int shape, unsigned flags)
+                       const char *client, size_t clen, int shape, unsigned flags)
 {
+    size_t at = STORE_RESP_HEAD_FIXED + plen;
+
     buf[0] = STORE_RESP_ENC_VERSION;
-    buf[1] = (unsigned char)(STORE_RESP_HEAD_FIXED + plen);
+    buf[1] = (unsigned char)(at + 1 + clen);
     buf[2] = (unsigned char)shape;
     buf[3] = (unsigned char)flags;
     store_be64_put(buf + 4, ts_ms);
     buf[12] = (unsigned char)plen;
     memcpy(buf + STORE_RESP_HEAD_FIXED, provider, plen);
-    return STORE_RESP_HEAD_FIXED + plen;
+    buf[at] = (unsigned char)clen;
+    memcpy(buf + at + 1, client, clen);
+    return at + 1 + clen;
 }
 
 bool
 store_resp_head_decode(const unsigned char *val, size_t len, uint64_t *ts_ms, char *provider,
-                       int *shape, unsigned *flags, size_t *items_off)
+                       char *client, int *shape, unsigned *flags, size_t *items_off)
 {
-    size_t head, plen;
+    size_t head, plen, clen = 0;
 
     if (len < STORE_RESP_HEAD_FIXED || val[0] < 1)
         return false;
@@ -343,6 +349,18 @@ store_resp_head_decode(const unsigned char *val, size_t len, uint64_t *ts_ms, ch
     plen = val[12];
     if (plen > GW_NAME_MAX || head < STORE_RESP_HEAD_FIXED + plen || head > len)
         return false;
+    if (val[0] >= 2) {
+        if (head < STORE_RESP_HEAD_FIXED + plen + 1)
+            return false;
+        clen = val[STORE_RESP_HEAD_FIXED + plen];
+        if (clen > GW_NAME_MAX || head < STORE_RESP_HEAD_FIXED + plen + 1 + clen)
+            return false;
+    }
+    if (client) {
+        if (clen)
+            memcpy(client, val + STORE_RESP_HEAD_FIXED + plen + 1, clen);
+        client[clen] = '\0';
+    }
     if (ts_ms)
         *ts_ms = store_be64_get(val + 4);
     if (shape)

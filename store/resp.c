@@ -89,11 +89,11 @@ table_find(struct store *s, const char *id, size_t id_len)
 /* ---- put ---- */
 
 static struct store_resp *
-resp_new(const char *id, size_t id_len, const char *provider, size_t plen, int shape,
-         uint64_t ts_ms, const char *items, size_t len)
+resp_new(const char *id, size_t id_len, const char *client, size_t clen, const char *provider,
+         size_t plen, int shape, uint64_t ts_ms, const char *items, size_t len)
 {
     unsigned char head[STORE_RESP_HEAD_MAX];
-    size_t hlen = store_resp_head_encode(head, ts_ms, provider, plen, shape, 0);
+    size_t hlen = store_resp_head_encode(head, ts_ms, provider, plen, client, clen, shape, 0);
     struct store_resp *r = gw_malloc(sizeof *r + hlen + len);
 
     if (!r)
@@ -122,19 +122,20 @@ put_refused(struct store *s, enum gw_code code)
 }
 
 enum gw_code
-store_resp_put(struct store *s, const char *id, const char *provider, int shape, uint64_t ts_ms,
-               const char *items, size_t len)
+store_resp_put(struct store *s, const char *id, const char *client, const char *provider, int shape,
+               uint64_t ts_ms, const char *items, size_t len)
 {
     size_t id_len = strnlen(id, STORE_RESP_ID_MAX + 1);
+    size_t clen = strnlen(client, GW_NAME_MAX + 1);
     size_t plen = strnlen(provider, GW_NAME_MAX + 1);
     struct store_resp *r, **b;
 
-    if (id_len == 0 || id_len > STORE_RESP_ID_MAX || plen > GW_NAME_MAX || shape < 0 ||
-        shape > 255 || (!items && len))
+    if (id_len == 0 || id_len > STORE_RESP_ID_MAX || clen == 0 || clen > GW_NAME_MAX ||
+        plen > GW_NAME_MAX || shape < 0 || shape > 255 || (!items && len))
         return GW_E_BAD_REQUEST;
     if (len > STORE_RESP_ITEMS_MAX)
         return put_refused(s, GW_E_BODY_TOO_LARGE);
-    r = resp_new(id, id_len, provider, plen, shape, ts_ms, items, len);
+    r = resp_new(id, id_len, client, clen, provider, plen, shape, ts_ms, items, len);
     if (!r)
         return put_refused(s, GW_E_NOMEM);
     pthread_mutex_lock(&s->resp_mu);
@@ -160,20 +161,27 @@ store_resp_put(struct store *s, const char *id, const char *provider, int shape,
 
 /* ---- get ---- */
 
-/* Copies the value <val> (<len> bytes) out: provider, shape, items. */
+/* Copies the value <val> (<len> bytes) out: provider, shape, items; GW_E_NOT_FOUND when
+ * it is not <client>'s (made under a name <client> never had, or before responses had
+ * an owner), as if it were not there. <txn> is the read transaction <val> lies in, or
+ * NULL for a value in memory. */
 static enum gw_code
-copy_out(const unsigned char *val, size_t len, char *provider, int *shape, struct gw_buf *items)
+copy_out(struct store *s, MDB_txn *txn, const unsigned char *val, size_t len, const char *client,
+         char *provider, int *shape, struct gw_buf *items)
 {
+    char owner[GW_NAME_MAX + 1];
     size_t off;
 
-    if (!store_resp_head_decode(val, len, NULL, provider, shape, NULL, &off))
+    if (!store_resp_head_decode(val, len, NULL, provider, owner, shape, NULL, &off))
         return GW_E_STORE_IO;
+    if (strcmp(owner, client) != 0 && (!owner[0] || !store_client_was(s, txn, client, owner)))
+        return GW_E_NOT_FOUND;
     return gw_buf_append(items, val + off, len - off);
 }
 
 enum gw_code
-store_resp_get(struct store *s, const char *id, char provider[GW_NAME_MAX + 1], int *shape,
-               struct gw_buf *items)
+store_resp_get(struct store *s, const char *id, const char *client, char provider[GW_NAME_MAX + 1],
+               int *shape, struct gw_buf *items)
 {
     size_t id_len = strnlen(id, STORE_RESP_ID_MAX + 1);
     struct store_resp *r;
@@ -188,7 +196,7 @@ store_resp_get(struct store *s, const char *id, char provider[GW_NAME_MAX + 1], 
         return GW_E_NOT_FOUND; /* no put accepts such an id */
     r = table_find(s, id, id_len);
     if (r) {
-        code = copy_out(r->val, r->len, provider, shape, items);
+        code = copy_out(s, NULL, r->val, r->len, client, provider, shape, items);
         store_resp_unref(r);
     } else {
         /* Begun after the table lookup: a response that had left the table is committed
@@ -199,7 +207,8 @@ store_resp_get(struct store *s, const char *id, char provider[GW_NAME_MAX + 1], 
         k.mv_data = (void *)(uintptr_t)id;
         rc = mdb_get(txn, s->dbi_resp, &k, &v);
         if (rc == 0)
-            code = copy_out(v.mv_data, v.mv_size, provider, shape, items); /* before the end */
+            code = copy_out(s, txn, v.mv_data, v.mv_size, client, provider, shape,
+                            items); /* before the end */
         else
             code = rc == MDB_NOTFOUND ? GW_E_NOT_FOUND : GW_E_STORE_IO;
         mdb_txn_abort(txn);
@@ -254,7 +263,8 @@ write_one(struct store *s, MDB_txn *txn, const struct store_resp *r)
     int rc;
 
     rc = mdb_get(txn, s->dbi_resp, &k, &v);
-    if (rc == 0 && store_resp_head_decode(v.mv_data, v.mv_size, &old_ts, NULL, NULL, NULL, NULL)) {
+    if (rc == 0 &&
+        store_resp_head_decode(v.mv_data, v.mv_size, &old_ts, NULL, NULL, NULL, NULL, NULL)) {
         tk.mv_size = store_resp_ts_key(tkey, old_ts, r->id, r->id_len);
         tk.mv_data = tkey;
         rc = mdb_del(txn, s->dbi_resp_ts, &tk, NULL);
@@ -363,7 +373,7 @@ store_resp_prune_chunk(struct store *s, uint64_t cutoff_ms, unsigned max, bool *
          * Reading the head touches the first page of the value, nothing more. */
         rc = mdb_get(txn, s->dbi_resp, &ik, &iv);
         if (rc == 0 &&
-            (!store_resp_head_decode(iv.mv_data, iv.mv_size, &ts, NULL, NULL, NULL, NULL) ||
+            (!store_resp_head_decode(iv.mv_data, iv.mv_size, &ts, NULL, NULL, NULL, NULL, NULL) ||
              ts < cutoff_ms)) {
             if ((rc = mdb_del(txn, s->dbi_resp, &ik, NULL)) != 0)
                 break;

@@ -36,9 +36,10 @@
 #define STORE_LEARNED_KEY_MAX (GW_NAME_MAX + 1 + GW_MODEL_MAX + 1 + 13 + 1)
 
 /* Responses conversations (store/resp.c). */
-#define STORE_RESP_ENC_VERSION 1u
+#define STORE_RESP_ENC_VERSION 2u
 #define STORE_RESP_HEAD_FIXED 13 /* version, head length, shape, flags, be64 ts, name length */
-#define STORE_RESP_HEAD_MAX (STORE_RESP_HEAD_FIXED + GW_NAME_MAX)
+/* the fixed part, the provider's name, the client's name with its length byte (v2) */
+#define STORE_RESP_HEAD_MAX (STORE_RESP_HEAD_FIXED + GW_NAME_MAX + 1 + GW_NAME_MAX)
 #define STORE_RESP_TS_KEY_MAX (8 + STORE_RESP_ID_MAX) /* be64 ts_ms | id */
 #define STORE_RESP_BUCKETS 256u                       /* pending table; power of two */
 #define STORE_RESP_PENDING_MAX ((size_t)256 << 20)    /* bytes held before commit, all puts */
@@ -214,16 +215,22 @@ bool store_row_decode_client(const unsigned char *buf, size_t len, char *client)
 
 /* Writes the head of a stored response into <buf> (STORE_RESP_HEAD_MAX bytes): version,
  * head length, <shape> (0..255), <flags>, be64 <ts_ms>, the length of <provider> and its
- * <plen> bytes (plen <= GW_NAME_MAX). Returns the head length; the items follow it. */
+ * <plen> bytes, the length of <client> and its <clen> bytes (each at most GW_NAME_MAX).
+ * Returns the head length; the items follow it. */
 size_t store_resp_head_encode(unsigned char *buf, uint64_t ts_ms, const char *provider, size_t plen,
-                              int shape, unsigned flags);
+                              const char *client, size_t clen, int shape, unsigned flags);
 
 /* Reads the head of a stored response value (<len> bytes at <val>): sets <ts_ms>,
- * <provider> (GW_NAME_MAX + 1 bytes, NUL-terminated), <shape>, <flags> and <items_off>
- * (where the items start). Any argument but <val> may be NULL. false when the bytes are
- * not a response value or are cut short. Pure; any thread. */
+ * <provider> and <client> (GW_NAME_MAX + 1 bytes each, NUL-terminated; the client is ""
+ * in a version 1 head, which had none), <shape>, <flags> and <items_off> (where the
+ * items start). Any argument but <val> may be NULL. false when the bytes are not a
+ * response value or are cut short. Pure; any thread. */
 bool store_resp_head_decode(const unsigned char *val, size_t len, uint64_t *ts_ms, char *provider,
-                            int *shape, unsigned *flags, size_t *items_off);
+                            char *client, int *shape, unsigned *flags, size_t *items_off);
+
+/* Whether client <client> was once called <old> (store_client_renamed), read in <txn>,
+ * or in a read transaction of its own when <txn> is NULL. Any thread. */
+bool store_client_was(struct store *s, MDB_txn *txn, const char *client, const char *old);
 
 /* Writes the responses_by_ts key of (<ts_ms>, <id>, <id_len>) into <key>
  * (STORE_RESP_TS_KEY_MAX bytes); returns its length. */

@@ -536,6 +536,31 @@ store_client_renamed(struct store *s, const char *old_name, const char *new_name
     return mdb_txn_commit(txn) == 0 ? GW_OK : GW_E_STORE_IO;
 }
 
+bool
+store_client_was(struct store *s, MDB_txn *txn, const char *client, const char *old)
+{
+    char kbuf[sizeof(STORE_RENAMED_PREFIX) + GW_NAME_MAX + 1];
+    size_t olen = strlen(old), i;
+    MDB_txn *own = NULL;
+    MDB_val k, v;
+    bool was = false;
+
+    if (strlen(client) > GW_NAME_MAX || olen == 0 || olen > GW_NAME_MAX)
+        return false;
+    if (!txn && mdb_txn_begin(s->env, NULL, MDB_RDONLY, &own) != 0)
+        return false;
+    k.mv_data = kbuf;
+    k.mv_size = renamed_key(kbuf, client);
+    if (mdb_get(txn ? txn : own, s->dbi_meta, &k, &v) == 0)
+        for (i = 0; i < v.mv_size && !was;
+             i += strnlen((const char *)v.mv_data + i, v.mv_size - i) + 1)
+            was = strnlen((const char *)v.mv_data + i, v.mv_size - i) == olen &&
+                  memcmp((const char *)v.mv_data + i, old, olen) == 0;
+    if (own)
+        mdb_txn_abort(own);
+    return was;
+}
+
 enum gw_code
 store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
                      int (*fn)(void *arg, const struct gw_row *row), void *arg)

@@ -127,38 +127,41 @@ enum gw_code store_learned_each(struct store *s,
 #define STORE_RESP_ITEMS_MAX ((size_t)64 << 20) /* bytes of one response's items */
 
 /* Keeps the conversation of the Responses answer <id> (the id the client saw, 1 to
- * STORE_RESP_ID_MAX bytes, NUL-terminated): <len> bytes of <items> (the input and output
- * items as JSON text, in the Responses item shape; stored as given, not checked), the
- * <provider> that produced it (at most GW_NAME_MAX bytes, may be ""), the upstream
- * <shape> (0..255; the caller's enum) and its time <ts_ms> (wall clock, ms; retention
- * deletes it <row_days> after that). Copies everything: the caller keeps its buffers.
- * A later put of the same id replaces the earlier one.
- * Visible to store_resp_get on every thread as soon as this returns, before the writer
- * commits it (it is held in memory until its batch commits); durable once that batch
- * commits, like a row (store_sync waits for it; store_writer_stop and store_close
- * commit it).
- * GW_OK; GW_E_BAD_REQUEST for an empty or too long <id>, a too long <provider> or a
- * <shape> out of range (nothing is kept, nothing counted); GW_E_BODY_TOO_LARGE when <len>
- * exceeds STORE_RESP_ITEMS_MAX; GW_E_STORE_QUEUE_FULL when the responses waiting for a
- * commit already hold 256 MiB (the writer is behind), and GW_E_NOMEM;
- * these three are counted in resp_dropped. Whether to call it at all (store: false in
- * the request, store.responses: false in the config) is the caller's decision.
- * Any thread; never waits for disk (takes a mutex held for a few pointer updates;
- * copies <len> bytes). */
-enum gw_code store_resp_put(struct store *s, const char *id, const char *provider, int shape,
-                            uint64_t ts_ms, const char *items, size_t len);
+ * STORE_RESP_ID_MAX bytes, NUL-terminated) for <client> (the gateway key's name whose
+ * request it answered, 1 to GW_NAME_MAX bytes: only that client may read it back):
+ * <len> bytes of <items> (the input and output items as JSON text, in the Responses
+ * item shape; stored as given, not checked), the <provider> that produced it (at most
+ * GW_NAME_MAX bytes, may be ""), the upstream <shape> (0..255; the caller's enum) and
+ * its time <ts_ms> (wall clock, ms; retention deletes it <row_days> after that). Copies
+ * everything: the caller keeps its buffers. A later put of the same id replaces the
+ * earlier one. Visible to store_resp_get on every thread as soon as this returns,
+ * before the writer commits it (it is held in memory until its batch commits); durable
+ * once that batch commits, like a row (store_sync waits for it; store_writer_stop and
+ * store_close commit it). GW_OK; GW_E_BAD_REQUEST for an empty or too long <id> or
+ * <client>, a too long <provider> or a <shape> out of range (nothing is kept, nothing
+ * counted); GW_E_BODY_TOO_LARGE when <len> exceeds STORE_RESP_ITEMS_MAX;
+ * GW_E_STORE_QUEUE_FULL when the responses waiting for a commit already hold 256 MiB
+ * (the writer is behind), and GW_E_NOMEM; these three are counted in resp_dropped.
+ * Whether to call it at all (store: false in the request, store.responses: false in the
+ * config) is the caller's decision. Any thread; never waits for disk (takes a mutex
+ * held for a few pointer updates; copies <len> bytes). */
+enum gw_code store_resp_put(struct store *s, const char *id, const char *client,
+                            const char *provider, int shape, uint64_t ts_ms, const char *items,
+                            size_t len);
 
-/* Reads the conversation of response <id> (NUL-terminated): the newest put of that id,
- * whether committed yet or not. On GW_OK, <provider> holds the provider's name
- * (NUL-terminated), <*shape> the shape given to the put, and <items> exactly the items
- * bytes (its earlier content is replaced; NUL-terminated as every gw_buf; the caller
- * keeps and frees it). GW_E_NOT_FOUND when no such response is kept (never stored,
- * pruned by retention, dropped, or an id no put accepts); GW_E_STORE_IO when the stored
- * value cannot be read; GW_E_NOMEM. On an error <items> is left empty.
- * Any thread (workers); copies the items (several MB at most) in its own read
- * transaction or from memory; never waits for the writer. */
-enum gw_code store_resp_get(struct store *s, const char *id, char provider[GW_NAME_MAX + 1],
-                            int *shape, struct gw_buf *items);
+/* Reads the conversation of response <id> (NUL-terminated) for <client>: the newest put
+ * of that id, whether committed yet or not, when it was put for <client> or for a name
+ * <client> was renamed from (store_client_renamed). On GW_OK, <provider> holds the
+ * provider's name (NUL-terminated), <*shape> the shape given to the put, and <items>
+ * exactly the items bytes (its earlier content is replaced; NUL-terminated as every
+ * gw_buf; the caller keeps and frees it). GW_E_NOT_FOUND when no such response is kept
+ * for <client> (never stored, pruned by retention, dropped, an id no put accepts,
+ * another client's, or one kept before responses had an owner); GW_E_STORE_IO when the
+ * stored value cannot be read; GW_E_NOMEM. On an error <items> is left empty. Any
+ * thread (workers); copies the items (several MB at most) in its own read transaction
+ * or from memory; never waits for the writer. */
+enum gw_code store_resp_get(struct store *s, const char *id, const char *client,
+                            char provider[GW_NAME_MAX + 1], int *shape, struct gw_buf *items);
 
 /* Histogram bounds of store_stats (for /metrics): rows per batch, and commit time in µs
  * (0.5 ms to 2.5 s: a commit is an fsync, far below the request buckets). */

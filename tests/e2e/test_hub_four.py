@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from gwtest import ALICE_KEY, REQ_ID_RE, config, http_request, provider
+from gwtest import ALICE_KEY, BOB_KEY, REQ_ID_RE, config, http_request, provider
 
 SHAPES = ["chat", "responses", "messages", "gemini"]
 DIALECT = {"chat": "openai", "responses": "responses", "messages": "anthropic",
@@ -436,13 +436,13 @@ def test_issue_10_gemini_count_tokens_forwarded_or_estimated(tmp_path, bench, gw
 
 # ---- Responses state ----
 
-def responses(g, model, text, prev=None, **extra):
+def responses(g, model, text, prev=None, key=ALICE_KEY, **extra):
     body = {"model": model, "input": text}
     if prev:
         body["previous_response_id"] = prev
     body.update(extra)
     return http_request(g.port, "POST", "/v1/responses", json.dumps(body),
-                        {"Authorization": f"Bearer {ALICE_KEY}"})
+                        {"Authorization": f"Bearer {key}"})
 
 
 def upstream_text(b):
@@ -476,6 +476,32 @@ def test_issue_10_previous_response_id_is_expanded_for_other_shapes(tmp_path, be
     r3 = responses(g, "m", "third", prev=r2.json()["id"])
     assert r3.status == 200, r3
     assert upstream_text(b) == ["first question", TEXT, "second question", TEXT, "third"]
+
+
+def test_a_stored_conversation_continues_only_for_the_client_that_made_it(tmp_path, bench,
+                                                                         gwd):
+    """The conversations gwd keeps are its clients' bodies: another gateway key naming
+    one in previous_response_id gets what an unknown id gets (400 gw.unconvertible on an
+    upstream that needs it expanded), and nothing of it reaches the upstream; the maker
+    still continues it."""
+    b, g = gwd_for(tmp_path, bench, gwd, "chat")
+    r1 = responses(g, "m", "alice's secret question")
+    assert r1.status == 200, r1
+    sent = b.stats()["requests"]
+
+    other = responses(g, "m", "what did she ask?", prev=r1.json()["id"], key=BOB_KEY)
+
+    assert other.status == 400, other
+    assert other.headers.get("x-gw-code") == "gw.unconvertible", other.headers
+    assert b.stats()["requests"] == sent  # nothing went upstream
+    unknown = responses(g, "m", "what did she ask?", prev="resp_" + "0" * 32, key=BOB_KEY)
+    assert (unknown.status, unknown.headers.get("x-gw-code")) == (400, "gw.unconvertible")
+    # told the same as for an id never made: whether it exists is not said either
+    said = json.dumps(other.json()).replace(r1.json()["id"], "ID")
+    assert said == json.dumps(unknown.json()).replace("resp_" + "0" * 32, "ID"), said
+    mine = responses(g, "m", "and again", prev=r1.json()["id"])
+    assert mine.status == 200, mine
+    assert upstream_text(b) == ["alice's secret question", TEXT, "and again"], b.last_body()
 
 
 def test_issue_10_previous_response_id_goes_back_to_the_upstream_that_made_it(tmp_path, bench,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * tests/unit/store/test_resp.c - the Responses conversations of the store: the value
- * head codec; put then get before the batch commits (from memory), after the commit,
- * after close and reopen; not found; multi-MB items; the id, name and shape limits; a
- * later put replacing an earlier one; retention by ts (synchronous and by the writer);
+ * head codec (version 1 without an owner); put then get before the batch commits (from memory),
+ * after the commit, after close and reopen; not found; multi-MB items; the id, name and shape
+ * limits; a later put replacing an earlier one; a response read back only by the client that made
+ * it (or that client under a later name); retention by ts (synchronous and by the writer);
  * the bound on bytes waiting for a commit; a map too small for a response dropping it
  * but not the rows of its batch; store_sync; gets from several threads while the writer
  * commits (run under TSan too).
@@ -30,7 +31,8 @@
 
 #define T_DAY_MS ((uint64_t)86400000)
 #define T_MAP_MB 64
-#define T_SHAPE 3 /* any small integer: the store keeps what the caller gives */
+#define T_SHAPE 3        /* any small integer: the store keeps what the caller gives */
+#define T_CLIENT "alice" /* the gateway key whose request made a response */
 
 /* ---- fixtures ---- */
 
@@ -110,8 +112,8 @@ t_now_ms(void)
 static void
 t_put(struct store *s, const char *id, uint64_t ts_ms, const char *items)
 {
-    assert_int_equal(store_resp_put(s, id, "openai-eu", T_SHAPE, ts_ms, items, strlen(items)),
-                     GW_OK);
+    assert_int_equal(
+        store_resp_put(s, id, T_CLIENT, "openai-eu", T_SHAPE, ts_ms, items, strlen(items)), GW_OK);
 }
 
 /* Gets <id> and checks it holds the <n> bytes at <items>, from provider openai-eu and
@@ -122,7 +124,7 @@ t_get_is_n(struct t_ctx *c, const char *id, const char *items, size_t n)
     char provider[GW_NAME_MAX + 1];
     int shape = -1;
 
-    assert_int_equal(store_resp_get(c->s, id, provider, &shape, &c->items), GW_OK);
+    assert_int_equal(store_resp_get(c->s, id, T_CLIENT, provider, &shape, &c->items), GW_OK);
     assert_string_equal(provider, "openai-eu");
     assert_int_equal(shape, T_SHAPE);
     assert_int_equal(c->items.len, n);
@@ -141,7 +143,7 @@ t_get(struct t_ctx *c, const char *id)
     char provider[GW_NAME_MAX + 1];
     int shape;
 
-    return store_resp_get(c->s, id, provider, &shape, &c->items);
+    return store_resp_get(c->s, id, T_CLIENT, provider, &shape, &c->items);
 }
 
 /* Whether LMDB itself holds <id> (a committed write), read past the pending table. */
@@ -182,7 +184,8 @@ static void
 test_resp_head_round_trip_and_truncation(void **state)
 {
     unsigned char buf[STORE_RESP_HEAD_MAX + 4];
-    char name[GW_NAME_MAX + 1], provider[GW_NAME_MAX + 1];
+    char name[GW_NAME_MAX + 1], cname[GW_NAME_MAX + 1];
+    char provider[GW_NAME_MAX + 1], client[GW_NAME_MAX + 1];
     uint64_t ts;
     unsigned flags;
     size_t len, off;
@@ -191,24 +194,51 @@ test_resp_head_round_trip_and_truncation(void **state)
     (void)state;
     memset(name, 'p', GW_NAME_MAX);
     name[GW_NAME_MAX] = '\0';
-    len = store_resp_head_encode(buf, 1764460800123ull, name, GW_NAME_MAX, 255, 0);
+    memset(cname, 'c', GW_NAME_MAX);
+    cname[GW_NAME_MAX] = '\0';
+    len = store_resp_head_encode(buf, 1764460800123ull, name, GW_NAME_MAX, cname, GW_NAME_MAX, 255,
+                                 0);
     assert_int_equal(len, STORE_RESP_HEAD_MAX);
     memcpy(buf + len, "[]", 2);
-    assert_true(store_resp_head_decode(buf, len + 2, &ts, provider, &shape, &flags, &off));
+    assert_true(store_resp_head_decode(buf, len + 2, &ts, provider, client, &shape, &flags, &off));
     assert_int_equal(ts, 1764460800123ull);
     assert_string_equal(provider, name);
+    assert_string_equal(client, cname);
     assert_int_equal(shape, 255);
     assert_int_equal(flags, 0);
     assert_int_equal(off, len);
     /* every cut inside the head is refused */
     for (size_t cut = 0; cut < len; cut++)
-        assert_false(store_resp_head_decode(buf, cut, &ts, provider, &shape, &flags, &off));
+        assert_false(store_resp_head_decode(buf, cut, &ts, provider, client, &shape, &flags, &off));
     /* a name longer than any provider's, or a head shorter than its name: not ours */
     buf[12] = GW_NAME_MAX + 1;
-    assert_false(store_resp_head_decode(buf, len + 2, NULL, NULL, NULL, NULL, NULL));
+    assert_false(store_resp_head_decode(buf, len + 2, NULL, NULL, NULL, NULL, NULL, NULL));
     buf[12] = GW_NAME_MAX;
     buf[1] = (unsigned char)(len - 1);
-    assert_false(store_resp_head_decode(buf, len + 2, NULL, NULL, NULL, NULL, NULL));
+    assert_false(store_resp_head_decode(buf, len + 2, NULL, NULL, NULL, NULL, NULL, NULL));
+    /* nor a client's name longer than any client's */
+    buf[1] = (unsigned char)len;
+    buf[STORE_RESP_HEAD_FIXED + GW_NAME_MAX] = GW_NAME_MAX + 1;
+    assert_false(store_resp_head_decode(buf, len + 2, NULL, NULL, NULL, NULL, NULL, NULL));
+}
+
+/* A version 1 head (before responses had an owner) still reads, with no client. */
+static void
+test_resp_head_of_version_1_reads_with_no_client(void **state)
+{
+    unsigned char buf[64];
+    char provider[GW_NAME_MAX + 1], client[GW_NAME_MAX + 1] = "x";
+    size_t off;
+    int shape;
+
+    (void)state;
+    /* version 1, head 15, shape 4, flags 0, ts 9, provider "up", then the items */
+    memcpy(buf, "\x01\x0f\x04\x00\0\0\0\0\0\0\0\x09\x02up[1]", 18);
+    assert_true(store_resp_head_decode(buf, 18, NULL, provider, client, &shape, NULL, &off));
+    assert_string_equal(provider, "up");
+    assert_string_equal(client, "");
+    assert_int_equal(shape, 4);
+    assert_int_equal(off, 15);
 }
 
 /* A later version that appends a head field (and raises the head length) still reads:
@@ -217,17 +247,18 @@ static void
 test_resp_head_with_appended_field_still_reads(void **state)
 {
     unsigned char buf[64];
-    char provider[GW_NAME_MAX + 1];
+    char provider[GW_NAME_MAX + 1], client[GW_NAME_MAX + 1];
     size_t len, off;
     int shape;
 
     (void)state;
-    len = store_resp_head_encode(buf, 7, "up", 2, 1, 0);
+    len = store_resp_head_encode(buf, 7, "up", 2, "cl", 2, 1, 0);
     buf[0] = STORE_RESP_ENC_VERSION + 1;
     buf[1] = (unsigned char)(len + 3);
     memcpy(buf + len, "xyz[1]", 6);
-    assert_true(store_resp_head_decode(buf, len + 6, NULL, provider, &shape, NULL, &off));
+    assert_true(store_resp_head_decode(buf, len + 6, NULL, provider, client, &shape, NULL, &off));
     assert_string_equal(provider, "up");
+    assert_string_equal(client, "cl");
     assert_int_equal(off, len + 3);
     assert_memory_equal(buf + off, "[1]", 3);
 }
@@ -258,6 +289,73 @@ test_resp_get_sees_a_put_before_its_batch_commits(void **state)
     for (unsigned b = 0; b < STORE_RESP_BUCKETS; b++)
         assert_null(c->s->resp_tab[b]);
     t_get_is(c, "resp_1", "[{\"type\":\"message\"}]");
+}
+
+static enum gw_code
+t_get_as(struct t_ctx *c, const char *id, const char *client)
+{
+    char provider[GW_NAME_MAX + 1];
+    int shape;
+
+    return store_resp_get(c->s, id, client, provider, &shape, &c->items);
+}
+
+/* A response is read back only by the client whose request made it: another client's
+ * get finds nothing (nothing copied), before its batch commits and after. */
+static void
+test_resp_get_is_for_the_client_that_made_it_only(void **state)
+{
+    struct t_ctx *c = *state;
+
+    t_open(c);
+    t_put(c->s, "resp_a", t_now_ms(), "[\"alice's\"]");
+    assert_int_equal(t_get_as(c, "resp_a", "bob"), GW_E_NOT_FOUND);
+    assert_int_equal(c->items.len, 0);
+    assert_int_equal(t_get_as(c, "resp_a", "alic"), GW_E_NOT_FOUND); /* a prefix is not it */
+    t_get_is(c, "resp_a", "[\"alice's\"]");
+    t_flush(c->s);
+    assert_true(t_committed(c->s, "resp_a"));
+    assert_int_equal(t_get_as(c, "resp_a", "bob"), GW_E_NOT_FOUND);
+    assert_int_equal(c->items.len, 0);
+    assert_int_equal(t_get_as(c, "resp_a", "alicea"), GW_E_NOT_FOUND);
+    t_get_is(c, "resp_a", "[\"alice's\"]");
+}
+
+/* A client renamed (store_client_renamed) still reads what it made under its old name;
+ * nobody else does. */
+static void
+test_resp_get_follows_the_client_s_renames(void **state)
+{
+    struct t_ctx *c = *state;
+
+    t_open(c);
+    t_put(c->s, "resp_mem", t_now_ms(), "[1]"); /* stays pending */
+    assert_int_equal(store_client_renamed(c->s, T_CLIENT, "alicia"), GW_OK);
+    assert_int_equal(t_get_as(c, "resp_mem", "alicia"), GW_OK);
+    assert_memory_equal(c->items.data, "[1]", 3);
+    t_flush(c->s);
+    assert_int_equal(store_client_renamed(c->s, "alicia", "ally"), GW_OK);
+    assert_int_equal(t_get_as(c, "resp_mem", "ally"), GW_OK); /* committed, two renames on */
+    assert_memory_equal(c->items.data, "[1]", 3);
+    assert_int_equal(t_get_as(c, "resp_mem", "bob"), GW_E_NOT_FOUND);
+}
+
+/* A value kept before responses had an owner (a version 1 head) is nobody's. */
+static void
+test_resp_version_1_value_is_found_for_no_client(void **state)
+{
+    struct t_ctx *c = *state;
+    static char id[] = "resp_1", val[] = "\x01\x0f\x04\x00\0\0\0\0\0\0\0\x09\x02up[1]";
+    MDB_val k = {.mv_size = 6, .mv_data = id}, v = {.mv_size = 18, .mv_data = val};
+    MDB_txn *txn;
+
+    t_open(c);
+    assert_int_equal(mdb_txn_begin(c->s->env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_put(txn, c->s->dbi_resp, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    assert_true(t_committed(c->s, "resp_1"));
+    assert_int_equal(t_get_as(c, "resp_1", T_CLIENT), GW_E_NOT_FOUND);
+    assert_int_equal(t_get_as(c, "resp_1", "bob"), GW_E_NOT_FOUND);
 }
 
 static void
@@ -295,7 +393,8 @@ test_resp_unknown_and_impossible_ids_are_not_found(void **state)
     assert_int_equal(t_get(c, longid), GW_E_NOT_FOUND);
     /* an error leaves the outputs empty, even after a hit filled them */
     t_get_is(c, "resp_x", "[]");
-    assert_int_equal(store_resp_get(c->s, "nope", provider, &shape, &c->items), GW_E_NOT_FOUND);
+    assert_int_equal(store_resp_get(c->s, "nope", T_CLIENT, provider, &shape, &c->items),
+                     GW_E_NOT_FOUND);
     assert_string_equal(provider, "");
     assert_int_equal(c->items.len, 0);
 }
@@ -309,13 +408,15 @@ test_resp_multi_mb_items_round_trip(void **state)
     char *big2 = t_big_items(n + 4097, 2);
 
     t_open(c);
-    assert_int_equal(store_resp_put(c->s, "resp_big", "openai-eu", T_SHAPE, t_now_ms(), big, n),
-                     GW_OK);
+    assert_int_equal(
+        store_resp_put(c->s, "resp_big", T_CLIENT, "openai-eu", T_SHAPE, t_now_ms(), big, n),
+        GW_OK);
     t_get_is_n(c, "resp_big", big, n); /* from memory */
     t_flush(c->s);
     t_get_is_n(c, "resp_big", big, n); /* from LMDB's overflow pages */
-    assert_int_equal(
-        store_resp_put(c->s, "resp_big2", "openai-eu", T_SHAPE, t_now_ms(), big2, n + 4097), GW_OK);
+    assert_int_equal(store_resp_put(c->s, "resp_big2", T_CLIENT, "openai-eu", T_SHAPE, t_now_ms(),
+                                    big2, n + 4097),
+                     GW_OK);
     t_reopen(c);
     t_get_is_n(c, "resp_big", big, n);
     t_get_is_n(c, "resp_big2", big2, n + 4097);
@@ -339,26 +440,36 @@ test_resp_put_refuses_ids_names_shapes_and_sizes_out_of_range(void **state)
     t_get_is(c, id, "[128]");
     id[STORE_RESP_ID_MAX] = 'i';
     id[STORE_RESP_ID_MAX + 1] = '\0'; /* one more: refused */
-    assert_int_equal(store_resp_put(c->s, id, "p", 0, 1000, "[]", 2), GW_E_BAD_REQUEST);
-    assert_int_equal(store_resp_put(c->s, "", "p", 0, 1000, "[]", 2), GW_E_BAD_REQUEST);
+    assert_int_equal(store_resp_put(c->s, id, T_CLIENT, "p", 0, 1000, "[]", 2), GW_E_BAD_REQUEST);
+    assert_int_equal(store_resp_put(c->s, "", T_CLIENT, "p", 0, 1000, "[]", 2), GW_E_BAD_REQUEST);
     memset(name, 'n', sizeof name - 1);
     name[GW_NAME_MAX] = '\0';
-    assert_int_equal(store_resp_put(c->s, "resp_n", name, 0, 1000, "[]", 2), GW_OK);
+    assert_int_equal(store_resp_put(c->s, "resp_n", T_CLIENT, name, 0, 1000, "[]", 2), GW_OK);
     name[GW_NAME_MAX] = 'n';
     name[GW_NAME_MAX + 1] = '\0';
-    assert_int_equal(store_resp_put(c->s, "resp_n", name, 0, 1000, "[]", 2), GW_E_BAD_REQUEST);
-    assert_int_equal(store_resp_put(c->s, "resp_s", "p", -1, 1000, "[]", 2), GW_E_BAD_REQUEST);
-    assert_int_equal(store_resp_put(c->s, "resp_s", "p", 256, 1000, "[]", 2), GW_E_BAD_REQUEST);
-    assert_int_equal(store_resp_put(c->s, "resp_s", "p", 255, 1000, "[]", 2), GW_OK);
-    assert_int_equal(store_resp_put(c->s, "resp_e", "", 0, 1000, NULL, 0), GW_OK); /* empty */
+    assert_int_equal(store_resp_put(c->s, "resp_n", T_CLIENT, name, 0, 1000, "[]", 2),
+                     GW_E_BAD_REQUEST);
+    /* a client's name: the same limit, and never empty (a response has an owner) */
+    assert_int_equal(store_resp_put(c->s, "resp_c", name, "p", 0, 1000, "[]", 2), GW_E_BAD_REQUEST);
+    assert_int_equal(store_resp_put(c->s, "resp_c", "", "p", 0, 1000, "[]", 2), GW_E_BAD_REQUEST);
+    name[GW_NAME_MAX] = '\0';
+    assert_int_equal(store_resp_put(c->s, "resp_c", name, "p", 0, 1000, "[]", 2), GW_OK);
+    assert_int_equal(store_resp_put(c->s, "resp_s", T_CLIENT, "p", -1, 1000, "[]", 2),
+                     GW_E_BAD_REQUEST);
+    assert_int_equal(store_resp_put(c->s, "resp_s", T_CLIENT, "p", 256, 1000, "[]", 2),
+                     GW_E_BAD_REQUEST);
+    assert_int_equal(store_resp_put(c->s, "resp_s", T_CLIENT, "p", 255, 1000, "[]", 2), GW_OK);
+    assert_int_equal(store_resp_put(c->s, "resp_e", T_CLIENT, "", 0, 1000, NULL, 0),
+                     GW_OK); /* empty */
     /* Over the items bound: refused before a byte is read (the buffer is never touched). */
     huge = malloc(STORE_RESP_ITEMS_MAX + 1);
     assert_non_null(huge);
-    assert_int_equal(store_resp_put(c->s, "resp_h", "p", 0, 1000, huge, STORE_RESP_ITEMS_MAX + 1),
-                     GW_E_BODY_TOO_LARGE);
+    assert_int_equal(
+        store_resp_put(c->s, "resp_h", T_CLIENT, "p", 0, 1000, huge, STORE_RESP_ITEMS_MAX + 1),
+        GW_E_BODY_TOO_LARGE);
     free(huge);
     store_stats_get(c->s, &st);
-    assert_int_equal(st.resp_puts, 4);
+    assert_int_equal(st.resp_puts, 5);
     assert_int_equal(st.resp_dropped, 1); /* the too large one; bad arguments are not counted */
     t_flush(c->s);
     assert_int_equal(t_get(c, "resp_e"), GW_OK);
@@ -470,14 +581,16 @@ test_resp_pending_bound_drops_and_counts(void **state)
 
     t_open(c);
     memset(items, 'x', sizeof items);
-    /* room for two of these values (head 22 bytes + 100 items), not three */
-    c->s->resp_pending_max = 2 * (STORE_RESP_HEAD_FIXED + 9 + sizeof items) + 10;
-    assert_int_equal(store_resp_put(c->s, "resp_1", "openai-eu", 1, 1000, items, sizeof items),
-                     GW_OK);
-    assert_int_equal(store_resp_put(c->s, "resp_2", "openai-eu", 1, 1000, items, sizeof items),
-                     GW_OK);
-    assert_int_equal(store_resp_put(c->s, "resp_3", "openai-eu", 1, 1000, items, sizeof items),
-                     GW_E_STORE_QUEUE_FULL);
+    /* room for two of these values (head 28 bytes + 100 items), not three */
+    c->s->resp_pending_max =
+        2 * (STORE_RESP_HEAD_FIXED + 9 + 1 + strlen(T_CLIENT) + sizeof items) + 10;
+    assert_int_equal(
+        store_resp_put(c->s, "resp_1", T_CLIENT, "openai-eu", 1, 1000, items, sizeof items), GW_OK);
+    assert_int_equal(
+        store_resp_put(c->s, "resp_2", T_CLIENT, "openai-eu", 1, 1000, items, sizeof items), GW_OK);
+    assert_int_equal(
+        store_resp_put(c->s, "resp_3", T_CLIENT, "openai-eu", 1, 1000, items, sizeof items),
+        GW_E_STORE_QUEUE_FULL);
     store_stats_get(c->s, &st);
     assert_int_equal(st.resp_puts, 2);
     assert_int_equal(st.resp_dropped, 1);
@@ -485,8 +598,8 @@ test_resp_pending_bound_drops_and_counts(void **state)
     /* a commit frees the room again */
     t_flush(c->s);
     assert_int_equal(c->s->resp_pending_bytes, 0);
-    assert_int_equal(store_resp_put(c->s, "resp_3", "openai-eu", 1, 1000, items, sizeof items),
-                     GW_OK);
+    assert_int_equal(
+        store_resp_put(c->s, "resp_3", T_CLIENT, "openai-eu", 1, 1000, items, sizeof items), GW_OK);
     t_flush(c->s);
     store_stats_get(c->s, &st);
     assert_int_equal(st.resp_committed, 3);
@@ -514,7 +627,7 @@ test_resp_map_full_drops_the_response_not_the_rows(void **state)
     strcpy(row->client, "alice");
     assert_int_equal(store_row_submit(c->s, row), GW_OK);
     gw_free(row);
-    assert_int_equal(store_resp_put(c->s, "resp_big", "p", 0, 1000, big, n), GW_OK);
+    assert_int_equal(store_resp_put(c->s, "resp_big", T_CLIENT, "p", 0, 1000, big, n), GW_OK);
     t_put(c->s, "resp_small", 1000, "[]"); /* same batch: dropped with it */
     t_flush(c->s);
     store_stats_get(c->s, &st);
@@ -594,7 +707,8 @@ t_produce(void *arg)
         size_t n = t_items_of(i, items, sizeof items);
 
         snprintf(id, sizeof id, "resp_%u", i);
-        if (store_resp_put(sh->s, id, "openai-eu", (int)(i % 5), 1000 + i, items, n) != GW_OK)
+        if (store_resp_put(sh->s, id, T_CLIENT, "openai-eu", (int)(i % 5), 1000 + i, items, n) !=
+            GW_OK)
             break; /* the readers then find fewer published; the test checks the count */
         /* release: a reader that sees <published> > i may look <id> up */
         atomic_store_explicit(&sh->published, i + 1, memory_order_release);
@@ -612,7 +726,7 @@ t_check(struct store *s, unsigned i, struct gw_buf *got)
     int shape = -1;
 
     snprintf(id, sizeof id, "resp_%u", i);
-    if (store_resp_get(s, id, provider, &shape, got) != GW_OK)
+    if (store_resp_get(s, id, T_CLIENT, provider, &shape, got) != GW_OK)
         return false;
     return got->len == n && memcmp(got->data, want, n) == 0 && shape == (int)(i % 5) &&
            strcmp(provider, "openai-eu") == 0;
@@ -691,7 +805,11 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resp_head_round_trip_and_truncation),
         cmocka_unit_test(test_resp_head_with_appended_field_still_reads),
+        cmocka_unit_test(test_resp_head_of_version_1_reads_with_no_client),
         T_TEST(test_resp_get_sees_a_put_before_its_batch_commits),
+        T_TEST(test_resp_get_is_for_the_client_that_made_it_only),
+        T_TEST(test_resp_get_follows_the_client_s_renames),
+        T_TEST(test_resp_version_1_value_is_found_for_no_client),
         T_TEST(test_resp_survives_close_and_reopen),
         T_TEST(test_resp_unknown_and_impossible_ids_are_not_found),
         T_TEST(test_resp_multi_mb_items_round_trip),
