@@ -3,13 +3,14 @@
  * previous_response_id, and the conversations the gateway keeps so it can honour it.
  *
  * A request with previous_response_id looks its record up in the store (store/,
- * store_resp_get), among the records of its own client (gateway key): another client's
- * is not found, as if it were not there. Found, made by a Responses upstream: that upstream is
- * tried first (routing's sticky slot) and gets the body as it came; any other candidate gets the
- * body expanded with the recorded items (dialects/responses.h, dl_responses_expand),
- * spliced for another Responses upstream or converted through the hub. Not found: only
- * Responses upstreams can take it (the id may be theirs); every other one is passed over
- * as unconvertible, and with none left the client gets 400 gw.unconvertible.
+ * store_resp_get), among the records of its own client (gateway key): another
+ * client's is not found, as if it were not there. Found, made by a Responses
+ * upstream: that upstream is tried first (routing's sticky slot) and gets the body
+ * as it came; any other candidate gets the body expanded with the recorded items
+ * (dialects/responses.h, dl_responses_expand), spliced for another Responses
+ * upstream or converted through the hub. Not found: only Responses upstreams can
+ * take it (the id may be theirs); every other one is passed over as unconvertible,
+ * and with none left the client gets 400 gw.unconvertible.
  *
  * An answer to a Responses client with `store` not false is kept (unless
  * store.responses is false): the recorded items before it, this request's input items
