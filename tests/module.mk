@@ -26,11 +26,14 @@ $(O)/tests/unit/%: $(O)/tests/unit/%.o $(O)/tests/unit/oom.o $(UNIT_LIBS)
 # no libevent (http-parser is in PKG_LIBS). One wildcard each, so that the line holds
 # before the file exists. The replay build gets them from libgwnet.a.
 FUZZ_NET_SRC := $(wildcard net/h1req.c) $(wildcard net/h1resp.c) $(wildcard net/wsproto.c)
+# and of store/, the value codecs (pure: no LMDB call).
+FUZZ_STORE_SRC := $(wildcard store/codec.c)
 
 ifeq ($(MODE),fuzz)
 # libFuzzer: the same paths, linked with -fsanitize=fuzzer (LDFLAGS_MODE_fuzz) and the
-# pure objects only, so building them needs no net/ file that uses libevent.
-$(O)/libgwfuzz.a: $(CORE_OBJ) $(DIALECTS_OBJ) $(patsubst %.c,$(O)/%.o,$(FUZZ_NET_SRC))
+# pure objects only, so building them needs no net/ file that uses libevent nor a store/
+# file that calls LMDB.
+$(O)/libgwfuzz.a: $(CORE_OBJ) $(DIALECTS_OBJ) $(patsubst %.c,$(O)/%.o,$(FUZZ_NET_SRC) $(FUZZ_STORE_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
