@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT
  * tests/unit/store/test_resp.c - the Responses conversations of the store: the value
- * head codec (version 1 without an owner); put then get before the batch commits (from memory),
- * after the commit, after close and reopen; not found; multi-MB items; the id, name and shape
- * limits; a later put replacing an earlier one; a response read back only by the client that made
- * it (or that client under a later name); retention by ts (synchronous and by the writer);
- * the bound on bytes waiting for a commit; a map too small for a response dropping it
- * but not the rows of its batch; store_sync; gets from several threads while the writer
- * commits (run under TSan too).
+ * head codec (version 1 without an owner); put then get before the batch commits
+ * (from memory), after the commit, after close and reopen; not found; multi-MB
+ * items; the id, name and shape limits; a later put replacing an earlier one; a
+ * response read back only by the client that made it (or that client under a later
+ * name); retention by ts (synchronous and by the writer); the bound on bytes waiting
+ * for a commit; a map too small for a response dropping it but not the rows of its
+ * batch; store_sync; gets from several threads while the writer commits (run under
+ * TSan too).
  * Each test works in its own mkdtemp folder under /tmp, removed at the end.
  * See: store/resp.c, store/writer.c, store/codec.c
  */
