@@ -305,9 +305,11 @@ enum net_resp_body {
 };
 enum net_resp_body net_resp_body_for(struct net_stream *s, const struct gw_conf_provider *p,
                                      enum dl_shape up);
-/* Folds a canonical event, or a whole upstream answer, of the hop being kept. */
+/* Folds a canonical event, or a whole upstream answer, of the hop being kept. The
+ * latter is true when it read the answer whole (its usage, if any, is then the fold's:
+ * s->resp_fold.usage_seen), false when nothing is kept or the answer did not parse. */
 void net_resp_event(struct net_stream *s, const struct dl_event *ev);
-void net_resp_answer(struct net_stream *s, const char *body, size_t len);
+bool net_resp_answer(struct net_stream *s, const char *body, size_t len);
 /* The hop answered well: keep the conversation when asked. */
 void net_resp_keep(struct net_stream *s);
 void net_resp_fini(struct net_stream *s);

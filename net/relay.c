@@ -586,15 +586,22 @@ finish_ok(struct net_stream *s)
         net_stream_finish(s, 200, GW_OK, GW_OUT_OK);
         return;
     }
-    net_resp_answer(s, s->out.data, s->out.len); /* the upstream's, before any render */
+    /* the upstream's, before any render */
+    bool folded = net_resp_answer(s, s->out.data, s->out.len);
+
     if (s->convert) {
         if (!convert_answer(s))
             return;
     } else if (s->client_shape != DL_SHAPE_CHAT) {
-        /* The same shape, not Chat: relayed as it came, its usage read. */
+        /* The same shape, not Chat: relayed as it came, its usage read (from the fold
+         * for the kept conversation when there was one: it read the same members of the
+         * whole answer, so a second scan would find the same). */
         struct gw_str body = {s->out.data, s->out.len};
 
-        if (s->up_ops->answer_usage(body.ptr, body.len, &s->usage)) {
+        if (folded && s->resp_fold.usage_seen) {
+            s->usage = s->resp_fold.usage;
+            s->usage_seen = true;
+        } else if (s->up_ops->answer_usage(body.ptr, body.len, &s->usage)) {
             s->usage_seen = true;
         } else if (!is_json_object(body)) {
             gw_buf_reset(&s->out);

@@ -138,11 +138,11 @@ net_resp_event(struct net_stream *s, const struct dl_event *ev)
         dl_answer_fold(&s->resp_fold, ev);
 }
 
-void
+bool
 net_resp_answer(struct net_stream *s, const char *body, size_t len)
 {
-    if (s->resp_keep)
-        s->up_ops->answer_parse(body, len, dl_answer_fold, &s->resp_fold);
+    return s->resp_keep &&
+           s->up_ops->answer_parse(body, len, dl_answer_fold, &s->resp_fold) == GW_OK;
 }
 
 /* Appends the items of JSON array <arr> (its text between the brackets) to the list

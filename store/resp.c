@@ -252,28 +252,33 @@ store_resp_take(struct store *s, size_t max_bytes, bool *more)
 }
 
 /* Puts one response into <txn>, replacing an earlier one of the same id together with
- * its index entry. */
+ * its index entry. A new id (nearly every put) costs one search of the tree: the put
+ * that does not overwrite finds an earlier value where it would insert. */
 static int
 write_one(struct store *s, MDB_txn *txn, const struct store_resp *r)
 {
     unsigned char tkey[STORE_RESP_TS_KEY_MAX];
     MDB_val k = {.mv_size = r->id_len, .mv_data = (void *)(uintptr_t)r->id};
-    MDB_val v, tk, empty = {.mv_size = 0, .mv_data = NULL};
+    MDB_val v = {.mv_size = r->len, .mv_data = (void *)(uintptr_t)r->val};
+    MDB_val tk, empty = {.mv_size = 0, .mv_data = NULL};
     uint64_t old_ts;
     int rc;
 
-    rc = mdb_get(txn, s->dbi_resp, &k, &v);
-    if (rc == 0 &&
-        store_resp_head_decode(v.mv_data, v.mv_size, &old_ts, NULL, NULL, NULL, NULL, NULL)) {
-        tk.mv_size = store_resp_ts_key(tkey, old_ts, r->id, r->id_len);
-        tk.mv_data = tkey;
-        rc = mdb_del(txn, s->dbi_resp_ts, &tk, NULL);
+    rc = mdb_put(txn, s->dbi_resp, &k, &v, MDB_NOOVERWRITE);
+    if (rc == MDB_KEYEXIST) {
+        /* <v> is the earlier value, in the map: its index entry goes first */
+        if (store_resp_head_decode(v.mv_data, v.mv_size, &old_ts, NULL, NULL, NULL, NULL, NULL)) {
+            tk.mv_size = store_resp_ts_key(tkey, old_ts, r->id, r->id_len);
+            tk.mv_data = tkey;
+            rc = mdb_del(txn, s->dbi_resp_ts, &tk, NULL);
+            if (rc != 0 && rc != MDB_NOTFOUND)
+                return rc;
+        }
+        v.mv_size = r->len;
+        v.mv_data = (void *)(uintptr_t)r->val;
+        rc = mdb_put(txn, s->dbi_resp, &k, &v, 0);
     }
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        return rc;
-    v.mv_size = r->len;
-    v.mv_data = (void *)(uintptr_t)r->val;
-    if ((rc = mdb_put(txn, s->dbi_resp, &k, &v, 0)) != 0)
+    if (rc != 0)
         return rc;
     tk.mv_size = store_resp_ts_key(tkey, r->ts_ms, r->id, r->id_len);
     tk.mv_data = tkey;
