@@ -448,6 +448,7 @@ net_hop_send(struct net_stream *s, const struct gw_route_cand *c)
 
     gw_buf_reset(&s->errbody);
     gw_buf_reset(&s->out);
+    net_resp_hop(s);
     gw_sse_fini(&s->sse);
     gw_sse_init(&s->sse, 0);
     s->up_status = 0;

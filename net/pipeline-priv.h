@@ -305,6 +305,10 @@ enum net_resp_body {
 };
 enum net_resp_body net_resp_body_for(struct net_stream *s, const struct gw_conf_provider *p,
                                      enum dl_shape up);
+/* A hop starts: what an earlier hop's answer folded is dropped (a hop that failed over
+ * after its answer was read, say a 200 with an error body, must not be kept, nor mark
+ * the kept conversation failed). */
+void net_resp_hop(struct net_stream *s);
 /* Folds a canonical event, or a whole upstream answer, of the hop being kept. The
  * latter is true when it read the answer whole (its usage, if any, is then the fold's:
  * s->resp_fold.usage_seen), false when nothing is kept or the answer did not parse. */

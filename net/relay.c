@@ -492,10 +492,11 @@ count_answer(struct net_stream *s)
 
 /* A converted hop's whole answer (DESIGN.md 11): the upstream shape's answer parse
  * makes the events it would have streamed, folded (canon.c), rendered in the client's
- * shape in place of s->out. False when the answer is not what its shape claims (the
- * hop failed over). */
+ * shape in place of s->out. <folded>: the answer is already folded, whole, for the kept
+ * conversation (net_resp_answer), so that fold is rendered instead of a second parse.
+ * False when the answer is not what its shape claims (the hop failed over). */
 static bool
-convert_answer(struct net_stream *s)
+convert_answer(struct net_stream *s, bool folded)
 {
     struct dl_render_ctx ctx = {.model = s->model,
                                 .id = {s->id, GW_ROW_ID_LEN},
@@ -504,24 +505,27 @@ convert_answer(struct net_stream *s)
                                 .arena = &s->arena,
                                 .req = s->creq_ready ? &s->creq : NULL};
     struct gw_buf out = {0};
-    struct dl_answer a;
-    enum gw_code rc;
+    struct dl_answer own, *a = folded ? &s->resp_fold : &own;
+    enum gw_code rc = GW_OK;
     size_t i;
 
-    dl_answer_init(&a, &s->arena);
-    rc = s->up_ops->answer_parse(s->out.data, s->out.len, dl_answer_fold, &a);
-    if (rc == GW_OK && !a.failed)
-        rc = s->client_ops->answer_render(&a, &ctx, &out);
+    if (!folded) {
+        dl_answer_init(&own, &s->arena);
+        rc = s->up_ops->answer_parse(s->out.data, s->out.len, dl_answer_fold, &own);
+    }
+    if (rc == GW_OK && !a->failed)
+        rc = s->client_ops->answer_render(a, &ctx, &out);
     else if (rc == GW_OK)
         rc = GW_E_UPSTREAM_PROTOCOL;
     if (rc == GW_OK) {
-        s->usage = a.usage;
-        s->usage_seen = a.usage_seen;
+        s->usage = a->usage;
+        s->usage_seen = a->usage_seen;
         s->content_bytes = 0;
-        for (i = 0; i < a.n_blocks; i++)
-            s->content_bytes += a.blocks[i].text.len;
+        for (i = 0; i < a->n_blocks; i++)
+            s->content_bytes += a->blocks[i].text.len;
     }
-    dl_answer_fini(&a);
+    if (!folded)
+        dl_answer_fini(&own);
     if (rc != GW_OK) {
         gw_buf_fini(&out);
         gw_buf_reset(&s->out);
@@ -590,7 +594,7 @@ finish_ok(struct net_stream *s)
     bool folded = net_resp_answer(s, s->out.data, s->out.len);
 
     if (s->convert) {
-        if (!convert_answer(s))
+        if (!convert_answer(s, folded))
             return;
     } else if (s->client_shape != DL_SHAPE_CHAT) {
         /* The same shape, not Chat: relayed as it came, its usage read (from the fold

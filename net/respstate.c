@@ -132,6 +132,15 @@ net_resp_body_for(struct net_stream *s, const struct gw_conf_provider *p, enum d
 }
 
 void
+net_resp_hop(struct net_stream *s)
+{
+    if (!s->resp_keep)
+        return;
+    dl_answer_fini(&s->resp_fold);
+    dl_answer_init(&s->resp_fold, &s->arena);
+}
+
+void
 net_resp_event(struct net_stream *s, const struct dl_event *ev)
 {
     if (s->resp_keep)

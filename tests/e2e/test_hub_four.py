@@ -783,3 +783,24 @@ def test_issue_10_an_answer_without_usage_is_estimated(tmp_path, bench, gwd, cli
         row = g.wait_row(r.headers["x-request-id"])
         assert row["usage"]["estimated"] is True, row
         assert row["usage"]["output_tokens"] > 0 and row["usage"]["input_tokens"] > 0, row
+
+
+def test_a_conversation_is_kept_from_the_hop_that_answered_after_a_failover(tmp_path, bench,
+                                                                          gwd):
+    # The first upstream answers 200 with an error body (the hop fails over); the
+    # conversation kept is the second's answer alone, and the next turn expands it.
+    bad = bench("--fault", "status", "--status", 200, "--error-body",
+                '{"error":{"message":"overloaded","type":"server_error"}}')
+    good = bench("--chunks", 3, "--text", "hello ")
+    g = gwd(config(tmp_path, [provider("bad", bad, dialect="openai", models=["m"]),
+                              provider("good", good, dialect="openai", models=["m"])],
+                   groups=[{"name": "m", "providers": ["bad", "good"]}]))
+    r1 = responses(g, "m", "first question")
+    assert r1.status == 200, r1
+    row = g.wait_row(r1.headers["x-request-id"])
+    assert [a["upstream"] for a in row["attempts"]] == ["bad", "good"], row
+
+    r2 = responses(g, "m", "second question", prev=r1.json()["id"])
+
+    assert r2.status == 200, r2
+    assert upstream_text(good) == ["first question", TEXT, "second question"], good.last_body()
