@@ -350,14 +350,16 @@ def overview(control):
 def check_quota(ov, n_ok, day):
     """Problems with the claim that gwd+adm's <n_ok> requests each chose one of its
     ADM_CREDS credentials under all four windows: the overview's quota section lists
-    them with the configured limits, no cooldown, every lease settled, each credential
-    used, and (when the UTC day <day> did not change during the run) the day counts of
-    the three summing to n_ok."""
+    the ones used with the configured limits, no cooldown, every lease settled, and
+    (when the UTC day <day> did not change during the run) their day counts summing to
+    n_ok. Not every credential need be used: one not yet seen answering counts as half
+    used (DESIGN.md 10, core/quota.c), so it is chosen only while the others are tied
+    with it, at the very start, and whether a first request reaches it is timing."""
     q = (ov.get("quota") or {}).get("mock")
     creds = [c for st in (q or {}).get("sets", []) for c in st.get("credentials", [])
              if any(c["windows"][w]["used"] for w in ("rpm", "rpd"))]
-    if len(creds) != ADM_CREDS:
-        return [f"quota: {len(creds)} credentials used, want {ADM_CREDS}"]
+    if not 1 <= len(creds) <= ADM_CREDS:
+        return [f"quota: {len(creds)} credentials used, want 1 to {ADM_CREDS}"]
     bad = []
     for c in creds:
         for w, v in ADM_QUOTA:
@@ -1083,9 +1085,9 @@ def main():
         else:
             notes.append(f"admission checked: the overview of gwd+adm shows its "
                          f"{oks['gwd+adm']} requests charged to all {len(ADM_LIMITS)} "
-                         f"limits (none reached), every key permit returned, and spread "
-                         f"over its {ADM_CREDS} credentials' quota windows (every lease "
-                         f"settled)")
+                         f"limits (none reached), every key permit returned, and each "
+                         f"counted in the quota windows of one of its {ADM_CREDS} "
+                         f"credentials (every lease settled)")
 
     # pinned: gwd, gwd+adm and nginx with one placement (PINNED_TPUT_RUNS above)
     pin_table = None
