@@ -113,7 +113,8 @@ static int
 add_row(struct cli_table *t, json_t *row)
 {
     char time_s[20], id[9], status[8], tokens[48], cost[32], ttfb[24], dur[24];
-    const char *ts = str_or_dash(row, "ts"), *cells[C__COUNT];
+    const char *ts = str_or_dash(row, "ts"), *cells[C__COUNT], *full_id;
+    size_t id_len;
     json_t *usage = json_object_get(row, "usage");
     struct gw_buf att = {0};
     double usd = json_number_value(json_object_get(row, "cost_usd"));
@@ -125,12 +126,10 @@ add_row(struct cli_table *t, json_t *row)
         time_s[10] = ' ';
     /* The id's last 8 characters: its first 12 are the time it was made (the TIME
      * column), the rest random. */
-    {
-        const char *full = str_or_dash(row, "id");
-        size_t n = strlen(full);
-
-        snprintf(id, sizeof(id), "%s", n > sizeof(id) - 1 ? full + n - (sizeof(id) - 1) : full);
-    }
+    full_id = str_or_dash(row, "id");
+    id_len = strlen(full_id);
+    snprintf(id, sizeof(id), "%s",
+             full_id + (id_len > sizeof(id) - 1 ? id_len - (sizeof(id) - 1) : 0));
     snprintf(status, sizeof(status), "%lld",
              (long long)json_integer_value(json_object_get(row, "status")));
     snprintf(tokens, sizeof(tokens), "%s%lld/%lld",
