@@ -478,6 +478,16 @@ renamed_key(char *buf, const char *name)
                             STORE_RENAMED_PREFIX, name);
 }
 
+/* Whether <list> (<len> bytes of NUL-ended names) holds the <l> bytes of <name>. */
+static bool
+renamed_has(const char *list, size_t len, const char *name, size_t l)
+{
+    for (size_t j = 0; j < len; j += strnlen(list + j, len - j) + 1)
+        if (strnlen(list + j, len - j) == l && memcmp(list + j, name, l) == 0)
+            return true;
+    return false;
+}
+
 /* Appends the names of value <v> to <list> (<*len> bytes used of <cap>, <*n> names)
  * unless already there or equal to <self>. */
 static void
@@ -488,11 +498,10 @@ renamed_merge(char *list, size_t cap, size_t *len, unsigned *n, const char *name
 
     while (i < vlen && *n < STORE_RENAMED_MAX) {
         const char *nm = names + i;
-        size_t l = strnlen(nm, vlen - i), j = 0;
-        bool dup = strlen(self) == l && memcmp(self, nm, l) == 0;
+        size_t l = strnlen(nm, vlen - i);
+        bool dup =
+            (strlen(self) == l && memcmp(self, nm, l) == 0) || renamed_has(list, *len, nm, l);
 
-        for (; !dup && j < *len; j += strlen(list + j) + 1)
-            dup = strlen(list + j) == l && memcmp(list + j, nm, l) == 0;
         if (!dup && l > 0 && *len + l + 1 <= cap) {
             memcpy(list + *len, nm, l);
             list[*len + l] = '\0';
@@ -501,6 +510,19 @@ renamed_merge(char *list, size_t cap, size_t *len, unsigned *n, const char *name
         }
         i += l + 1;
     }
+}
+
+/* Appends to <list> (as renamed_merge) the names <name> was renamed from, read in
+ * <txn>. */
+static void
+renamed_read(struct store *s, MDB_txn *txn, const char *name, char *list, size_t cap, size_t *len,
+             unsigned *n, const char *self)
+{
+    char kbuf[sizeof(STORE_RENAMED_PREFIX) + GW_NAME_MAX + 1];
+    MDB_val k = {.mv_size = renamed_key(kbuf, name), .mv_data = kbuf}, v;
+
+    if (mdb_get(txn, s->dbi_meta, &k, &v) == 0) /* copied: the txn's pages are read-only */
+        renamed_merge(list, cap, len, n, v.mv_data, v.mv_size, self);
 }
 
 enum gw_code
@@ -518,14 +540,10 @@ store_client_renamed(struct store *s, const char *old_name, const char *new_name
         return GW_E_BAD_REQUEST;
     if (mdb_txn_begin(s->env, NULL, 0, &txn) != 0)
         return GW_E_STORE_IO;
-    k.mv_data = kbuf;
-    k.mv_size = renamed_key(kbuf, new_name);
-    if (mdb_get(txn, s->dbi_meta, &k, &v) == 0)
-        renamed_merge(list, sizeof(list), &len, &n, v.mv_data, v.mv_size, new_name);
+    renamed_read(s, txn, new_name, list, sizeof(list), &len, &n, new_name);
     renamed_merge(list, sizeof(list), &len, &n, old_name, strlen(old_name) + 1, new_name);
-    k.mv_size = renamed_key(kbuf, old_name);
-    if (mdb_get(txn, s->dbi_meta, &k, &v) == 0)
-        renamed_merge(list, sizeof(list), &len, &n, v.mv_data, v.mv_size, new_name);
+    renamed_read(s, txn, old_name, list, sizeof(list), &len, &n, new_name);
+    k.mv_data = kbuf;
     k.mv_size = renamed_key(kbuf, new_name);
     v.mv_data = list;
     v.mv_size = len;
@@ -539,48 +557,36 @@ store_client_renamed(struct store *s, const char *old_name, const char *new_name
 bool
 store_client_was(struct store *s, MDB_txn *txn, const char *client, const char *old)
 {
-    char kbuf[sizeof(STORE_RENAMED_PREFIX) + GW_NAME_MAX + 1];
-    size_t olen = strlen(old), i;
+    char list[STORE_RENAMED_MAX * (GW_NAME_MAX + 1)];
+    size_t len = 0, olen = strlen(old);
+    unsigned n = 0;
     MDB_txn *own = NULL;
-    MDB_val k, v;
-    bool was = false;
 
     if (strlen(client) > GW_NAME_MAX || olen == 0 || olen > GW_NAME_MAX)
         return false;
     if (!txn && mdb_txn_begin(s->env, NULL, MDB_RDONLY, &own) != 0)
         return false;
-    k.mv_data = kbuf;
-    k.mv_size = renamed_key(kbuf, client);
-    if (mdb_get(txn ? txn : own, s->dbi_meta, &k, &v) == 0)
-        for (i = 0; i < v.mv_size && !was;
-             i += strnlen((const char *)v.mv_data + i, v.mv_size - i) + 1)
-            was = strnlen((const char *)v.mv_data + i, v.mv_size - i) == olen &&
-                  memcmp((const char *)v.mv_data + i, old, olen) == 0;
+    renamed_read(s, txn ? txn : own, client, list, sizeof(list), &len, &n, client);
     if (own)
         mdb_txn_abort(own);
-    return was;
+    return renamed_has(list, len, old, olen);
 }
 
 enum gw_code
 store_rows_by_client(struct store *s, const char *client, uint64_t since_ms,
                      int (*fn)(void *arg, const struct gw_row *row), void *arg)
 {
-    char kbuf[sizeof(STORE_RENAMED_PREFIX) + GW_NAME_MAX + 1];
     char list[STORE_RENAMED_MAX * (GW_NAME_MAX + 1)];
     size_t len = 0, i;
     unsigned n = 0;
     MDB_txn *txn;
-    MDB_val k, v;
     int rc = 0;
 
     if (strlen(client) > GW_NAME_MAX)
         return GW_OK; /* no such client can have rows */
     if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
         return GW_E_STORE_IO;
-    k.mv_data = kbuf;
-    k.mv_size = renamed_key(kbuf, client);
-    if (mdb_get(txn, s->dbi_meta, &k, &v) == 0) /* copied: the txn's pages are read-only */
-        renamed_merge(list, sizeof(list), &len, &n, v.mv_data, v.mv_size, client);
+    renamed_read(s, txn, client, list, sizeof(list), &len, &n, client);
     /* the names it was renamed from first (their rows are the older ones), then its own */
     for (i = 0; i < len && (rc == 0 || rc == MDB_NOTFOUND); i += strlen(list + i) + 1)
         rc = rows_of_name(s, txn, list + i, since_ms, fn, arg);
