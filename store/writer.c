@@ -268,20 +268,31 @@ report_write_error(struct store *s, int rc, uint64_t dropped)
     s->io_logged = true;
 }
 
-/* mdb_put of a key that usually sorts after every key of <dbi> (rows come mostly in
- * the order they began, and keys start with that time): appended without the page
- * search when it does, put in its place when not (MDB_APPEND refuses a key that does
- * not sort last with MDB_KEYEXIST). */
+/* A put through cursor <c> of a key that usually sorts after every key of its tree
+ * (rows come mostly in the order they began, and keys start with that time): appended
+ * without the page search when it does, put in its place when not (MDB_APPEND refuses
+ * a key that does not sort last with MDB_KEYEXIST). The batch keeps one cursor a tree,
+ * so an append finds the last page where the put before it left the cursor rather
+ * than searching from the root again (mdb_put opens a cursor each call). */
 static int
-put_in_order(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
+put_in_order(MDB_cursor *c, MDB_val *k, MDB_val *v, unsigned flags)
 {
-    int rc = mdb_put(txn, dbi, k, v, flags | MDB_APPEND);
+    int rc = mdb_cursor_put(c, k, v, flags | MDB_APPEND);
 
-    return rc == MDB_KEYEXIST ? mdb_put(txn, dbi, k, v, flags) : rc;
+    return rc == MDB_KEYEXIST ? mdb_cursor_put(c, k, v, flags) : rc;
+}
+
+/* The batch's cursors on rows and by_client; LMDB closes them when <txn> ends. */
+static int
+batch_cursors(struct store *s, MDB_txn *txn, MDB_cursor **rows, MDB_cursor **by_client)
+{
+    int rc = mdb_cursor_open(txn, s->dbi_rows, rows);
+
+    return rc != 0 ? rc : mdb_cursor_open(txn, s->dbi_by_client, by_client);
 }
 
 static int
-put_row(struct store *s, MDB_txn *txn, const struct store_rec *rec, uint64_t seq)
+put_row(MDB_cursor *rows, MDB_cursor *by_client, const struct store_rec *rec, uint64_t seq)
 {
     unsigned char rowkey[STORE_ROW_KEY_LEN];
     unsigned char ckey[STORE_CLIENT_KEY_MAX];
@@ -296,13 +307,13 @@ put_row(struct store *s, MDB_txn *txn, const struct store_rec *rec, uint64_t seq
     k.mv_data = rowkey;
     v.mv_size = rec->len;
     v.mv_data = (void *)(uintptr_t)rec->enc;
-    if ((rc = put_in_order(txn, s->dbi_rows, &k, &v, MDB_NOOVERWRITE)) != 0)
+    if ((rc = put_in_order(rows, &k, &v, MDB_NOOVERWRITE)) != 0)
         return rc;
     k.mv_size = store_client_key(ckey, client, rowkey);
     k.mv_data = ckey;
     v.mv_size = 0;
     v.mv_data = NULL;
-    return put_in_order(txn, s->dbi_by_client, &k, &v, 0);
+    return put_in_order(by_client, &k, &v, 0);
 }
 
 static void
@@ -326,6 +337,7 @@ static bool
 commit_batch(struct store *s, unsigned max)
 {
     MDB_txn *txn;
+    MDB_cursor *rows, *by_client;
     MDB_val k = {.mv_size = 3, .mv_data = (void *)(uintptr_t) "seq"};
     MDB_val v;
     unsigned char seqbuf[8];
@@ -341,6 +353,8 @@ commit_batch(struct store *s, unsigned max)
     if (!rec && !resp)
         return false;
     rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc == 0 && (rc = batch_cursors(s, txn, &rows, &by_client)) != 0)
+        mdb_txn_abort(txn);
     if (rc != 0) {
         if (rec) {
             back_put(s, rec);
@@ -352,7 +366,7 @@ commit_batch(struct store *s, unsigned max)
     }
     while (rec) {
         n++;
-        rc = put_row(s, txn, rec, ++s->seq);
+        rc = put_row(rows, by_client, rec, ++s->seq);
         back_put(s, rec); /* LMDB holds a copy now */
         if (rc != 0 || n >= max) {
             more = true;
