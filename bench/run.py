@@ -220,6 +220,11 @@ PINNED_N = 1000
 # Pinned, gwd's store writer shares the worker's CPU, so its commits sit on the
 # worker's latency (the 1-connection p99) as they do not unpinned.
 PINNED_TPUT_RUNS = 6
+# The converted paths of issue 13's point 5 and the Messages splice they compare with
+# join those 64-connection runs (not the 1-connection ones): unpinned, a cell's CPU per
+# request moved between 20 and 42 us from round to round in one run, as far from its
+# splice as the conversion could ever be.
+PINNED_CONV = ("gwd-conv", "gwd-msg", "gwd-msg-conv")
 # The API shapes: the path and the gwbench load --api of each, and the upstream route a
 # gwd's provider dialect sends to.
 API_PATH = {"chat": "/v1/chat/completions", "messages": "/v1/messages",
@@ -883,8 +888,9 @@ def main():
             # the pinned runs (PINNED_SLICES and PINNED_TPUT_RUNS above)
             lo, hi = cpus[0], cpus[-1]
             pinned = pair + [t for t in targets if t[0] == "nginx" and t[2]]
+            tput = pinned + [t for t in targets if t[0] in PINNED_CONV]
             pin(upstream.pid, {lo})
-            for _, _, proc in pinned:
+            for _, _, proc in tput:
                 pin(proc.pid, {hi})
             print("bench: pinned runs (admission A/B, nginx)", file=sys.stderr)
             for k in range(4 if a.quick else PINNED_SLICES):
@@ -896,12 +902,12 @@ def main():
                     add(name, "pinned_p50", s["latency_us"]["p50"])
                     add(name, "pinned_p99", s["latency_us"]["p99"])
             for k in range(2 if a.quick else PINNED_TPUT_RUNS):
-                for name, port, proc in (pinned if k % 2 == 0 else pinned[::-1]):
+                for name, port, proc in (tput if k % 2 == 0 else tput[::-1]):
                     s, cpu, _ = run(name, port, proc, ["--connections", "64", "--threads", "2",
                                                        "--requests", str(n_tput)], cpu=lo)
                     add(name, "pinned_rps", s["rps"])
                     add(name, "pinned_cpu", cpu * 1e6 / max(1, s["completed"]))
-            for proc in [upstream] + [t[2] for t in pinned]:
+            for proc in [upstream] + [t[2] for t in tput]:
                 pin(proc.pid, set(cpus))
         elapsed = time.time() - t_start
         if aport:
@@ -1108,6 +1114,24 @@ def main():
         notes.append("noise: pinned 64 conns proxy CPU per request in each run (us): "
                      + "; ".join(runs))
 
+    # pinned, the converted paths against the splice of the client's shape (PINNED_CONV)
+    conv_table = None
+    conv = ("gwd", "gwd-conv", "gwd-msg", "gwd-msg-conv")
+    if all(med(n, "pinned_cpu") is not None for n in conv):
+        conv_table = [["scenario", *conv, "gwd-conv vs gwd", "gwd-msg-conv vs gwd-msg"]]
+        for label, k, fmt, cmp in [
+                ("pinned, converted: 64 conns throughput (req/s)", "pinned_rps", "{:.0f}",
+                 "pct"),
+                ("pinned, converted: proxy CPU per request (us)", "pinned_cpu", "{:.1f}",
+                 "ratio")]:
+            v = [med(n, k) for n in conv]
+            conv_table.append([label] + [fmt.format(x) for x in v]
+                              + [compare(v[1], v[0], cmp), compare(v[3], v[2], cmp)])
+        notes.append("noise: pinned 64 conns proxy CPU per request in each run, converted "
+                      "paths (us): " + "; ".join(
+                          f"{n} " + " ".join(f"{x:.1f}" for x in res[n]["pinned_cpu"])
+                          for n in PINNED_CONV))
+
     h2_table = None
     if med("gwd", "h2_rps") is not None:
         h2_table = [["scenario", "gwd", "nginx", "gwd vs nginx"]]
@@ -1213,6 +1237,9 @@ def main():
                 f"1-connection runs of {PINNED_N} requests (after {SERIAL_WARMUP} left out), "
                 f"then {2 if a.quick else PINNED_TPUT_RUNS} alternated 64-connection runs of "
                 f"{n_tput} requests; medians")
+    conv_head = (f"pinned, converted: the same placement, {PINNED_CONV[0]}, {PINNED_CONV[1]} "
+                 f"and {PINNED_CONV[2]} in the alternated 64-connection runs beside gwd's "
+                 f"({2 if a.quick else PINNED_TPUT_RUNS} each); medians")
     print("\n".join(fmt_table(table)))
     if w2_table:
         print()
@@ -1223,6 +1250,9 @@ def main():
     if pin_table:
         print()
         print("\n".join(fmt_table(pin_table)))
+    if conv_table:
+        print()
+        print("\n".join(fmt_table(conv_table)))
     if h2_table:
         print()
         print("\n".join(fmt_table(h2_table)))
@@ -1233,6 +1263,8 @@ def main():
         print(adm_head)
     if pin_table:
         print(pin_head)
+    if conv_table:
+        print(conv_head)
     if h2_table:
         print(h2_head)
     for note in notes:
@@ -1245,6 +1277,8 @@ def main():
         md += [adm_head, ""] + md_table(adm_table) + [""]
     if pin_table:
         md += [pin_head, ""] + md_table(pin_table) + [""]
+    if conv_table:
+        md += [conv_head, ""] + md_table(conv_table) + [""]
     if h2_table:
         md += [h2_head, ""] + md_table(h2_table) + [""]
     for note in notes:
