@@ -892,7 +892,7 @@ def main():
             pin(upstream.pid, {lo})
             for _, _, proc in tput:
                 pin(proc.pid, {hi})
-            print("bench: pinned runs (admission A/B, nginx)", file=sys.stderr)
+            print("bench: pinned runs (admission A/B, nginx, converted cells)", file=sys.stderr)
             for k in range(4 if a.quick else PINNED_SLICES):
                 for name, port, proc in (pinned if k % 2 == 0 else pinned[::-1]):
                     s, _, _ = run(name, port, proc, ["--connections", "1", "--threads", "1",
@@ -1116,7 +1116,7 @@ def main():
 
     # pinned, the converted paths against the splice of the client's shape (PINNED_CONV)
     conv_table = None
-    conv = ("gwd", "gwd-conv", "gwd-msg", "gwd-msg-conv")
+    conv = ("gwd",) + PINNED_CONV  # each converted cell after the splice it is held to
     if all(med(n, "pinned_cpu") is not None for n in conv):
         conv_table = [["scenario", *conv, "gwd-conv vs gwd", "gwd-msg-conv vs gwd-msg"]]
         for label, k, fmt, cmp in [
@@ -1237,8 +1237,8 @@ def main():
                 f"1-connection runs of {PINNED_N} requests (after {SERIAL_WARMUP} left out), "
                 f"then {2 if a.quick else PINNED_TPUT_RUNS} alternated 64-connection runs of "
                 f"{n_tput} requests; medians")
-    conv_head = (f"pinned, converted: the same placement, {PINNED_CONV[0]}, {PINNED_CONV[1]} "
-                 f"and {PINNED_CONV[2]} in the alternated 64-connection runs beside gwd's "
+    conv_head = (f"pinned, converted: the same placement, {', '.join(PINNED_CONV)} in the "
+                 f"alternated 64-connection runs beside gwd's "
                  f"({2 if a.quick else PINNED_TPUT_RUNS} each); medians")
     print("\n".join(fmt_table(table)))
     if w2_table:
