@@ -184,8 +184,24 @@ gw_buf_append_u64(struct gw_buf *b, uint64_t v)
     return gw_buf_append(b, tmp, gw_fmt_u64(tmp, v));
 }
 
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Of the eight bytes in <x> (the first in the low byte), the high bit of each that a JSON
+ * string must escape ('"', '\\', below 0x20). A subtraction's borrow can mark a byte
+ * above a marked one, never below: the lowest mark is exact, and only it is read. */
+static inline uint64_t
+escape_marks8(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101u;
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+
+    return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & (ones * 0x80);
+}
+#endif
+
 /* The length of the run at <p> (<n> bytes) that a JSON string holds as it is: no '"',
- * '\\' or control byte (below 0x20). Sixteen bytes at a time where SSE2 is there. */
+ * '\\' or control byte (below 0x20). Sixteen bytes at a time where SSE2 is there, the
+ * rest eight at a time, the last eight overlapping bytes already read (a string's tail
+ * is most of a short one). */
 static size_t
 unescaped_run(const unsigned char *p, size_t n)
 {
@@ -207,22 +223,36 @@ unescaped_run(const unsigned char *p, size_t n)
             return i + (size_t)__builtin_ctz(m);
     }
 #endif
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n >= 8) {
+        uint64_t x, m;
+
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&x, p + i, 8);
+            if ((m = escape_marks8(x)) != 0)
+                return i + (size_t)__builtin_ctzll(m) / 8;
+        }
+        if (i == n)
+            return n;
+        memcpy(&x, p + n - 8, 8);
+        m = escape_marks8(x) >> (8 * (i - (n - 8))); /* the bytes before i are plain */
+        return m ? i + (size_t)__builtin_ctzll(m) / 8 : n;
+    }
+#endif
     while (i < n && p[i] >= 0x20 && p[i] != '"' && p[i] != '\\')
         i++;
     return i;
 }
 
 enum gw_code
-gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
+gw_buf_append_json_inner(struct gw_buf *b, struct gw_str s)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s.ptr;
     size_t i = 0;
 
     if (s.len == 0) /* an empty slice may be {NULL, 0}: no pointer arithmetic on it */
-        return gw_buf_append(b, "\"\"", 2);
-    if (gw_buf_append(b, "\"", 1) != GW_OK)
-        return GW_E_NOMEM;
+        return GW_OK;
     for (;;) {
         size_t run = unescaped_run(p + i, s.len - i);
         char esc[6] = {'\\', 0, '0', '0', 0, 0};
@@ -233,7 +263,7 @@ gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
             return GW_E_NOMEM;
         i += run;
         if (i == s.len)
-            break;
+            return GW_OK;
         c = p[i++];
         switch (c) {
         case '"': esc[1] = '"'; break;
@@ -250,6 +280,13 @@ gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
         if (gw_buf_append(b, esc, n) != GW_OK)
             return GW_E_NOMEM;
     }
+}
+
+enum gw_code
+gw_buf_append_json_str(struct gw_buf *b, struct gw_str s)
+{
+    if (gw_buf_append(b, "\"", 1) != GW_OK || gw_buf_append_json_inner(b, s) != GW_OK)
+        return GW_E_NOMEM;
     return gw_buf_append(b, "\"", 1);
 }
 
@@ -509,17 +546,4 @@ gw_buf_append_double(struct gw_buf *b, double v)
     if (n <= 0 || (size_t)n >= sizeof(buf))
         return GW_E_NOMEM;
     return gw_buf_append(b, buf, (size_t)n);
-}
-
-enum gw_code
-gw_buf_append_json_inner(struct gw_buf *b, struct gw_str s)
-{
-    size_t at = b->len;
-
-    if (gw_buf_append_json_str(b, s) != GW_OK)
-        return GW_E_NOMEM;
-    memmove(b->data + at, b->data + at + 1, b->len - at - 2);
-    b->len -= 2;
-    b->data[b->len] = '\0';
-    return GW_OK;
 }

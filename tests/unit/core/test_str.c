@@ -178,6 +178,23 @@ test_buf_json_string_escapes_controls_and_quotes(void **state)
     gw_buf_fini(&b);
 }
 
+/* The inside of a JSON string: the same escapes, no quotes, after what is there. */
+static void
+test_buf_json_inner_escapes_without_quotes(void **state)
+{
+    struct gw_buf b = {0};
+
+    (void)state;
+    assert_int_equal(gw_buf_append_cstr(&b, "\"pre-"), GW_OK);
+    assert_int_equal(gw_buf_append_json_inner(&b, (struct gw_str){"a\"b\\c\n\x01\xc3\xa9", 9}),
+                     GW_OK);
+    assert_string_equal(b.data, "\"pre-a\\\"b\\\\c\\n\\u0001\xc3\xa9");
+    assert_int_equal(gw_buf_append_json_inner(&b, (struct gw_str){NULL, 0}), GW_OK);
+    assert_int_equal(gw_buf_append_json_inner(&b, (struct gw_str){"", 0}), GW_OK);
+    assert_string_equal(b.data, "\"pre-a\\\"b\\\\c\\n\\u0001\xc3\xa9");
+    gw_buf_fini(&b);
+}
+
 /* The escape of one byte as JSON wants it, or the byte itself: the test's own oracle. */
 static size_t
 t_json_byte(unsigned char c, char *out)
@@ -445,6 +462,7 @@ main(void)
         cmocka_unit_test(test_buf_append_printf_and_consume),
         cmocka_unit_test(test_buf_recycle_keeps_small_memory_only),
         cmocka_unit_test(test_buf_json_string_escapes_controls_and_quotes),
+        cmocka_unit_test(test_buf_json_inner_escapes_without_quotes),
         cmocka_unit_test(test_buf_json_string_every_byte_at_every_position),
         cmocka_unit_test(test_fmt_u64_is_printf_s_decimal),
         cmocka_unit_test(test_hex_round_trip_and_refusals),
