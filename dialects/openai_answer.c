@@ -1492,22 +1492,36 @@ dl_openai_render_end(struct dl_render_state *st, struct gw_buf *out)
 
 /* ---- render: a non-streamed answer for a Chat client ---- */
 
+/* The text of the answer's <kind> blocks, one after another, as one JSON string ("null"
+ * when it has none of them; escaping a piece at a time is escaping the whole). */
 static enum gw_code
-answer_text(const struct dl_answer *a, enum dl_block kind, bool *any, struct gw_buf *tmp)
+answer_text(const struct dl_answer *a, enum dl_block kind, struct gw_buf *out)
 {
+    bool any = false;
     size_t i;
 
-    *any = false;
-    gw_buf_reset(tmp);
     for (i = 0; i < a->n_blocks; i++) {
         if (a->blocks[i].block != kind)
             continue;
-        *any = true;
-        if (a->blocks[i].text.len &&
-            gw_buf_append(tmp, a->blocks[i].text.data, a->blocks[i].text.len) != GW_OK)
+        if ((!any && gw_buf_append(out, "\"", 1) != GW_OK) ||
+            gw_buf_append_json_inner(
+                out, (struct gw_str){a->blocks[i].text.data, a->blocks[i].text.len}) != GW_OK)
             return GW_E_NOMEM;
+        any = true;
     }
-    return GW_OK;
+    return any ? gw_buf_append(out, "\"", 1) : gw_buf_append(out, "null", 4);
+}
+
+/* Whether the answer has text of <kind> (a block of it that is not empty). */
+static bool
+answer_says(const struct dl_answer *a, enum dl_block kind)
+{
+    size_t i;
+
+    for (i = 0; i < a->n_blocks; i++)
+        if (a->blocks[i].block == kind && a->blocks[i].text.len)
+            return true;
+    return false;
 }
 
 static enum gw_code
@@ -1536,36 +1550,31 @@ answer_tool_calls(const struct dl_answer *a, struct gw_buf *out)
 }
 
 static enum gw_code
-answer_body(const struct dl_answer *a, const struct dl_render_ctx *ctx, struct gw_buf *out,
-            struct gw_buf *tmp)
+answer_body(const struct dl_answer *a, const struct dl_render_ctx *ctx, struct gw_buf *out)
 {
     struct gw_str id = a->id.len ? a->id : ctx->id;
     const char *f = finish_name(a->finish);
-    bool any;
 
-    if (gw_buf_append_cstr(out, "{\"id\":") != GW_OK)
-        return GW_E_NOMEM;
-    gw_buf_reset(tmp);
-    if ((!has_prefix(id, "chatcmpl-") && gw_buf_append_cstr(tmp, "chatcmpl-") != GW_OK) ||
-        gw_buf_append_str(tmp, id) != GW_OK ||
-        json_str(out, (struct gw_str){tmp->data, tmp->len}) != GW_OK ||
-        gw_buf_append_cstr(out, ",\"object\":\"chat.completion\",\"created\":") != GW_OK ||
+    if (gw_buf_append_cstr(out, has_prefix(id, "chatcmpl-") ? "{\"id\":\""
+                                                            : "{\"id\":\"chatcmpl-") != GW_OK ||
+        gw_buf_append_json_inner(out, id) != GW_OK ||
+        gw_buf_append_cstr(out, "\",\"object\":\"chat.completion\",\"created\":") != GW_OK ||
         gw_buf_append_u64(out, a->created ? a->created : ctx->created) != GW_OK ||
         gw_buf_append_cstr(out, ",\"model\":") != GW_OK ||
         json_str(out, a->model.len ? a->model : ctx->model) != GW_OK ||
         gw_buf_append_cstr(out, ",\"choices\":[{\"index\":0,\"message\":{\"role\":"
                                 "\"assistant\",\"content\":") != GW_OK ||
-        answer_text(a, DL_BLOCK_TEXT, &any, tmp) != GW_OK ||
-        (any ? json_str(out, (struct gw_str){tmp->data, tmp->len})
-             : gw_buf_append_cstr(out, "null")) != GW_OK ||
-        answer_text(a, DL_BLOCK_REASONING, &any, tmp) != GW_OK)
+        answer_text(a, DL_BLOCK_TEXT, out) != GW_OK)
         return GW_E_NOMEM;
-    if (tmp->len && (gw_buf_append_cstr(out, ",\"reasoning_content\":") != GW_OK ||
-                     json_str(out, (struct gw_str){tmp->data, tmp->len}) != GW_OK))
+    if (answer_says(a, DL_BLOCK_REASONING) &&
+        (gw_buf_append_cstr(out, ",\"reasoning_content\":") != GW_OK ||
+         answer_text(a, DL_BLOCK_REASONING, out) != GW_OK))
         return GW_E_NOMEM;
     if (answer_tool_calls(a, out) != GW_OK ||
         gw_buf_append_cstr(out, "},\"logprobs\":null,\"finish_reason\":") != GW_OK ||
-        (f ? gw_buf_printf(out, "\"%s\"}]", f) : gw_buf_append_cstr(out, "null}]")) != GW_OK)
+        (f ? gw_buf_append(out, "\"", 1) != GW_OK || gw_buf_append_cstr(out, f) != GW_OK ||
+                 gw_buf_append(out, "\"}]", 3) != GW_OK
+           : gw_buf_append_cstr(out, "null}]") != GW_OK))
         return GW_E_NOMEM;
     if (a->usage_seen &&
         (gw_buf_append_cstr(out, ",\"usage\":") != GW_OK || usage_object(&a->usage, out) != GW_OK))
@@ -1577,14 +1586,12 @@ enum gw_code
 dl_openai_answer_render(const struct dl_answer *a, const struct dl_render_ctx *ctx,
                         struct gw_buf *out)
 {
-    struct gw_buf tmp = {0};
     size_t start = out->len;
     enum gw_code rc;
 
     if (a->failed) /* the error body; the caller answers with a->status */
         return error_body(a->status, a->error_type, (struct gw_str){0}, out);
-    rc = answer_body(a, ctx, out, &tmp);
-    gw_buf_fini(&tmp);
+    rc = answer_body(a, ctx, out);
     if (rc != GW_OK) {
         out->len = start;
         if (out->data)

@@ -169,6 +169,7 @@ struct net_stream {
     struct gw_buf hop_path; /* the hop's upstream path, and its credential header */
     struct gw_buf hop_auth; /* (wiped once sent); both built by net_hop_send */
     struct gw_buf out;      /* held events, or the non-streamed answer */
+    struct gw_buf rendered; /* a converted answer is rendered here, then swapped with out */
     struct gw_buf errbody;  /* a non-2xx upstream body (bounded, logged only) */
     struct gw_arena arena;  /* the request's arena (core/arena.h); reset, not freed, for
                              * the cache: its blocks serve the next request */

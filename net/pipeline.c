@@ -261,6 +261,7 @@ stream_bufs_fini(struct net_stream *s)
     gw_buf_fini(&s->hop_path);
     gw_buf_fini(&s->hop_auth); /* wiped by net_hop_send once sent */
     gw_buf_fini(&s->out);
+    gw_buf_fini(&s->rendered);
     gw_buf_fini(&s->errbody);
     gw_arena_fini(&s->arena);
     gw_free(s->row_mem);
@@ -281,6 +282,7 @@ stream_cache_put(struct net_stream *s)
     gw_buf_recycle(&s->hop_path, NET_STREAM_KEEP_BUF);
     gw_buf_recycle(&s->hop_auth, NET_STREAM_KEEP_BUF);
     gw_buf_recycle(&s->out, NET_STREAM_KEEP_BUF);
+    gw_buf_recycle(&s->rendered, NET_STREAM_KEEP_BUF);
     gw_buf_recycle(&s->errbody, NET_STREAM_KEEP_BUF);
     s->cache_next = w->stream_cache;
     w->stream_cache = s;

@@ -504,7 +504,7 @@ convert_answer(struct net_stream *s, bool folded)
                                 .upstream = s->up_shape,
                                 .arena = &s->arena,
                                 .req = s->creq_ready ? &s->creq : NULL};
-    struct gw_buf out = {0};
+    struct gw_buf kept;
     struct dl_answer own, *a = folded ? &s->resp_fold : &own;
     enum gw_code rc = GW_OK;
     size_t i;
@@ -514,7 +514,7 @@ convert_answer(struct net_stream *s, bool folded)
         rc = s->up_ops->answer_parse(s->out.data, s->out.len, dl_answer_fold, &own);
     }
     if (rc == GW_OK && !a->failed)
-        rc = s->client_ops->answer_render(a, &ctx, &out);
+        rc = s->client_ops->answer_render(a, &ctx, &s->rendered);
     else if (rc == GW_OK)
         rc = GW_E_UPSTREAM_PROTOCOL;
     if (rc == GW_OK) {
@@ -527,13 +527,16 @@ convert_answer(struct net_stream *s, bool folded)
     if (!folded)
         dl_answer_fini(&own);
     if (rc != GW_OK) {
-        gw_buf_fini(&out);
+        gw_buf_reset(&s->rendered);
         gw_buf_reset(&s->out);
         net_hop_failed(s, s->up_status, rc == GW_E_NOMEM ? rc : GW_E_UPSTREAM_PROTOCOL);
         return false;
     }
-    gw_buf_fini(&s->out);
-    s->out = out;
+    /* the rendered answer becomes out; the upstream's, emptied, keeps its memory */
+    kept = s->out;
+    s->out = s->rendered;
+    s->rendered = kept;
+    gw_buf_reset(&s->rendered);
     return true;
 }
 

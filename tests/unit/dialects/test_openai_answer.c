@@ -919,6 +919,43 @@ test_openai_answer_render_reasoning_null_content_and_failure(void **state)
     gw_buf_fini(&out);
 }
 
+/* Texts are escaped block by block into one string, and an id without the chatcmpl-
+ * prefix gets it in front of its escaped bytes: the same as escaping the whole. */
+static void
+test_openai_answer_render_escapes_texts_block_by_block(void **state)
+{
+    const struct dl_event ev[] = {
+        {.kind = DL_EV_START, .id = GW_STR_LIT("msg\"1"), .model = GW_STR_LIT("m")},
+        {.kind = DL_EV_BLOCK_START, .index = 0, .block = DL_BLOCK_TEXT},
+        EV_DELTA(0, DL_BLOCK_TEXT, "a\"b\n"),
+        {.kind = DL_EV_BLOCK_START, .index = 1, .block = DL_BLOCK_REASONING},
+        {.kind = DL_EV_BLOCK_START, .index = 2, .block = DL_BLOCK_TEXT},
+        {.kind = DL_EV_BLOCK_START, .index = 3, .block = DL_BLOCK_TEXT},
+        EV_DELTA(3, DL_BLOCK_TEXT, "\\c\x01\xc3\xa9"),
+        {.kind = DL_EV_FINISH, .finish = DL_FINISH_LENGTH},
+    };
+    struct dl_render_ctx ctx = {.model = GW_STR_LIT("asked"), .created = 9};
+    struct gw_buf out = {0};
+    struct gw_arena a;
+    struct dl_answer ans;
+
+    (void)state;
+    gw_arena_init(&a);
+    t_fold(ev, sizeof(ev) / sizeof(ev[0]), &a, &ans);
+    /* in front of the render: what a caller wrote before stays */
+    assert_int_equal(gw_buf_append_cstr(&out, "x"), GW_OK);
+    assert_int_equal(dl_openai_shape.answer_render(&ans, &ctx, &out), GW_OK);
+    /* an empty reasoning block writes no reasoning_content */
+    assert_string_equal(out.data,
+                        "x{\"id\":\"chatcmpl-msg\\\"1\",\"object\":\"chat.completion\","
+                        "\"created\":9,\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":"
+                        "{\"role\":\"assistant\",\"content\":\"a\\\"b\\n\\\\c\\u0001\xc3\xa9\"},"
+                        "\"logprobs\":null,\"finish_reason\":\"length\"}]}");
+    dl_answer_fini(&ans);
+    gw_arena_fini(&a);
+    gw_buf_fini(&out);
+}
+
 /* ---- errors ---- */
 
 static void
@@ -1082,6 +1119,7 @@ main(void)
         cmocka_unit_test(test_openai_answer_parse_then_render_keeps_content_and_calls),
         cmocka_unit_test(test_openai_answer_render_matches_the_former_converter),
         cmocka_unit_test(test_openai_answer_render_reasoning_null_content_and_failure),
+        cmocka_unit_test(test_openai_answer_render_escapes_texts_block_by_block),
         cmocka_unit_test(test_openai_answer_upstream_error_read_finds_type_and_message),
         cmocka_unit_test(test_openai_answer_upstream_error_fixture_read_and_rendered),
         cmocka_unit_test(test_openai_answer_upstream_error_render_maps_foreign_types),
