@@ -584,40 +584,53 @@ dl_anthropic_event_parse(struct dl_parse_state *st, struct gw_str event, struct 
 
 /* ---- upstream side: a non-streamed answer ---- */
 
-/* Emits the events of content block at the cursor of <j>. */
+/* The members of a content block the answer's events are made of. */
+enum { B_TYPE, B_ID, B_NAME, B_TEXT, B_THINKING, B_SIGNATURE, B_DATA, B_INPUT, B__N };
+
+/* Reads and checks the content block at the cursor of <j> into <b> (B__N fields);
+ * GW_OK, GW_E_UPSTREAM_PROTOCOL when it is not a block, or GW_E_NOMEM. */
 static enum gw_code
-answer_block(struct dl_json *j, uint32_t *index, struct dl_emitter *e)
+block_read(struct dl_json *j, struct dl_anth_field *b)
 {
-    struct dl_anth_field b[] = {DL_ANTH_FIELD("type"),     DL_ANTH_FIELD("id"),
-                                DL_ANTH_FIELD("name"),     DL_ANTH_FIELD("text"),
-                                DL_ANTH_FIELD("thinking"), DL_ANTH_FIELD("signature"),
-                                DL_ANTH_FIELD("data"),     DL_ANTH_FIELD("input")};
+    static const struct dl_anth_field init[B__N] = {
+        DL_ANTH_FIELD("type"), DL_ANTH_FIELD("id"),       DL_ANTH_FIELD("name"),
+        DL_ANTH_FIELD("text"), DL_ANTH_FIELD("thinking"), DL_ANTH_FIELD("signature"),
+        DL_ANTH_FIELD("data"), DL_ANTH_FIELD("input")};
+
+    memcpy(b, init, sizeof(init));
+    if (dl_json_peek(j) != '{' || !dl_anthropic_fields(j, b, B__N) || b[B_TYPE].kind != DA_STR ||
+        (dl_anthropic_is(j, &b[B_TYPE], "text") && b[B_TEXT].kind != DA_STR) ||
+        (dl_anthropic_is(j, &b[B_TYPE], "tool_use") &&
+         (b[B_ID].kind != DA_STR || b[B_NAME].kind != DA_STR || b[B_INPUT].kind == DA_ABSENT)))
+        return j->err == DL_JSON_E_NOMEM ? GW_E_NOMEM : GW_E_UPSTREAM_PROTOCOL;
+    return GW_OK;
+}
+
+/* Emits the events of content block <b> (read by block_read from <j>'s document). */
+static enum gw_code
+answer_block(const struct dl_json *j, const struct dl_anth_field *b, uint32_t *index,
+             struct dl_emitter *e)
+{
     struct dl_event ev = {.kind = DL_EV_BLOCK_START};
     struct dl_json_text id, name;
     enum gw_code rc = GW_OK;
 
-    if (dl_json_peek(j) != '{' || !dl_anthropic_fields(j, b, 8) || b[0].kind != DA_STR)
-        return j->err == DL_JSON_E_NOMEM ? GW_E_NOMEM : GW_E_UPSTREAM_PROTOCOL;
-    if (dl_anthropic_is(j, &b[0], "text")) {
-        if (b[3].kind != DA_STR)
-            return GW_E_UPSTREAM_PROTOCOL;
+    if (dl_anthropic_is(j, &b[B_TYPE], "text")) {
         ev.block = DL_BLOCK_TEXT;
-    } else if (dl_anthropic_is(j, &b[0], "tool_use")) {
-        if (b[1].kind != DA_STR || b[2].kind != DA_STR || b[7].kind == DA_ABSENT)
-            return GW_E_UPSTREAM_PROTOCOL;
+    } else if (dl_anthropic_is(j, &b[B_TYPE], "tool_use")) {
         ev.block = DL_BLOCK_TOOL_CALL;
-    } else if (dl_anthropic_is(j, &b[0], "thinking")) {
+    } else if (dl_anthropic_is(j, &b[B_TYPE], "thinking")) {
         ev.block = DL_BLOCK_REASONING;
-    } else if (dl_anthropic_is(j, &b[0], "redacted_thinking")) {
+    } else if (dl_anthropic_is(j, &b[B_TYPE], "redacted_thinking")) {
         ev.block = DL_BLOCK_REASONING;
         ev.redacted = true;
     } else {
         return GW_OK; /* server tool blocks: not part of the canonical answer */
     }
     ev.index = (*index)++;
-    if (!txt_field(&id, j, &b[1]))
+    if (!txt_field(&id, j, &b[B_ID]))
         return GW_E_NOMEM;
-    if (!txt_field(&name, j, &b[2])) {
+    if (!txt_field(&name, j, &b[B_NAME])) {
         dl_json_text_fini(&id);
         return GW_E_NOMEM;
     }
@@ -631,14 +644,14 @@ answer_block(struct dl_json *j, uint32_t *index, struct dl_emitter *e)
     if (e->stopped)
         return GW_OK;
     if (ev.block == DL_BLOCK_TEXT)
-        rc = emit_delta(e, ev.index, ev.block, j, &b[3], NULL);
+        rc = emit_delta(e, ev.index, ev.block, j, &b[B_TEXT], NULL);
     else if (ev.block == DL_BLOCK_REASONING)
-        rc = emit_delta(e, ev.index, ev.block, j, ev.redacted ? NULL : &b[4],
-                        ev.redacted ? &b[6] : &b[5]);
+        rc = emit_delta(e, ev.index, ev.block, j, ev.redacted ? NULL : &b[B_THINKING],
+                        ev.redacted ? &b[B_DATA] : &b[B_SIGNATURE]);
     else {
         struct dl_event dv = {.kind = DL_EV_DELTA, .index = ev.index, .block = ev.block};
 
-        dv.text = (struct gw_str){j->s + b[7].at, b[7].end - b[7].at};
+        dv.text = (struct gw_str){j->s + b[B_INPUT].at, b[B_INPUT].end - b[B_INPUT].at};
         dl_emit(e, &dv);
     }
     if (rc == GW_OK && !e->stopped) {
@@ -649,6 +662,10 @@ answer_block(struct dl_json *j, uint32_t *index, struct dl_emitter *e)
     return rc;
 }
 
+/* Blocks of an answer read once, for both the check and the events: most answers have
+ * one to three. Those after them are read again when their events are made. */
+#define KEPT_BLOCKS 4
+
 enum gw_code
 dl_anthropic_answer_parse(const char *body, size_t len, dl_event_fn fn, void *arg)
 {
@@ -657,12 +674,14 @@ dl_anthropic_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
                                   DL_ANTH_FIELD("model"),       DL_ANTH_FIELD("content"),
                                   DL_ANTH_FIELD("stop_reason"), DL_ANTH_FIELD("stop_sequence"),
                                   DL_ANTH_FIELD("usage")};
+    struct dl_anth_field kept[KEPT_BLOCKS][B__N], more[B__N];
     struct dl_emitter e = {fn, arg, false};
     struct dl_event ev = {.kind = DL_EV_START};
     struct gw_usage usage = {0};
     struct dl_json j, cj;
     struct dl_json_text id, model;
     uint32_t index = 0;
+    size_t n = 0, k, after_kept = 0;
     bool first = true;
     int r;
 
@@ -681,15 +700,12 @@ dl_anthropic_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
     if (!dl_json_arr_enter(&cj))
         return GW_E_UPSTREAM_PROTOCOL;
     while ((r = dl_json_arr_next(&cj, &first)) == 1) {
-        struct dl_anth_field b[] = {DL_ANTH_FIELD("type"), DL_ANTH_FIELD("id"),
-                                    DL_ANTH_FIELD("name"), DL_ANTH_FIELD("text"),
-                                    DL_ANTH_FIELD("input")};
+        enum gw_code rc = block_read(&cj, n < KEPT_BLOCKS ? kept[n] : more);
 
-        if (dl_json_peek(&cj) != '{' || !dl_anthropic_fields(&cj, b, 5) || b[0].kind != DA_STR ||
-            (dl_anthropic_is(&cj, &b[0], "text") && b[3].kind != DA_STR) ||
-            (dl_anthropic_is(&cj, &b[0], "tool_use") &&
-             (b[1].kind != DA_STR || b[2].kind != DA_STR || b[4].kind == DA_ABSENT)))
-            return cj.err == DL_JSON_E_NOMEM ? GW_E_NOMEM : GW_E_UPSTREAM_PROTOCOL;
+        if (rc != GW_OK)
+            return rc;
+        if (++n == KEPT_BLOCKS)
+            after_kept = cj.i;
     }
     if (r != 0)
         return GW_E_UPSTREAM_PROTOCOL;
@@ -709,14 +725,26 @@ dl_anthropic_answer_parse(const char *body, size_t len, dl_event_fn fn, void *ar
 
         dl_emit(&e, &uv);
     }
-    cj = dl_anthropic_at(&j, top[3].at);
-    first = true;
-    (void)dl_json_arr_enter(&cj);
-    while (!e.stopped && dl_json_arr_next(&cj, &first) == 1) {
-        enum gw_code rc = answer_block(&cj, &index, &e);
+    for (k = 0; k < n && k < KEPT_BLOCKS && !e.stopped; k++) {
+        enum gw_code rc = answer_block(&j, kept[k], &index, &e);
 
         if (rc != GW_OK)
             return rc;
+    }
+    if (n > KEPT_BLOCKS) {
+        /* in the array again, after the kept blocks: the rest read again */
+        cj = dl_anthropic_at(&j, top[3].at);
+        (void)dl_json_arr_enter(&cj);
+        cj.i = after_kept;
+        first = false;
+        while (!e.stopped && dl_json_arr_next(&cj, &first) == 1) {
+            enum gw_code rc = block_read(&cj, more);
+
+            if (rc == GW_OK)
+                rc = answer_block(&cj, more, &index, &e);
+            if (rc != GW_OK)
+                return rc;
+        }
     }
     if (!e.stopped) {
         struct dl_event fv = {.kind = DL_EV_FINISH};

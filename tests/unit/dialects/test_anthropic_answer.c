@@ -457,6 +457,10 @@ test_messages_answer_refuses_what_is_not_a_messages_answer(void **state)
         "{\"content\":[{\"type\":\"text\",\"text\":\"ok\"},{\"type\":\"tool_use\",\"id\":\"a\","
         "\"name\":\"b\"}]}",
         "{\"content\":[]} x",
+        /* a bad block after the first four (those read once for check and events) */
+        "{\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"},"
+        "{\"type\":\"text\",\"text\":\"c\"},{\"type\":\"text\",\"text\":\"d\"},"
+        "{\"type\":\"text\",\"text\":\"e\"},{\"type\":\"text\",\"text\":5}]}",
     };
     size_t i;
 
@@ -470,6 +474,34 @@ test_messages_answer_refuses_what_is_not_a_messages_answer(void **state)
         assert_int_equal(got.len, 0); /* nothing emitted before the refusal */
         gw_buf_fini(&got);
     }
+}
+
+/* More blocks than are read once (four): those after them are read again for their
+ * events, in order, with a skipped server tool block among the first four. */
+static void
+test_messages_answer_of_many_blocks(void **state)
+{
+    const char *body =
+        "{\"id\":\"m\",\"model\":\"c\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+        "{\"type\":\"server_tool_use\",\"id\":\"s\",\"name\":\"web_search\",\"input\":{}},"
+        "{\"type\":\"text\",\"text\":\"b\"},{\"type\":\"text\",\"text\":\"c\"},"
+        "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":{\"x\":[1]}},"
+        "{\"type\":\"thinking\",\"thinking\":\"hm\",\"signature\":\"g\"} , "
+        "{\"type\":\"text\",\"text\":\"d\"}],\"stop_reason\":\"end_turn\"}";
+    struct gw_buf got = {0};
+
+    (void)state;
+    assert_int_equal(dl_anthropic_shape.answer_parse(body, strlen(body), t_record, &got), GW_OK);
+    t_lines_eq(&got, "START id=m model=c\n"
+                     "BLOCK_START 0 text\nDELTA 0 text \"a\"\nBLOCK_STOP 0\n"
+                     "BLOCK_START 1 text\nDELTA 1 text \"b\"\nBLOCK_STOP 1\n"
+                     "BLOCK_START 2 text\nDELTA 2 text \"c\"\nBLOCK_STOP 2\n"
+                     "BLOCK_START 3 tool id=t name=f\nDELTA 3 tool \"{\\\"x\\\":[1]}\"\n"
+                     "BLOCK_STOP 3\n"
+                     "BLOCK_START 4 reasoning\nDELTA 4 reasoning \"hm\" sig=\"g\"\nBLOCK_STOP 4\n"
+                     "BLOCK_START 5 text\nDELTA 5 text \"d\"\nBLOCK_STOP 5\n"
+                     "FINISH stop\n");
+    gw_buf_fini(&got);
 }
 
 static void
@@ -940,6 +972,7 @@ main(void)
         cmocka_unit_test(test_messages_events_long_escaped_delta_and_out_of_memory),
         cmocka_unit_test(test_messages_answer_events_of_a_recorded_answer),
         cmocka_unit_test(test_messages_answer_refuses_what_is_not_a_messages_answer),
+        cmocka_unit_test(test_messages_answer_of_many_blocks),
         cmocka_unit_test(test_messages_answer_without_stop_reason_or_usage),
         cmocka_unit_test(test_messages_answer_usage_without_a_parse),
         cmocka_unit_test(test_messages_render_text_with_usage_after_the_finish),
