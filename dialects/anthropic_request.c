@@ -91,6 +91,32 @@
 
 /* ---- parse ---- */
 
+/* <n> bytes of <s> at <at> of <dst> (<cap> bytes), as many as fit with a NUL after. */
+static size_t
+path_put(char *dst, size_t cap, size_t at, const char *s, size_t n)
+{
+    if (n > cap - 1 - at)
+        n = cap - 1 - at;
+    memcpy(dst + at, s, n);
+    return at + n;
+}
+
+/* <prefix> (at most PATH_MAX_LEN bytes of it), "[<k>]" and <suffix> into <dst> (<cap>
+ * bytes), cut to fit and NUL-terminated: the path an error names, made for every item of
+ * a request, so without printf. */
+static void
+path_item(char *dst, size_t cap, const char *prefix, size_t k, const char *suffix)
+{
+    char num[24];
+    size_t at = path_put(dst, cap, 0, prefix, strnlen(prefix, PATH_MAX_LEN));
+
+    at = path_put(dst, cap, at, "[", 1);
+    at = path_put(dst, cap, at, num, gw_fmt_u64(num, k));
+    at = path_put(dst, cap, at, "]", 1);
+    at = path_put(dst, cap, at, suffix, strlen(suffix));
+    dst[at] = '\0';
+}
+
 /* The top-level fields parse reads, and so refuses to see twice (issue 8). A field
  * parse starts reading joins this list. */
 enum read_field {
@@ -443,7 +469,7 @@ rp_blocks(struct rp *p, struct dl_json *j, const char *path, bool in_result, str
 
         if (!part)
             return GW_E_NOMEM;
-        snprintf(sub, sizeof(sub), "%.*s[%zu].", PATH_MAX_LEN, path, k++);
+        path_item(sub, sizeof(sub), path, k++, ".");
         rc = rp_block(p, j, sub, in_result, part);
         if (rc != GW_OK)
             return rc;
@@ -526,16 +552,17 @@ rp_message(struct rp *p, size_t i)
     } else if (f[1].kind == DA_ARR) {
         struct dl_json cj = dl_anthropic_at(j, f[1].at);
 
-        snprintf(path, sizeof(path), "messages[%zu].content", i);
+        path_item(path, sizeof(path), "messages", i, ".content");
         rc = rp_blocks(p, &cj, path, false, &parts, &n);
         if (rc != GW_OK)
             return rc;
     } else {
         return rp_bad(p, "messages[%zu].content: required string or array of content blocks", i);
     }
-    snprintf(path, sizeof(path), "messages[%zu].content", i);
-    if (system)
+    if (system) {
+        path_item(path, sizeof(path), "messages", i, ".content");
         return rp_system_parts(p, path, parts, n, true);
+    }
     if (role == DL_ROLE_ASSISTANT) {
         for (k = 0; k < n; k++)
             if (parts[k].kind == DL_PART_TOOL_RESULT)
@@ -634,7 +661,7 @@ rp_tool(struct rp *p, struct dl_json *j, size_t k)
     t = gw_arena_push(p->a, (void **)&r->tools, &r->n_tools, &p->cap_tools, sizeof(*t));
     if (!t)
         return GW_E_NOMEM;
-    snprintf(path, sizeof(path), "tools[%zu].", k);
+    path_item(path, sizeof(path), "tools", k, ".");
     if (f[0].kind != DA_ABSENT && f[0].kind != DA_NULL && f[0].kind != DA_STR)
         return rp_bad(p, "tools[%zu].type: must be a string", k);
     if (f[0].kind == DA_STR && !dl_anthropic_is(j, &f[0], "custom")) {
