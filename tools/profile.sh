@@ -14,6 +14,9 @@
 # DIALECT is the provider's (openai, anthropic, responses or gemini): anything but
 # openai profiles a converted path (the Chat request and answer said in that shape, as
 # bench/run.py's gwd-conv cell does with anthropic).
+# PROFILE_API=messages sends Anthropic Messages requests (/v1/messages) instead of Chat:
+# with DIALECT anthropic the Messages splice, with openai the Messages -> Chat conversion
+# (bench/run.py's gwd-msg and gwd-msg-conv cells).
 # PROFILE_CONNS=N loads with N connections instead of 4 (64 shows what a worker does with
 # many requests in flight at once, as make bench loads it: its caches' sizes).
 # PROFILE_KEEP=DIR keeps the callgrind dumps, one file per thread (callgrind_annotate FILE, or
@@ -62,8 +65,14 @@ start_gwd() { # $@: a wrapper, or nothing
     done
     echo "profile: gwd did not start"; cat "$D/gwd.log"; exit 1
 }
+API=${PROFILE_API:-chat}
+case $API in
+chat) APIPATH=/v1/chat/completions ;;
+messages) APIPATH=/v1/messages ;;
+*) echo "profile: PROFILE_API is chat or messages"; exit 2 ;;
+esac
 load() {
-    "$B/gwbench" load --quiet --api chat --url "http://127.0.0.1:$PORT/v1/chat/completions" \
+    "$B/gwbench" load --quiet --api $API --url "http://127.0.0.1:$PORT$APIPATH" \
         --key $KEY --connections "${PROFILE_CONNS:-4}" --threads 1 --requests "$1" > /dev/null
 }
 stop_gwd() { kill $GPID; wait $GPID 2>/dev/null || true; GPID=; }
