@@ -7,7 +7,8 @@
  * their own table (store/resp.c). The writer thread wakes every <batch_ms> (a timed
  * wait on a condvar that store_writer_stop and store_sync signal), takes every queued
  * row and response and commits them in one write transaction, so either is durable at
- * most about one batch interval after it was queued. Between batches it prunes rows,
+ * most about one batch interval after it was queued. A turn starts <batch_ms> after the
+ * one before started (at once when that one took longer). Between batches it prunes rows,
  * then responses, older than <row_days> days, one bounded transaction per turn (at
  * start and then hourly), so retention never holds commits back for long.
  * A failed write transaction (MDB_MAP_FULL: the map is too small) drops that batch:
@@ -557,6 +558,9 @@ writer_main(void *arg)
 
     pthread_setname_np(pthread_self(), "gw-store");
     for (;;) {
+        /* the next turn starts batch_ms after this one started, not after it ended, so
+         * commits are batch_ms apart, not batch_ms and a commit's own time */
+        wake = clock_ms(CLOCK_MONOTONIC) + s->batch_ms;
         busy = commit_batch(s, cap); /* more may be waiting: no sleep */
         store_learned_commit(s);     /* learned quota limits, when any were put */
         if (s->row_days != 0 && !prune_rows && !prune_resp &&
@@ -585,7 +589,6 @@ writer_main(void *arg)
             pthread_cond_broadcast(&s->done_cv);
         /* A store_sync caller is served at once rather than after the next batch_ms. */
         if (!s->stop && !busy && s->sync_waiters == 0) {
-            wake = clock_ms(CLOCK_MONOTONIC) + s->batch_ms;
             until.tv_sec = (time_t)(wake / 1000);
             until.tv_nsec = (long)(wake % 1000) * 1000000;
             pthread_cond_timedwait(&s->cv, &s->mu, &until);
