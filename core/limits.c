@@ -145,6 +145,16 @@ kl_total_sub(struct kl_total *t, const struct kl_total *d)
     t->cost = kl_sub_sat(t->cost, d->cost);
 }
 
+/* <t> less <minus>, then plus <plus>, each saturating: a settlement in one pass. */
+static void
+kl_total_settle(struct kl_total *t, const struct kl_total *minus, const struct kl_total *plus)
+{
+    t->requests = kl_add_sat(kl_sub_sat(t->requests, minus->requests), plus->requests);
+    t->tokens = kl_add_sat(kl_sub_sat(t->tokens, minus->tokens), plus->tokens);
+    t->cache_reads = kl_add_sat(kl_sub_sat(t->cache_reads, minus->cache_reads), plus->cache_reads);
+    t->cost = kl_add_sat(kl_sub_sat(t->cost, minus->cost), plus->cost);
+}
+
 static uint64_t
 kl_measure(const struct kl_total *t, enum gw_limit_measure m, bool cache_reads)
 {
@@ -174,7 +184,9 @@ kl_usage_total(const struct gw_usage *u, int64_t cost_micros)
 static struct kl_bucket *
 kl_roll_at(const struct kl_roll *r, uint32_t i)
 {
-    return &r->b[(r->head + i) % r->cap];
+    uint32_t at = r->head + i; /* head and i are below cap: no division */
+
+    return &r->b[at < r->cap ? at : at - r->cap];
 }
 
 /* Moves the window's end to <sec> when it is later and drops the buckets that left. */
@@ -189,7 +201,7 @@ kl_roll_advance(struct kl_roll *r, uint64_t sec)
         if (b->sec + r->window_s > r->now_sec)
             break;
         kl_total_sub(&r->sum, &b->t);
-        r->head = (r->head + 1) % r->cap;
+        r->head = r->head + 1 < r->cap ? r->head + 1 : 0;
         r->n--;
     }
     if (r->n == 0)
@@ -367,8 +379,8 @@ kl_advance(struct gw_keylimits *k, uint64_t now_ms, const struct gw_period *cal)
 /* Lock held; may drop and retake it. When ring i must take a new bucket at <sec>[i] and is
  * full, allocates a bigger array outside the lock and installs it if the ring is still
  * smaller; arrays to free after unlocking go to <old>. State may change meanwhile: the
- * caller decides only after this returns. */
-static void
+ * caller decides only after this returns. True when the lock was dropped. */
+static bool
 kl_make_room(struct gw_keylimits *k, const uint64_t sec[KL_ROLLS], struct kl_bucket *old[KL_ROLLS])
 {
     uint32_t want[KL_ROLLS] = {0};
@@ -386,7 +398,7 @@ kl_make_room(struct gw_keylimits *k, const uint64_t sec[KL_ROLLS], struct kl_buc
         }
     }
     if (!any)
-        return;
+        return false;
     kl_unlock(k);
     for (unsigned i = 0; i < KL_ROLLS; i++)
         if (want[i])
@@ -400,6 +412,7 @@ kl_make_room(struct gw_keylimits *k, const uint64_t sec[KL_ROLLS], struct kl_buc
         else
             old[i] = nb[i]; /* another thread grew it meanwhile */
     }
+    return true;
 }
 
 static const struct kl_total *
@@ -827,9 +840,10 @@ gw_keylimits_admit(struct gw_keylimits *k, uint64_t now_ms, const struct gw_peri
     kl_lock(k);
     kl_advance(k, now_ms, cal);
     kl_admit_secs(k, sec, rsec);
-    kl_make_room(k, rsec, old);
-    kl_advance(k, now_ms, cal); /* the lock may have been dropped */
-    kl_admit_secs(k, sec, rsec);
+    if (kl_make_room(k, rsec, old)) {
+        kl_advance(k, now_ms, cal); /* the lock was dropped */
+        kl_admit_secs(k, sec, rsec);
+    }
 
     dec = kl_decide(k, now_ms, &d, true, stopped, v);
     if (dec == GW_LIMIT_OK) {
@@ -888,10 +902,8 @@ gw_keylimits_settle(struct gw_keylimits *k, struct gw_limit_reservation *res, ui
         at = kl_roll_find(r, res->roll_sec[i]);
         if (at < 0)
             continue;
-        kl_total_sub(&kl_roll_at(r, (uint32_t)at)->t, &minus);
-        kl_total_add(&kl_roll_at(r, (uint32_t)at)->t, &plus);
-        kl_total_sub(&r->sum, &minus);
-        kl_total_add(&r->sum, &plus);
+        kl_total_settle(&kl_roll_at(r, (uint32_t)at)->t, &minus, &plus);
+        kl_total_settle(&r->sum, &minus, &plus);
     }
     for (unsigned i = 0; i < KL_CALS; i++) {
         struct kl_cal *c = &k->cal[i];
@@ -899,8 +911,7 @@ gw_keylimits_settle(struct gw_keylimits *k, struct gw_limit_reservation *res, ui
         if (c->gen != res->cal_gen[i])
             continue; /* that period ended: not counted again */
         kl_total_sub(&c->held, &held);
-        kl_total_sub(&c->t, &minus);
-        kl_total_add(&c->t, &plus);
+        kl_total_settle(&c->t, &minus, &plus);
     }
     kl_check_alerts(k, now_ms, false);
     kl_unlock(k);
@@ -946,8 +957,8 @@ gw_keylimits_rebuild_add(struct gw_keylimits *k, const struct gw_row *row, uint6
     if (flags & GW_KEYLIMITS_F_ROLLING) {
         const uint64_t rsec[KL_ROLLS] = {sec, sec};
 
-        kl_make_room(k, rsec, old);
-        kl_advance(k, now_ms, cal);
+        if (kl_make_room(k, rsec, old))
+            kl_advance(k, now_ms, cal);
         for (unsigned i = 0; i < KL_ROLLS; i++) {
             struct kl_roll *r = &k->roll[i];
             struct kl_bucket *b;

@@ -1017,6 +1017,30 @@ test_limits_hour_ring_holds_every_second(void **state)
     assert_int_equal(t_used(f->k, T0 + HOUR + 10 * SEC, NULL, 0), 3600 - 10);
 }
 
+/* A request every 8 s for five minutes keeps the minute ring at its first size (8) while
+ * its oldest buckets leave and new ones go in behind them, round the array's end: the
+ * window's total, and each settlement (recorded usage above the estimate, found in its
+ * bucket), stay exact at every step. */
+static void
+test_limits_rolling_ring_wraps_round_and_stays_exact(void **state)
+{
+    struct t_fix *f = *state;
+    uint64_t used_at[40];
+
+    t_config1(f->k, GW_LIMIT_MINUTE, GW_LIMIT_TOKENS, 1000000, false);
+    for (int i = 0; i < 40; i++) {
+        uint64_t now = T0 + (uint64_t)i * 8 * SEC + 3, want = 0;
+
+        used_at[i] = 10 + (uint64_t)i; /* in 10 + i, estimated; out i more, recorded */
+        t_use(f->k, now, NULL, t_usage(10 + (uint64_t)i, (uint64_t)i, 0, 0), 0);
+        used_at[i] += (uint64_t)i;
+        for (int j = 0; j <= i; j++)
+            if ((T0 + (uint64_t)j * 8 * SEC + 3) / 1000 + 60 > now / 1000)
+                want += used_at[j];
+        assert_int_equal(t_used(f->k, now, NULL, 0), want);
+    }
+}
+
 /* Out of memory while a ring grows: the request is still admitted and counted. */
 static void
 test_limits_out_of_memory_still_counts(void **state)
@@ -1291,6 +1315,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_limits_view_rolling_resets_at, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_limits_hour_ring_holds_every_second, t_setup,
                                         t_teardown),
+        cmocka_unit_test_setup_teardown(test_limits_rolling_ring_wraps_round_and_stays_exact,
+                                        t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(test_limits_out_of_memory_still_counts, t_setup,
                                         t_teardown),
         cmocka_unit_test_setup_teardown(test_limits_clock_stepped_back_still_counts, t_setup,
