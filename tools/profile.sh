@@ -17,6 +17,8 @@
 # PROFILE_API=messages sends Anthropic Messages requests (/v1/messages) instead of Chat:
 # with DIALECT anthropic the Messages splice, with openai the Messages -> Chat conversion
 # (bench/run.py's gwd-msg and gwd-msg-conv cells).
+# PROFILE_ADM=1 configures the admission path as bench/run.py's gwd+adm cell does (key
+# and provider max_concurrent, three key limits, three credentials with quota windows).
 # PROFILE_CONNS=N loads with N connections instead of 4 (64 shows what a worker does with
 # many requests in flight at once, as make bench loads it: its caches' sizes).
 # PROFILE_KEEP=DIR keeps the callgrind dumps, one file per thread (callgrind_annotate FILE, or
@@ -42,15 +44,26 @@ UPID=$!
 for i in $(seq 50); do grep -q listening "$D/up.out" 2>/dev/null && break; sleep 0.1; done
 UPORT=$(sed -n 's/.*:\([0-9][0-9]*\).*/\1/p' "$D/up.out" | head -1)
 KEY=profile-key-0123
+PKEYS="[{value: k}]"
+PEXTRA=
+CEXTRA=
+if [ -n "${PROFILE_ADM:-}" ]; then
+    # bench/run.py's gwd+adm: slots, three key limits, three credentials with quota
+    # windows, a price (prices.yaml beside the config)
+    PKEYS="[{value: k0}, {value: k1}, {value: k2}]"
+    PEXTRA=", max_concurrent: 100, quota: {default: {rpm: 1000000000, tpm: 1000000000000, rpd: 10000000000, tpd: 10000000000000}}"
+    CEXTRA=", max_concurrent: 100, limits: [{per: minute, requests: 100000000}, {per: day, tokens: 10000000000}, {per: month, cost: 1000000.0}]"
+    printf 'models:\n  - { model: mock-model, input: 1.00, output: 4.00 }\n' > "$D/prices.yaml"
+fi
 cat > "$D/gw.yaml" <<EOF
 server: {listen: ["127.0.0.1:$(free_port)"], workers: 1}
 control: {listen: "127.0.0.1:$(free_port)"}
 store: {path: $D/store}
 log: {level: $LEVEL}
 providers:
-  - {name: mock, dialect: $DIALECT, base_url: "http://127.0.0.1:$UPORT", keys: [{value: k}], models: ["*"]}
+  - {name: mock, dialect: $DIALECT, base_url: "http://127.0.0.1:$UPORT", keys: $PKEYS, models: ["*"]$PEXTRA}
 clients:
-  - {name: bench, key_sha256: "$(printf %s $KEY | sha256sum | cut -d' ' -f1)"}
+  - {name: bench, key_sha256: "$(printf %s $KEY | sha256sum | cut -d' ' -f1)"$CEXTRA}
 EOF
 PORT=$(sed -n 's/.*listen: \["127.0.0.1:\([0-9]*\)"\].*/\1/p' "$D/gw.yaml")
 
