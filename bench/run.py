@@ -225,6 +225,11 @@ PINNED_TPUT_RUNS = 6
 # request moved between 20 and 42 us from round to round in one run, as far from its
 # splice as the conversion could ever be.
 PINNED_CONV = ("gwd-conv", "gwd-msg", "gwd-msg-conv")
+# Each converted cell runs right beside the splice it is held to (gwd-conv before gwd,
+# gwd-msg-conv after gwd-msg, in that order and then reversed), and the tables give,
+# beside the ratio of the medians, the median of the runs' own ratios: a slow phase of
+# the machine covers a pair's two runs more often than runs a round apart.
+PINNED_ORDER = ("gwd-conv", "gwd", "gwd+adm", "nginx", "gwd-msg", "gwd-msg-conv")
 # The API shapes: the path and the gwbench load --api of each, and the upstream route a
 # gwd's provider dialect sends to.
 API_PATH = {"chat": "/v1/chat/completions", "messages": "/v1/messages",
@@ -888,7 +893,8 @@ def main():
             # the pinned runs (PINNED_SLICES and PINNED_TPUT_RUNS above)
             lo, hi = cpus[0], cpus[-1]
             pinned = pair + [t for t in targets if t[0] == "nginx" and t[2]]
-            tput = pinned + [t for t in targets if t[0] in PINNED_CONV]
+            tput = sorted(pinned + [t for t in targets if t[0] in PINNED_CONV],
+                          key=lambda t: PINNED_ORDER.index(t[0]))
             pin(upstream.pid, {lo})
             for _, _, proc in tput:
                 pin(proc.pid, {hi})
@@ -994,6 +1000,12 @@ def main():
     def med(name, k):
         v = [x for x in res.get(name, {}).get(k, []) if x is not None]
         return statistics.median(v) if v else None
+
+    def run_ratio(name, base, k):
+        """The median over the runs of <name>'s figure over <base>'s in the same run."""
+        v = [x / y for x, y in zip(res.get(name, {}).get(k, []), res.get(base, {}).get(k, []))
+             if x is not None and y]
+        return f"{statistics.median(v):.2f}x" if v else "-"
 
     rows = [
         # label, key, format, how gwd compares to nginx
@@ -1109,6 +1121,9 @@ def main():
             pin_table.append([label] + [fmt.format(v) if v is not None else "-"
                                         for v in (g, ad, ng)]
                              + [compare(g, ng, cmp), compare(ad, g, cmp)])
+        pin_table.append(["pinned: proxy CPU per request, median of the runs' ratios", "-",
+                          "-", "-", run_ratio("gwd", "nginx", "pinned_cpu"),
+                          run_ratio("gwd+adm", "gwd", "pinned_cpu")])
         runs = [f"{n} " + " ".join(f"{v:.1f}" for v in res[n]["pinned_cpu"])
                 for n in ("nginx", "gwd", "gwd+adm") if res.get(n, {}).get("pinned_cpu")]
         notes.append("noise: pinned 64 conns proxy CPU per request in each run (us): "
@@ -1127,6 +1142,10 @@ def main():
             v = [med(n, k) for n in conv]
             conv_table.append([label] + [fmt.format(x) for x in v]
                               + [compare(v[1], v[0], cmp), compare(v[3], v[2], cmp)])
+        conv_table.append(["pinned, converted: proxy CPU per request, median of the runs' "
+                           "ratios"] + ["-"] * len(conv)
+                          + [run_ratio("gwd-conv", "gwd", "pinned_cpu"),
+                             run_ratio("gwd-msg-conv", "gwd-msg", "pinned_cpu")])
         notes.append("noise: pinned 64 conns proxy CPU per request in each run, converted "
                       "paths (us): " + "; ".join(
                           f"{n} " + " ".join(f"{x:.1f}" for x in res[n]["pinned_cpu"])
@@ -1236,10 +1255,12 @@ def main():
                 f"each), after the rounds: {4 if a.quick else PINNED_SLICES} alternated "
                 f"1-connection runs of {PINNED_N} requests (after {SERIAL_WARMUP} left out), "
                 f"then {2 if a.quick else PINNED_TPUT_RUNS} alternated 64-connection runs of "
-                f"{n_tput} requests; medians")
+                f"{n_tput} requests in the order {', '.join(PINNED_ORDER)}, then reversed; "
+                f"medians, and the median of the runs' own ratios")
     conv_head = (f"pinned, converted: the same placement, {', '.join(PINNED_CONV)} in the "
-                 f"alternated 64-connection runs beside gwd's "
-                 f"({2 if a.quick else PINNED_TPUT_RUNS} each); medians")
+                 f"alternated 64-connection runs, each converted cell right beside its splice "
+                 f"({2 if a.quick else PINNED_TPUT_RUNS} each); medians, and the median of the "
+                 f"runs' own ratios")
     print("\n".join(fmt_table(table)))
     if w2_table:
         print()
