@@ -224,7 +224,10 @@ PINNED_TPUT_RUNS = 6
 # join those 64-connection runs (not the 1-connection ones): unpinned, a cell's CPU per
 # request moved between 20 and 42 us from round to round in one run, as far from its
 # splice as the conversion could ever be.
-PINNED_CONV = ("gwd-conv", "gwd-msg", "gwd-msg-conv")
+# Each pair is a converted cell and the splice of its client's shape it is held to.
+PINNED_PAIRS = (("gwd-conv", "gwd"), ("gwd-msg-conv", "gwd-msg"))
+# The cells the pairs add to the pinned runs (gwd is in them already).
+PINNED_CONV = tuple(n for pair in PINNED_PAIRS for n in pair[::-1] if n != "gwd")
 # Each converted cell runs right beside the splice it is held to (gwd-conv before gwd,
 # gwd-msg-conv after gwd-msg, in that order and then reversed), and the tables give,
 # beside the ratio of the medians, the median of the runs' own ratios: a slow phase of
@@ -1131,21 +1134,19 @@ def main():
 
     # pinned, the converted paths against the splice of the client's shape (PINNED_CONV)
     conv_table = None
-    conv = ("gwd",) + PINNED_CONV  # each converted cell after the splice it is held to
+    conv = tuple(n for pair in PINNED_PAIRS for n in pair[::-1])  # each splice, its cell
     if all(med(n, "pinned_cpu") is not None for n in conv):
-        conv_table = [["scenario", *conv, "gwd-conv vs gwd", "gwd-msg-conv vs gwd-msg"]]
+        conv_table = [["scenario", *conv] + [f"{c} vs {b}" for c, b in PINNED_PAIRS]]
         for label, k, fmt, cmp in [
                 ("pinned, converted: 64 conns throughput (req/s)", "pinned_rps", "{:.0f}",
                  "pct"),
                 ("pinned, converted: proxy CPU per request (us)", "pinned_cpu", "{:.1f}",
                  "ratio")]:
-            v = [med(n, k) for n in conv]
-            conv_table.append([label] + [fmt.format(x) for x in v]
-                              + [compare(v[1], v[0], cmp), compare(v[3], v[2], cmp)])
+            conv_table.append([label] + [fmt.format(med(n, k)) for n in conv]
+                              + [compare(med(c, k), med(b, k), cmp) for c, b in PINNED_PAIRS])
         conv_table.append(["pinned, converted: proxy CPU per request, median of the runs' "
                            "ratios"] + ["-"] * len(conv)
-                          + [run_ratio("gwd-conv", "gwd", "pinned_cpu"),
-                             run_ratio("gwd-msg-conv", "gwd-msg", "pinned_cpu")])
+                          + [run_ratio(c, b, "pinned_cpu") for c, b in PINNED_PAIRS])
         notes.append("noise: pinned 64 conns proxy CPU per request in each run, converted "
                       "paths (us): " + "; ".join(
                           f"{n} " + " ".join(f"{x:.1f}" for x in res[n]["pinned_cpu"])
