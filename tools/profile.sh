@@ -21,6 +21,9 @@
 # and provider max_concurrent, three key limits, three credentials with quota windows).
 # PROFILE_CONNS=N loads with N connections instead of 4 (64 shows what a worker does with
 # many requests in flight at once, as make bench loads it: its caches' sizes).
+# PROFILE_STREAM=1 counts streamed requests instead (20 chunks each, 1 ms apart, so that
+# each chunk is a read of its own as make bench's paced streams are): the figures are per
+# stream; less the non-streamed request's and divided by 20, per chunk.
 # PROFILE_KEEP=DIR keeps the callgrind dumps, one file per thread (callgrind_annotate FILE, or
 # kcachegrind). The first line splits the total by thread: the workers' (the request path)
 # and the store writer's (its LMDB work moves by a few hundred between runs, with the
@@ -84,9 +87,11 @@ chat) APIPATH=/v1/chat/completions ;;
 messages) APIPATH=/v1/messages ;;
 *) echo "profile: PROFILE_API is chat or messages"; exit 2 ;;
 esac
+STREAM=
+[ -n "${PROFILE_STREAM:-}" ] && STREAM="--stream --header x-bench-chunks:20 --header x-bench-interval-ms:1 --header x-bench-ttft-ms:0"
 load() {
     "$B/gwbench" load --quiet --api $API --url "http://127.0.0.1:$PORT$APIPATH" \
-        --key $KEY --connections "${PROFILE_CONNS:-4}" --threads 1 --requests "$1" > /dev/null
+        --key $KEY --connections "${PROFILE_CONNS:-4}" --threads 1 --requests "$1" $STREAM > /dev/null
 }
 stop_gwd() { kill $GPID; wait $GPID 2>/dev/null || true; GPID=; }
 
