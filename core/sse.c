@@ -12,6 +12,9 @@
 
 #include <stdbool.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define SSE_DEFAULT_MAX ((size_t)8 << 20)
 
@@ -43,6 +46,36 @@ gw_sse_fini(struct gw_sse *p)
     p->state = 0;
 }
 
+/* The first line end (CR or LF) in s[i..n), or n: sixteen bytes a step, and a tail
+ * shorter than that as the last sixteen bytes of <s> (those before i masked off) when
+ * <s> has that many, so that a short event's line is not walked a byte at a time. */
+static size_t
+eol_from(const char *s, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+    unsigned m;
+
+    for (; i + 16 <= n; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+
+        m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, lf), _mm_cmpeq_epi8(x, cr)));
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+    }
+    if (i < n && n >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + n - 16));
+
+        m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, lf), _mm_cmpeq_epi8(x, cr)));
+        m &= ~0u << (i - (n - 16));
+        return m ? n - 16 + (size_t)__builtin_ctz(m) : n;
+    }
+#endif
+    while (i < n && s[i] != '\n' && s[i] != '\r')
+        i++;
+    return i;
+}
+
 /* ---- one event ---- */
 
 static bool
@@ -70,10 +103,8 @@ dispatch(struct gw_sse *p, struct gw_str raw, size_t skip, gw_sse_event_fn fn, v
     gw_buf_reset(&p->data);
     while (i < raw.len) {
         const char *line = raw.ptr + i, *colon;
-        size_t n = 0, fl, vo;
+        size_t n = eol_from(raw.ptr, i, raw.len) - i, fl, vo;
 
-        while (i + n < raw.len && line[n] != '\n' && line[n] != '\r')
-            n++;
         i += n;
         if (i < raw.len && raw.ptr[i++] == '\r' && i < raw.len && raw.ptr[i] == '\n')
             i++; /* CRLF is one line end */
@@ -163,7 +194,9 @@ scan_region(struct gw_sse *p, const char *s, size_t n, gw_sse_event_fn fn, void 
         }
         st &= ~SSE_ST_LAST_CR;
         if (c != '\n' && c != '\r') {
+            /* the rest of the line up to its end changes nothing more */
             st |= SSE_ST_MIDLINE;
+            i = eol_from(s, i + 1, n) - 1;
             continue;
         }
         if (c == '\r')

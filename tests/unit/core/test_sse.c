@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -306,6 +307,46 @@ test_sse_realistic_openai_stream_splits(void **state)
     t_check_splits(s, sizeof(s) - 1, true);
 }
 
+/* A line of every length from 1 to 40 bytes after "data: " and "event: ", ended by LF,
+ * CR or CRLF, so that a line end falls at every place of a sixteen-byte step and of the
+ * last, overlapping one, whole and split: each field's value is the line's text. */
+static void
+test_sse_line_ends_at_every_offset(void **state)
+{
+    static const char *const ends[] = {"\n", "\r", "\r\n"};
+    size_t e, len, k;
+
+    (void)state;
+    for (e = 0; e < 3; e++) {
+        const char *nl = ends[e];
+
+        for (len = 1; len <= 40; len++) {
+            char text[41], s[160];
+            struct t_events t = {0};
+            size_t pend;
+            int n;
+
+            for (k = 0; k < len; k++)
+                text[k] = (char)('a' + k % 26);
+            text[len] = '\0';
+            /* the last blank line is an LF after CRLF: a CRLF split there would leave
+             * its LF pending, as the next event's */
+            n = snprintf(s, sizeof(s), "data: %s%s%sevent: %s%sdata: z%s%s", text, nl, nl, text, nl,
+                         nl, e == 2 ? "\n" : nl);
+            assert_true(n > 0 && (size_t)n < sizeof(s));
+            t_feed_all(s, (size_t)n, &t, &pend);
+            assert_int_equal(t.n, 2);
+            assert_int_equal(pend, 0);
+            assert_string_equal(t.data[0], text);
+            assert_string_equal(t.event[0], "");
+            assert_string_equal(t.event[1], text);
+            assert_string_equal(t.data[1], "z");
+            t_events_fini(&t);
+            t_check_splits(s, (size_t)n, e != 2);
+        }
+    }
+}
+
 static void
 test_sse_stray_blank_lines_are_events_with_empty_raw_blank(void **state)
 {
@@ -483,6 +524,7 @@ main(void)
         cmocka_unit_test(test_sse_bom_at_start_is_skipped_but_kept_in_raw),
         cmocka_unit_test(test_sse_bom_prefix_then_other_bytes),
         cmocka_unit_test(test_sse_realistic_openai_stream_splits),
+        cmocka_unit_test(test_sse_line_ends_at_every_offset),
         cmocka_unit_test(test_sse_stray_blank_lines_are_events_with_empty_raw_blank),
         cmocka_unit_test(test_sse_oversize_event_is_protocol_error),
         cmocka_unit_test(test_issue_8_default_cap_is_8_mib_per_event),
