@@ -176,6 +176,37 @@ gw_fmt_u64(char *dst, uint64_t v)
     return n;
 }
 
+/* <n> bytes of <s> at <at> of <dst> (<cap> bytes), as many as fit before a last byte
+ * kept for the NUL. Returns where the next bytes go. */
+static size_t
+path_put(char *dst, size_t cap, size_t at, const char *s, size_t n)
+{
+    if (n > cap - 1 - at)
+        n = cap - 1 - at;
+    memcpy(dst + at, s, n);
+    return at + n;
+}
+
+void
+gw_path_join(char *dst, size_t cap, const char *prefix, const char *suffix)
+{
+    size_t at = path_put(dst, cap, 0, prefix, strlen(prefix));
+
+    dst[path_put(dst, cap, at, suffix, strlen(suffix))] = '\0';
+}
+
+void
+gw_path_item(char *dst, size_t cap, const char *prefix, size_t k, const char *suffix)
+{
+    char num[24];
+    size_t at = path_put(dst, cap, 0, prefix, strlen(prefix));
+
+    num[0] = '[';
+    at = path_put(dst, cap, at, num, 1 + gw_fmt_u64(num + 1, k));
+    at = path_put(dst, cap, at, "]", 1);
+    dst[path_put(dst, cap, at, suffix, strlen(suffix))] = '\0';
+}
+
 enum gw_code
 gw_buf_append_u64(struct gw_buf *b, uint64_t v)
 {

@@ -106,6 +106,12 @@ enum gw_code gw_buf_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
 size_t gw_fmt_u64(char *dst, uint64_t v);
 /* Appends the decimal digits of <v> (no printf on hot paths). */
 enum gw_code gw_buf_append_u64(struct gw_buf *b, uint64_t v);
+/* The path a request parser's error names, made for every item of a request whether an
+ * error comes or not, so without printf. Both write into <dst> (<cap> bytes, at least 1)
+ * what snprintf would, cut to fit and NUL-terminated: gw_path_join <prefix> then <suffix>
+ * ("messages[2]" ".content"), gw_path_item <prefix>, "[<k>]" then <suffix>. */
+void gw_path_join(char *dst, size_t cap, const char *prefix, const char *suffix);
+void gw_path_item(char *dst, size_t cap, const char *prefix, size_t k, const char *suffix);
 /* Appends the NUL-terminated <s>. */
 static inline enum gw_code
 gw_buf_append_cstr(struct gw_buf *b, const char *s)

@@ -91,32 +91,6 @@
 
 /* ---- parse ---- */
 
-/* <n> bytes of <s> at <at> of <dst> (<cap> bytes), as many as fit with a NUL after. */
-static size_t
-path_put(char *dst, size_t cap, size_t at, const char *s, size_t n)
-{
-    if (n > cap - 1 - at)
-        n = cap - 1 - at;
-    memcpy(dst + at, s, n);
-    return at + n;
-}
-
-/* <prefix> (at most PATH_MAX_LEN bytes of it), "[<k>]" and <suffix> into <dst> (<cap>
- * bytes), cut to fit and NUL-terminated: the path an error names, made for every item of
- * a request, so without printf. */
-static void
-path_item(char *dst, size_t cap, const char *prefix, size_t k, const char *suffix)
-{
-    char num[24];
-    size_t at = path_put(dst, cap, 0, prefix, strnlen(prefix, PATH_MAX_LEN));
-
-    at = path_put(dst, cap, at, "[", 1);
-    at = path_put(dst, cap, at, num, gw_fmt_u64(num, k));
-    at = path_put(dst, cap, at, "]", 1);
-    at = path_put(dst, cap, at, suffix, strlen(suffix));
-    dst[at] = '\0';
-}
-
 /* The top-level fields parse reads, and so refuses to see twice (issue 8). A field
  * parse starts reading joins this list. */
 enum read_field {
@@ -318,7 +292,7 @@ rp_source(struct rp *p, const struct dl_json *j, const struct dl_anth_field *f, 
     sj = dl_anthropic_at(j, f->at);
     if (!dl_anthropic_fields(&sj, s, 4))
         return rp_json(p, &sj);
-    snprintf(sub, sizeof(sub), "%ssource.", path);
+    gw_path_join(sub, sizeof(sub), path, "source.");
     if (s[0].kind != DA_STR)
         return rp_bad(p, "%stype: required string", sub);
     if (dl_anthropic_is(&sj, &s[0], "base64")) {
@@ -416,7 +390,7 @@ rp_block(struct rp *p, struct dl_json *j, const char *path, bool in_result, stru
             struct dl_json cj = dl_anthropic_at(j, f[BF_CONTENT].at);
             char sub[PATH_MAX_LEN + 16];
 
-            snprintf(sub, sizeof(sub), "%scontent", path);
+            gw_path_join(sub, sizeof(sub), path, "content");
             return rp_blocks(p, &cj, sub, true, &part->content, &part->n_content);
         } else if (f[BF_CONTENT].kind != DA_ABSENT && f[BF_CONTENT].kind != DA_NULL) {
             return rp_bad(p, "%scontent: must be a string or an array of content blocks", path);
@@ -469,7 +443,7 @@ rp_blocks(struct rp *p, struct dl_json *j, const char *path, bool in_result, str
 
         if (!part)
             return GW_E_NOMEM;
-        path_item(sub, sizeof(sub), path, k++, ".");
+        gw_path_item(sub, sizeof(sub), path, k++, ".");
         rc = rp_block(p, j, sub, in_result, part);
         if (rc != GW_OK)
             return rc;
@@ -552,7 +526,7 @@ rp_message(struct rp *p, size_t i)
     } else if (f[1].kind == DA_ARR) {
         struct dl_json cj = dl_anthropic_at(j, f[1].at);
 
-        path_item(path, sizeof(path), "messages", i, ".content");
+        gw_path_item(path, sizeof(path), "messages", i, ".content");
         rc = rp_blocks(p, &cj, path, false, &parts, &n);
         if (rc != GW_OK)
             return rc;
@@ -560,7 +534,7 @@ rp_message(struct rp *p, size_t i)
         return rp_bad(p, "messages[%zu].content: required string or array of content blocks", i);
     }
     if (system) {
-        path_item(path, sizeof(path), "messages", i, ".content");
+        gw_path_item(path, sizeof(path), "messages", i, ".content");
         return rp_system_parts(p, path, parts, n, true);
     }
     if (role == DL_ROLE_ASSISTANT) {
@@ -661,7 +635,7 @@ rp_tool(struct rp *p, struct dl_json *j, size_t k)
     t = gw_arena_push(p->a, (void **)&r->tools, &r->n_tools, &p->cap_tools, sizeof(*t));
     if (!t)
         return GW_E_NOMEM;
-    path_item(path, sizeof(path), "tools", k, ".");
+    gw_path_item(path, sizeof(path), "tools", k, ".");
     if (f[0].kind != DA_ABSENT && f[0].kind != DA_NULL && f[0].kind != DA_STR)
         return rp_bad(p, "tools[%zu].type: must be a string", k);
     if (f[0].kind == DA_STR && !dl_anthropic_is(j, &f[0], "custom")) {

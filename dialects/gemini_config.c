@@ -12,7 +12,6 @@
  */
 #include "dialects/gemini-priv.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* ---- schemas: Gemini's OpenAPI subset for JSON Schema consumers ---- */
@@ -123,11 +122,12 @@ rp_declaration(struct dl_gm_rp *p, struct dl_json *j, size_t t, size_t d)
     struct dl_gm_field f[] = {DL_GM_FIELD("name"), DL_GM_FIELD("description"),
                               DL_GM_FIELD("parameters"), DL_GM_FIELD("parametersJsonSchema")};
     struct dl_request *r = p->r;
-    char path[96];
+    char path[96], tools[48];
     struct dl_tool *tool;
     enum gw_code rc;
 
-    snprintf(path, sizeof(path), "tools[%zu].functionDeclarations[%zu]", t, d);
+    gw_path_item(tools, sizeof(tools), "tools", t, ".functionDeclarations");
+    gw_path_item(path, sizeof(path), tools, d, "");
     if (dl_json_peek(j) != '{') {
         if (!dl_json_skip(j, NULL))
             return dl_gm_bad_json(p, j);

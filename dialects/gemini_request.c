@@ -277,7 +277,7 @@ rp_inline(struct dl_gm_rp *p, const struct dl_gm_field *f, const char *path, str
     char sub[160];
     enum gw_code rc;
 
-    snprintf(sub, sizeof(sub), "%s.inlineData", path);
+    gw_path_join(sub, sizeof(sub), path, ".inlineData");
     if (f->kind != GK_OBJ)
         return dl_gm_bad(p, "%s: must be an object", sub);
     if (!dl_gm_fields(&j, b, 2))
@@ -315,7 +315,7 @@ rp_file(struct dl_gm_rp *p, const struct dl_gm_field *f, const char *path, struc
     char sub[160];
     enum gw_code rc;
 
-    snprintf(sub, sizeof(sub), "%s.fileData", path);
+    gw_path_join(sub, sizeof(sub), path, ".fileData");
     if (f->kind != GK_OBJ)
         return dl_gm_bad(p, "%s: must be an object", sub);
     if (!dl_gm_fields(&j, b, 2))
@@ -343,7 +343,7 @@ rp_call(struct dl_gm_rp *p, const struct dl_gm_field *f, const char *path, size_
     char sub[160];
     enum gw_code rc;
 
-    snprintf(sub, sizeof(sub), "%s.functionCall", path);
+    gw_path_join(sub, sizeof(sub), path, ".functionCall");
     if (f->kind != GK_OBJ)
         return dl_gm_bad(p, "%s: must be an object", sub);
     if (!dl_gm_fields(&j, c, 3))
@@ -418,7 +418,7 @@ rp_response_parts(struct dl_gm_rp *p, const struct dl_gm_field *f, const char *s
         char path[192];
         enum gw_code rc;
 
-        snprintf(path, sizeof(path), "%s.parts[%zu]", sub, n++);
+        gw_path_item(path, sizeof(path), sub, n++, "");
         if (dl_json_peek(&j) != '{' || !dl_gm_fields(&j, m, 2)) {
             if (j.err)
                 return dl_gm_bad_json(p, &j);
@@ -453,7 +453,7 @@ rp_response(struct dl_gm_rp *p, const struct dl_gm_field *f, const char *path, s
     char sub[160];
     enum gw_code rc;
 
-    snprintf(sub, sizeof(sub), "%s.functionResponse", path);
+    gw_path_join(sub, sizeof(sub), path, ".functionResponse");
     if (f->kind != GK_OBJ)
         return dl_gm_bad(p, "%s: must be an object", sub);
     if (!dl_gm_fields(&j, c, 4))
@@ -558,6 +558,16 @@ scan_part(struct dl_gm_rp *p, struct dl_json *j, struct part_scan *s)
     return r == 0 ? GW_OK : dl_gm_bad_json(p, j);
 }
 
+/* The path "contents[<i>].parts[<k>]" into <path> (<cap> bytes). */
+static void
+part_path(char *path, size_t cap, size_t i, size_t k)
+{
+    char turn[48];
+
+    gw_path_item(turn, sizeof(turn), "contents", i, ".parts");
+    gw_path_item(path, cap, turn, k, "");
+}
+
 /* contents[<i>].parts[<k>] at the cursor of <j>, onto <l> (a model turn's parts when
  * <model>; a user turn's run otherwise, which a functionResponse flushes). */
 static enum gw_code
@@ -573,7 +583,7 @@ rp_part(struct dl_gm_rp *p, struct dl_json *j, size_t i, size_t k, bool model,
     enum gw_code rc;
 
     *flush = false;
-    snprintf(path, sizeof(path), "contents[%zu].parts[%zu]", i, k);
+    part_path(path, sizeof(path), i, k);
     if (dl_json_peek(j) != '{') {
         if (!dl_json_skip(j, NULL))
             return dl_gm_bad_json(p, j);
@@ -700,7 +710,7 @@ rp_parts(struct dl_gm_rp *p, const struct dl_gm_field *f, size_t i, bool model)
             struct dl_gm_field fr[] = {DL_GM_FIELD("functionResponse")};
             char path[96];
 
-            snprintf(path, sizeof(path), "contents[%zu].parts[%zu]", i, k);
+            part_path(path, sizeof(path), i, k);
             rc = push_message(p, DL_ROLE_USER, &run);
             if (rc == GW_OK && !dl_gm_fields(&pj, fr, 1))
                 rc = dl_gm_bad_json(p, &pj);

@@ -525,7 +525,7 @@ rp_parts(struct rp *p, size_t at, const char *path, unsigned allow, struct dl_pa
 
         if (!part)
             return GW_E_NOMEM;
-        snprintf(sub, sizeof(sub), "%.*s[%zu]", PATH_MAX_LEN, path, k++);
+        gw_path_item(sub, sizeof(sub), path, k++, "");
         rc = rp_part(p, &j, sub, allow, part, unsupported);
         if (rc != GW_OK || unsupported->len)
             return rc;
@@ -599,7 +599,7 @@ rp_message_item(struct rp *p, const struct dl_anth_field *f, size_t i, struct gw
         parts->kind = DL_PART_TEXT;
         n = 1;
     } else if (f[IT_CONTENT].kind == DA_ARR) {
-        snprintf(path, sizeof(path), "input[%zu].content", i);
+        gw_path_item(path, sizeof(path), "input", i, ".content");
         rc = rp_parts(p, f[IT_CONTENT].at, path, user ? CP_MEDIA : 0, &parts, &n, &unsupported);
         if (rc != GW_OK)
             return rc;
@@ -623,7 +623,7 @@ rp_call_item(struct rp *p, const struct dl_anth_field *f, size_t i)
     char path[PATH_MAX_LEN];
     enum gw_code rc;
 
-    snprintf(path, sizeof(path), "input[%zu]", i);
+    gw_path_item(path, sizeof(path), "input", i, "");
     rc = rp_need_str(p, &p->j, &f[IT_CALL_ID], path, &call.id);
     if (rc == GW_OK)
         rc = rp_need_str(p, &p->j, &f[IT_NAME], path, &call.name);
@@ -643,7 +643,7 @@ rp_custom_call_item(struct rp *p, const struct dl_anth_field *f, size_t i)
     struct gw_buf args = {0};
     enum gw_code rc;
 
-    snprintf(path, sizeof(path), "input[%zu]", i);
+    gw_path_item(path, sizeof(path), "input", i, "");
     rc = rp_need_str(p, &p->j, &f[IT_CALL_ID], path, &call.id);
     if (rc == GW_OK)
         rc = rp_need_str(p, &p->j, &f[IT_NAME], path, &call.name);
@@ -676,7 +676,7 @@ rp_output_item(struct rp *p, const struct dl_anth_field *f, size_t i, struct gw_
     if (!result)
         return GW_E_NOMEM;
     result->kind = DL_PART_TOOL_RESULT;
-    snprintf(path, sizeof(path), "input[%zu]", i);
+    gw_path_item(path, sizeof(path), "input", i, "");
     rc = rp_need_str(p, &p->j, &f[IT_CALL_ID], path, &result->call_id);
     if (rc != GW_OK)
         return rc;
@@ -687,7 +687,7 @@ rp_output_item(struct rp *p, const struct dl_anth_field *f, size_t i, struct gw_
         result->content->kind = DL_PART_TEXT;
         result->n_content = 1;
     } else if (f[IT_OUTPUT].kind == DA_ARR) {
-        snprintf(path, sizeof(path), "input[%zu].output", i);
+        gw_path_item(path, sizeof(path), "input", i, ".output");
         rc = rp_parts(p, f[IT_OUTPUT].at, path, CP_MEDIA, &result->content, &result->n_content,
                       &unsupported);
         if (rc != GW_OK)
@@ -754,7 +754,7 @@ rp_reasoning_item(struct rp *p, const struct dl_anth_field *f, size_t i)
     char path[PATH_MAX_LEN];
     enum gw_code rc = GW_OK;
 
-    snprintf(path, sizeof(path), "input[%zu]", i);
+    gw_path_item(path, sizeof(path), "input", i, "");
     if (f[IT_SUMMARY].kind == DA_ARR)
         rc = rp_texts(p, f[IT_SUMMARY].at, i, "summary", &part.text);
     else if (!is_none(&f[IT_SUMMARY]))
@@ -870,7 +870,7 @@ rp_custom_tool(struct rp *p, struct dl_json *j, const struct dl_anth_field *f, s
     struct gw_buf d = {0};
     enum gw_code rc;
 
-    snprintf(path, sizeof(path), "tools[%zu]", k);
+    gw_path_item(path, sizeof(path), "tools", k, "");
     if (f[1].kind != DA_STR || f[1].str.dlen == 0)
         return rp_bad(p, "tools[%zu].name: required string", k);
     if (!rp_str(p, j, &f[1].str, &t->name))
@@ -938,7 +938,7 @@ rp_tool(struct rp *p, struct dl_json *j, size_t k)
     t = gw_arena_push(p->a, (void **)&r->tools, &r->n_tools, &p->cap_tools, sizeof(*t));
     if (!t)
         return GW_E_NOMEM;
-    snprintf(path, sizeof(path), "tools[%zu]", k);
+    gw_path_item(path, sizeof(path), "tools", k, "");
     if (dl_anthropic_is(j, &f[0], "custom"))
         return rp_custom_tool(p, j, f, k, t, (struct gw_str){j->s + start, j->i - start});
     if (!dl_anthropic_is(j, &f[0], "function")) {

@@ -296,6 +296,40 @@ test_fmt_u64_is_printf_s_decimal(void **state)
     assert_memory_equal(got, "18446744073709551615", 20);
 }
 
+/* The paths an error names, against snprintf's: every room from one byte up to more
+ * than the whole, so each cut (in the prefix, the index, the suffix) is checked. */
+static void
+test_path_join_and_item_are_snprintf_s(void **state)
+{
+    static const struct {
+        const char *prefix, *suffix;
+        size_t k;
+    } c[] = {
+        {"messages", ".content", 0},
+        {"contents[12].parts", "", 3},
+        {"", "", 18446744073709551615u},
+        {"tools", ".", 1234567},
+    };
+    char got[48], want[48];
+    size_t i, cap;
+
+    (void)state;
+    for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        for (cap = 1; cap <= sizeof(got); cap++) {
+            memset(got, 'x', sizeof(got));
+            gw_path_item(got, cap, c[i].prefix, c[i].k, c[i].suffix);
+            snprintf(want, cap, "%s[%llu]%s", c[i].prefix, (unsigned long long)c[i].k, c[i].suffix);
+            assert_string_equal(got, want);
+            if (cap < sizeof(got))
+                assert_int_equal(got[cap], 'x'); /* nothing written past the room */
+            memset(got, 'x', sizeof(got));
+            gw_path_join(got, cap, c[i].prefix, c[i].suffix);
+            snprintf(want, cap, "%s%s", c[i].prefix, c[i].suffix);
+            assert_string_equal(got, want);
+        }
+    }
+}
+
 static void
 test_hex_round_trip_and_refusals(void **state)
 {
@@ -465,6 +499,7 @@ main(void)
         cmocka_unit_test(test_buf_json_inner_escapes_without_quotes),
         cmocka_unit_test(test_buf_json_string_every_byte_at_every_position),
         cmocka_unit_test(test_fmt_u64_is_printf_s_decimal),
+        cmocka_unit_test(test_path_join_and_item_are_snprintf_s),
         cmocka_unit_test(test_hex_round_trip_and_refusals),
         cmocka_unit_test(test_ct_equal_detects_any_difference),
         cmocka_unit_test(test_ct_equal_every_length_position_and_bit),
