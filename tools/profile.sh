@@ -16,7 +16,8 @@
 # bench/run.py's gwd-conv cell does with anthropic).
 # PROFILE_API=messages sends Anthropic Messages requests (/v1/messages) instead of Chat:
 # with DIALECT anthropic the Messages splice, with openai the Messages -> Chat conversion
-# (bench/run.py's gwd-msg and gwd-msg-conv cells).
+# (bench/run.py's gwd-msg and gwd-msg-conv cells); responses and gemini likewise send
+# Responses and Gemini requests (gwd-resp, gwd-resp-conv, gwd-gem, gwd-gem-conv).
 # PROFILE_ADM=1 configures the admission path as bench/run.py's gwd+adm cell does (key
 # and provider max_concurrent, three key limits, three credentials with quota windows).
 # PROFILE_CONNS=N loads with N connections instead of 4 (64 shows what a worker does with
@@ -85,7 +86,9 @@ API=${PROFILE_API:-chat}
 case $API in
 chat) APIPATH=/v1/chat/completions ;;
 messages) APIPATH=/v1/messages ;;
-*) echo "profile: PROFILE_API is chat or messages"; exit 2 ;;
+responses) APIPATH=/v1/responses ;;
+gemini) APIPATH=/v1beta/models/mock-model:generateContent ;;
+*) echo "profile: PROFILE_API is chat, messages, responses or gemini"; exit 2 ;;
 esac
 STREAM=
 [ -n "${PROFILE_STREAM:-}" ] && STREAM="--stream --header x-bench-chunks:20 --header x-bench-interval-ms:1 --header x-bench-ttft-ms:0"
