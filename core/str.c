@@ -176,6 +176,19 @@ gw_fmt_u64(char *dst, uint64_t v)
     return n;
 }
 
+size_t
+gw_fmt_hex_u64(char *dst, uint64_t v)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 1, k;
+
+    while (n < 16 && v >> (4 * n))
+        n++;
+    for (k = n; k > 0; k--, v >>= 4)
+        dst[k - 1] = hex[v & 15];
+    return n;
+}
+
 /* <n> bytes of <s> at <at> of <dst> (<cap> bytes), as many as fit before a last byte
  * kept for the NUL. Returns where the next bytes go. */
 static size_t

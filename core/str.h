@@ -104,6 +104,9 @@ enum gw_code gw_buf_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 /* Writes the decimal digits of <v> to <dst> (room for 20), no NUL; returns how many. */
 size_t gw_fmt_u64(char *dst, uint64_t v);
+/* Writes the lowercase hex digits of <v> to <dst> (room for 16), no NUL, no leading
+ * zeros ("0" for 0), as printf's %llx; returns how many. */
+size_t gw_fmt_hex_u64(char *dst, uint64_t v);
 /* Appends the decimal digits of <v> (no printf on hot paths). */
 enum gw_code gw_buf_append_u64(struct gw_buf *b, uint64_t v);
 /* The path a request parser's error names, made for every item of a request whether an

@@ -659,22 +659,6 @@ h1_head(struct net_sink *k, int status, const struct net_hdr *hdrs, size_t n_hdr
     c->out_head_pending = true;
 }
 
-/* A chunk's size line: <n> in hex, then CRLF (RFC 9112 7.1). Returns its length. */
-static size_t
-chunk_size_line(char out[24], size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t digits = 1, k;
-
-    while (digits < 2 * sizeof(n) && n >> (4 * digits))
-        digits++;
-    for (k = digits; k > 0; k--, n >>= 4)
-        out[k - 1] = hex[n & 15];
-    out[digits] = '\r';
-    out[digits + 1] = '\n';
-    return digits + 2;
-}
-
 static void
 h1_data(struct net_sink *k, const char *p, size_t n)
 {
@@ -687,8 +671,12 @@ h1_data(struct net_sink *k, const char *p, size_t n)
         v[i++] = (struct iovec){c->out_head.data, c->out_head.len};
         c->out_head_pending = false;
     }
-    if (c->out_chunked)
-        v[i++] = (struct iovec){size, chunk_size_line(size, n)};
+    if (c->out_chunked) { /* the chunk's size line (RFC 9112 7.1) */
+        size_t len = gw_fmt_hex_u64(size, n);
+
+        memcpy(size + len, "\r\n", 2);
+        v[i++] = (struct iovec){size, len + 2};
+    }
     v[i++] = (struct iovec){(void *)(uintptr_t)p, n};
     if (c->out_chunked)
         v[i++] = (struct iovec){(void *)(uintptr_t) "\r\n", 2};

@@ -296,6 +296,41 @@ test_fmt_u64_is_printf_s_decimal(void **state)
     assert_memory_equal(got, "18446744073709551615", 20);
 }
 
+/* The hex digits of a number (a chunk's size line), against printf's %llx: every value
+ * below 70 000, each power of sixteen and its neighbours, the largest, and a spread. */
+static void
+test_fmt_hex_u64_is_printf_s_hex(void **state)
+{
+    char got[17], want[24];
+    uint64_t v, p, x = 0x9e3779b97f4a7c15u;
+    size_t n;
+    unsigned i, k;
+
+    (void)state;
+    for (i = 0; i < 70000 + 3 * 15 + 20000; i++) {
+        if (i < 70000) {
+            v = i;
+        } else if (i < 70000 + 3 * 15) {
+            p = (uint64_t)1 << (4 * ((i - 70000) / 3 + 1));
+            v = p - 1 + (i - 70000) % 3;
+        } else {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v = i % 2 ? x : x >> (i % 64);
+        }
+        n = gw_fmt_hex_u64(got, v);
+        assert_int_equal(n, (size_t)snprintf(want, sizeof want, "%llx", (unsigned long long)v));
+        assert_memory_equal(got, want, n);
+    }
+    n = gw_fmt_hex_u64(got, UINT64_MAX);
+    assert_int_equal(n, 16);
+    assert_memory_equal(got, "ffffffffffffffff", 16);
+    k = (unsigned)gw_fmt_hex_u64(got, 0);
+    assert_int_equal(k, 1);
+    assert_int_equal(got[0], '0');
+}
+
 /* The paths an error names, against snprintf's: every room from one byte up to more
  * than the whole, so each cut (in the prefix, the index, the suffix) is checked. */
 static void
@@ -499,6 +534,7 @@ main(void)
         cmocka_unit_test(test_buf_json_inner_escapes_without_quotes),
         cmocka_unit_test(test_buf_json_string_every_byte_at_every_position),
         cmocka_unit_test(test_fmt_u64_is_printf_s_decimal),
+        cmocka_unit_test(test_fmt_hex_u64_is_printf_s_hex),
         cmocka_unit_test(test_path_join_and_item_are_snprintf_s),
         cmocka_unit_test(test_hex_round_trip_and_refusals),
         cmocka_unit_test(test_ct_equal_detects_any_difference),
