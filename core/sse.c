@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * core/sse.c - incremental Server-Sent Events parser (WHATWG event-stream rules).
- * Pure: no I/O, no clock. A feed is scanned once for blank lines (each byte is looked
- * at once by the scanner and once more when its event is dispatched), so a stream
- * costs O(n) however it is split. Whole events inside one feed are delivered straight
+ * Pure: no I/O, no clock. A feed is scanned once for blank lines, line ends sixteen
+ * bytes a step (each byte is looked at once by the scanner and once more when its event
+ * is dispatched, except the first line's, whose end the scanner hands over), so a
+ * stream costs O(n) however it is split. Whole events inside one feed are delivered straight
  * from the caller's buffer; only the partial event at the end of a feed is copied.
  * Owns:    <pending> (the partial event) and <data> (scratch for joined data lines).
  * Threads: one stream on one thread.
@@ -86,12 +87,17 @@ field_is(const char *f, size_t n, const char *name)
     return n == k && memcmp(f, name, k) == 0;
 }
 
+/* No first line end known (the scanner saw the event's start in an earlier feed). */
+#define SSE_EOL_UNKNOWN ((size_t)-1)
+
 /* Splits the complete event <raw> (terminating blank line included; its first <skip>
- * bytes belong to no line) into fields and calls <fn>. Returns the callback's value,
- * or -1 with *rc set when out of memory. */
+ * bytes belong to no line) into fields and calls <fn>. <eol1> is the offset in <raw> of
+ * its first line's end when the scanner found it, so that the usual one-line event is
+ * not measured twice. Returns the callback's value, or -1 with *rc set when out of
+ * memory. */
 static int
-dispatch(struct gw_sse *p, struct gw_str raw, size_t skip, gw_sse_event_fn fn, void *arg,
-         enum gw_code *rc)
+dispatch(struct gw_sse *p, struct gw_str raw, size_t skip, size_t eol1, gw_sse_event_fn fn,
+         void *arg, enum gw_code *rc)
 {
     struct gw_sse_event ev;
     struct gw_str first = {"", 0};
@@ -103,8 +109,9 @@ dispatch(struct gw_sse *p, struct gw_str raw, size_t skip, gw_sse_event_fn fn, v
     gw_buf_reset(&p->data);
     while (i < raw.len) {
         const char *line = raw.ptr + i, *colon;
-        size_t n = eol_from(raw.ptr, i, raw.len) - i, fl, vo;
+        size_t n = (eol1 != SSE_EOL_UNKNOWN ? eol1 : eol_from(raw.ptr, i, raw.len)) - i, fl, vo;
 
+        eol1 = SSE_EOL_UNKNOWN;
         i += n;
         if (i < raw.len && raw.ptr[i++] == '\r' && i < raw.len && raw.ptr[i] == '\n')
             i++; /* CRLF is one line end */
@@ -159,7 +166,8 @@ static enum gw_code
 scan_region(struct gw_sse *p, const char *s, size_t n, gw_sse_event_fn fn, void *arg, size_t *used,
             bool *stopped)
 {
-    size_t start = 0, i = p->scan;
+    size_t start = 0, i = p->scan, eol1 = SSE_EOL_UNKNOWN;
+    bool eol1_next = i == 0; /* the next line end is the event's first, its offset known */
     int st = p->state;
     enum gw_code rc = GW_OK;
 
@@ -199,6 +207,10 @@ scan_region(struct gw_sse *p, const char *s, size_t n, gw_sse_event_fn fn, void 
             i = eol_from(s, i + 1, n) - 1;
             continue;
         }
+        if (eol1_next) {
+            eol1 = i - start;
+            eol1_next = false;
+        }
         if (c == '\r')
             st |= SSE_ST_LAST_CR;
         if (st & SSE_ST_MIDLINE) {
@@ -218,7 +230,7 @@ scan_region(struct gw_sse *p, const char *s, size_t n, gw_sse_event_fn fn, void 
             end++; /* keep the LF of the CRLF when it is here */
             st &= ~SSE_ST_LAST_CR;
         }
-        r = dispatch(p, (struct gw_str){s + start, end - start}, SSE_SKIP(st), fn, arg, &rc);
+        r = dispatch(p, (struct gw_str){s + start, end - start}, SSE_SKIP(st), eol1, fn, arg, &rc);
         if (rc != GW_OK) {
             /* Undo this blank line so that the next feed dispatches the event again. */
             p->state = st_in;
@@ -228,6 +240,7 @@ scan_region(struct gw_sse *p, const char *s, size_t n, gw_sse_event_fn fn, void 
         }
         st &= ~SSE_ST_SKIP_MASK;
         start = end;
+        eol1_next = true;
         i = end - 1;
         if (r != 0) {
             *stopped = true;
