@@ -4,6 +4,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -256,78 +257,72 @@ test_buf_json_string_every_byte_at_every_position(void **state)
     gw_buf_fini(&b);
 }
 
-/* The digits of a number, against printf's: every value below 100 000, each power of
- * ten and its neighbours, the largest, and a spread of others. */
+/* gw_fmt_hex_u64 (<hex>) or gw_fmt_u64 of <v> against printf's %llx or %llu. */
 static void
-test_fmt_u64_is_printf_s_decimal(void **state)
+t_fmt_one(bool hex, uint64_t v)
 {
-    char got[21], want[24];
-    uint64_t v, p, x = 0x9e3779b97f4a7c15u;
-    size_t n;
+    char got[24], want[24];
+    size_t n = hex ? gw_fmt_hex_u64(got, v) : gw_fmt_u64(got, v);
+    int w = hex ? snprintf(want, sizeof want, "%llx", (unsigned long long)v)
+                : snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+
+    assert_int_equal(n, (size_t)w);
+    assert_memory_equal(got, want, n);
+}
+
+/* Every value below <small>, each power of the base (16 when <hex>, else 10) that fits
+ * and its neighbours, and <spread> others of every size (a xorshift sequence, every
+ * other one shifted down). */
+static void
+t_fmt_like_printf(bool hex, uint64_t small, unsigned spread)
+{
+    uint64_t v, p, base = hex ? 16 : 10, x = 0x9e3779b97f4a7c15u;
     unsigned i;
 
-    (void)state;
-    for (v = 0; v < 100000; v++) {
-        n = gw_fmt_u64(got, v);
-        assert_int_equal(n, (size_t)snprintf(want, sizeof want, "%llu", (unsigned long long)v));
-        assert_memory_equal(got, want, n);
+    for (v = 0; v < small; v++)
+        t_fmt_one(hex, v);
+    for (p = base;; p *= base) {
+        t_fmt_one(hex, p - 1);
+        t_fmt_one(hex, p);
+        t_fmt_one(hex, p + 1);
+        if (p > UINT64_MAX / base)
+            break;
     }
-    for (p = 10, i = 1; i < 20; i++, p *= 10) {
-        uint64_t near[3] = {p - 1, p, p + 1};
-
-        for (unsigned k = 0; k < 3; k++) {
-            n = gw_fmt_u64(got, near[k]);
-            assert_int_equal(
-                n, (size_t)snprintf(want, sizeof want, "%llu", (unsigned long long)near[k]));
-            assert_memory_equal(got, want, n);
-        }
-    }
-    for (i = 0; i < 100000; i++) {
+    for (i = 0; i < spread; i++) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        v = i % 2 ? x : x >> (i % 64);
-        n = gw_fmt_u64(got, v);
-        assert_int_equal(n, (size_t)snprintf(want, sizeof want, "%llu", (unsigned long long)v));
-        assert_memory_equal(got, want, n);
+        t_fmt_one(hex, i % 2 ? x : x >> (i % 64));
     }
-    n = gw_fmt_u64(got, UINT64_MAX);
-    assert_int_equal(n, 20);
-    assert_memory_equal(got, "18446744073709551615", 20);
 }
 
-/* The hex digits of a number (a chunk's size line), against printf's %llx: every value
- * below 70 000, each power of sixteen and its neighbours, the largest, and a spread. */
+/* The digits of a number, against printf's: every value below 100 000, each power of
+ * ten and its neighbours, a spread of others, the largest and 0. */
+static void
+test_fmt_u64_is_printf_s_decimal(void **state)
+{
+    char got[21];
+
+    (void)state;
+    t_fmt_like_printf(false, 100000, 100000);
+    assert_int_equal(gw_fmt_u64(got, UINT64_MAX), 20);
+    assert_memory_equal(got, "18446744073709551615", 20);
+    assert_int_equal(gw_fmt_u64(got, 0), 1);
+    assert_int_equal(got[0], '0');
+}
+
+/* The hex digits of a number (a chunk's size line), against printf's %llx: the same
+ * kinds of values with powers of sixteen. */
 static void
 test_fmt_hex_u64_is_printf_s_hex(void **state)
 {
-    char got[17], want[24];
-    uint64_t v, p, x = 0x9e3779b97f4a7c15u;
-    size_t n;
-    unsigned i, k;
+    char got[17];
 
     (void)state;
-    for (i = 0; i < 70000 + 3 * 15 + 20000; i++) {
-        if (i < 70000) {
-            v = i;
-        } else if (i < 70000 + 3 * 15) {
-            p = (uint64_t)1 << (4 * ((i - 70000) / 3 + 1));
-            v = p - 1 + (i - 70000) % 3;
-        } else {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            v = i % 2 ? x : x >> (i % 64);
-        }
-        n = gw_fmt_hex_u64(got, v);
-        assert_int_equal(n, (size_t)snprintf(want, sizeof want, "%llx", (unsigned long long)v));
-        assert_memory_equal(got, want, n);
-    }
-    n = gw_fmt_hex_u64(got, UINT64_MAX);
-    assert_int_equal(n, 16);
+    t_fmt_like_printf(true, 70000, 20000);
+    assert_int_equal(gw_fmt_hex_u64(got, UINT64_MAX), 16);
     assert_memory_equal(got, "ffffffffffffffff", 16);
-    k = (unsigned)gw_fmt_hex_u64(got, 0);
-    assert_int_equal(k, 1);
+    assert_int_equal(gw_fmt_hex_u64(got, 0), 1);
     assert_int_equal(got[0], '0');
 }
 
