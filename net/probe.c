@@ -115,7 +115,11 @@ on_probe_end(void *arg, enum gw_code rc)
     sl->x = NULL;
 }
 
-static const struct net_up_cbs probe_cbs = {on_probe_head, on_probe_body, on_probe_end};
+static const struct net_up_cbs probe_cbs = {
+    .on_head = on_probe_head,
+    .on_body = on_probe_body,
+    .on_end = on_probe_end,
+};
 
 /* Sends the listing of provider <p> with its credential <unit> from slot <sl>. */
 static void

@@ -417,7 +417,19 @@ on_up_body(void *arg, const char *data, size_t len)
                                                      : GW_E_UPSTREAM_PROTOCOL);
         return;
     }
-    flush_out(s);
+}
+
+/* The events of one upstream read are made: written to the client in one write (a read
+ * holding several chunks is one write, not one per chunk). A whole answer (no SSE) is
+ * kept for the end. */
+static void
+on_up_body_read(void *arg)
+{
+    struct net_stream *s = arg;
+
+    GW_CHECK_OBJ(s, NET_STREAM_MAGIC);
+    if (s->up_ok && s->up_sse)
+        flush_out(s);
 }
 
 /* min_speed (DESIGN.md 6): judged once a second from the first token. Too slow: the
@@ -697,5 +709,6 @@ on_up_end(void *arg, enum gw_code rc)
 const struct net_up_cbs net_relay_cbs = {
     .on_head = on_up_head,
     .on_body = on_up_body,
+    .on_body_read = on_up_body_read,
     .on_end = on_up_end,
 };

@@ -225,6 +225,7 @@ struct net_upx {
     bool h2_eos;         /* END_STREAM arrived */
     bool h2_closed;      /* nghttp2 closed the stream (or it never opened) */
     bool h2_bad;         /* we reset it: a head we could not take */
+    bool h2_got_body;    /* on the session's list of streams given body in this read */
     /* Kept by x_get (not zeroed): inside the exchange, assigned once for its pool's loop
      * when it is allocated. The phase's deadline (dl, on timer_ev) is lazy: its timer may
      * stay pending after the exchange ended, also while it waits in the cache (x_free
@@ -1321,6 +1322,7 @@ x_drive(struct net_upx *x, const char *p, size_t n)
 {
     struct net_upconn *c = x->conn;
     struct evbuffer *in = bufferevent_get_input(c->bev);
+    bool gave_body = false;
 
     while (!x->paused && !x->complete) {
         struct evbuffer_iovec v = {(void *)(uintptr_t)p, n};
@@ -1353,6 +1355,7 @@ x_drive(struct net_upx *x, const char *p, size_t n)
             x->in_cb = true;
             x->cbs.on_body(x->arg, body.ptr, body.len);
             x->in_cb = false;
+            gave_body = true;
             break;
         case NET_H1R_DONE: break; /* the loop's next turn ends it */
         case NET_H1R_ERROR: x_fail(x, GW_E_UPSTREAM_PROTOCOL); return;
@@ -1373,8 +1376,17 @@ x_drive(struct net_upx *x, const char *p, size_t n)
     if (n > 0 && !net_sockread_keep(&c->rd, p, n))
         return; /* out of memory, reported through on_conn_event */
     if (x->complete) {
-        x_finish(x);
+        x_finish(x); /* on_end: the client gets what is left with the answer's end */
         return;
+    }
+    if (gave_body && x->cbs.on_body_read) {
+        x->in_cb = true;
+        x->cbs.on_body_read(x->arg);
+        x->in_cb = false;
+        if (x->cancelled) {
+            x_free(x);
+            return;
+        }
     }
     if (x->arm_due) {
         x->arm_due = false;
@@ -1595,6 +1607,7 @@ on_x_defer(evutil_socket_t fd, short what, void *arg)
 enum {
     NET_H2_STREAM_WINDOW = 256 * 1024,     /* SETTINGS_INITIAL_WINDOW_SIZE we send */
     NET_H2_CONN_WINDOW = 16 * 1024 * 1024, /* our connection-level receive window */
+    NET_H2_GOT_BODY = 64,                  /* streams told at the end of a read */
 };
 
 struct net_h2 {
@@ -1609,6 +1622,10 @@ struct net_h2 {
     bool goaway;                /* GOAWAY received: no new streams */
     bool in_recv;               /* inside nghttp2_session_mem_recv: no send, no close */
     bool dead;                  /* failed: close once the receive loop is left */
+    /* The streams given body in this read, told once it is all delivered (on_body_read):
+     * by id, since a stream may end and its exchange go meanwhile. */
+    int32_t got_body[NET_H2_GOT_BODY];
+    unsigned n_got_body;
 };
 
 static bool
@@ -2031,6 +2048,16 @@ h2_on_data(nghttp2_session *s, uint8_t flags, int32_t sid, const uint8_t *data, 
     x_arm(x, x->idle_ms);
     x->in_cb = true;
     x->cbs.on_body(x->arg, (const char *)data, len);
+    if (!x->cancelled && x->cbs.on_body_read && !x->h2_got_body) {
+        struct net_h2 *h = x->h2;
+
+        if (h && h->n_got_body < NET_H2_GOT_BODY) {
+            h->got_body[h->n_got_body++] = sid; /* told at the end of the read */
+            x->h2_got_body = true;
+        } else {
+            x->cbs.on_body_read(x->arg); /* a list full: told at once */
+        }
+    }
     x->in_cb = false;
     if (x->cancelled) {
         x_free(x);
@@ -2153,6 +2180,30 @@ h2_close(struct net_h2 *h)
 
 /* Feeds nghttp2 what the input holds (callbacks run, streams may end); a broken frame
  * marks the session dead. */
+
+/* The streams given DATA in the read just handled: each told once (on_body_read), so that
+ * what the frames of one read gave goes to its client in one write. A stream that ended
+ * meanwhile is no longer found by its id (its end wrote what it had). */
+static void
+h2_tell_body_read(struct net_h2 *h)
+{
+    for (unsigned i = 0; i < h->n_got_body; i++) {
+        struct net_upx *x = nghttp2_session_get_stream_user_data(h->s, h->got_body[i]);
+
+        if (!x || !x->h2_got_body)
+            continue;
+        x->h2_got_body = false;
+        if (x->ended || x->cancelled)
+            continue;
+        x->in_cb = true;
+        x->cbs.on_body_read(x->arg);
+        x->in_cb = false;
+        if (x->cancelled)
+            x_free(x);
+    }
+    h->n_got_body = 0;
+}
+
 static void
 h2_recv_all(struct net_h2 *h)
 {
@@ -2170,6 +2221,7 @@ h2_recv_all(struct net_h2 *h)
         }
         evbuffer_drain(in, (size_t)n);
     }
+    h2_tell_body_read(h); /* still in_recv: nothing closes the session under us */
     h->in_recv = false;
 }
 
@@ -2363,6 +2415,8 @@ h2_x_deliver(struct net_upx *x)
         x_arm(x, x->idle_ms);
         x->in_cb = true;
         x->cbs.on_body(x->arg, b.data, b.len);
+        if (!x->cancelled && x->cbs.on_body_read)
+            x->cbs.on_body_read(x->arg);
         x->in_cb = false;
         if (!x->cancelled && x->h2) {
             /* the window update goes out now; a failed session is closed by its next

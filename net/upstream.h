@@ -61,6 +61,11 @@ struct net_up_cbs {
      * _PROTOCOL. Called exactly once
      * unless net_upx_cancel was called first; the exchange is freed after it returns. */
     void (*on_end)(void *arg, enum gw_code rc);
+    /* May be NULL. After the on_body calls of one read from the upstream (over HTTP/1.1
+     * all the chunks the read held; over HTTP/2 all the stream's DATA frames it held),
+     * unless the exchange ended or was cancelled meanwhile: what they gave may be written
+     * to the client now, in one write rather than one per chunk. */
+    void (*on_body_read)(void *arg);
 };
 
 /* A pool for one worker. <ssl_ctx> is used for https upstreams (verification and the

@@ -25,6 +25,8 @@
 # PROFILE_STREAM=1 counts streamed requests instead (20 chunks each, 1 ms apart, so that
 # each chunk is a read of its own as make bench's paced streams are): the figures are per
 # stream; less the non-streamed request's and divided by 20, per chunk.
+# PROFILE_INTERVAL_MS=N sets that gap (default 1); 0 is an upstream that sends a stream's
+# chunks all at once, so that a read holds several.
 # PROFILE_KEEP=DIR keeps the callgrind dumps, one file per thread (callgrind_annotate FILE, or
 # kcachegrind). The first line splits the total by thread: the workers' (the request path)
 # and the store writer's (its LMDB work moves by a few hundred between runs, with the
@@ -91,7 +93,7 @@ gemini) APIPATH=/v1beta/models/mock-model:generateContent ;;
 *) echo "profile: PROFILE_API is chat, messages, responses or gemini"; exit 2 ;;
 esac
 STREAM=
-[ -n "${PROFILE_STREAM:-}" ] && STREAM="--stream --header x-bench-chunks:20 --header x-bench-interval-ms:1 --header x-bench-ttft-ms:0"
+[ -n "${PROFILE_STREAM:-}" ] && STREAM="--stream --header x-bench-chunks:20 --header x-bench-interval-ms:${PROFILE_INTERVAL_MS:-1} --header x-bench-ttft-ms:0"
 load() {
     "$B/gwbench" load --quiet --api $API --url "http://127.0.0.1:$PORT$APIPATH" \
         --key $KEY --connections "${PROFILE_CONNS:-4}" --threads 1 --requests "$1" $STREAM > /dev/null

@@ -6,6 +6,7 @@
 import http.client
 import json
 import re
+import socket
 import threading
 import time
 
@@ -306,3 +307,100 @@ def test_a_row_times_the_upstream_s_wait_and_pace(tmp_path, bench, gwd, stream):
     assert first <= row["ttfb_ms"] <= waited_ms, row
     assert (0 if stream else 270) <= row["attempts"][0]["ttfb_ms"] <= row["ttfb_ms"], row
     assert 270 <= row["duration_ms"] <= waited_ms + 1, row
+
+
+def _sse_chunk(delta, finish=None):
+    return ("data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", "created": 1,
+                                   "model": "gpt-test",
+                                   "choices": [{"index": 0, "delta": delta,
+                                                "finish_reason": finish}]}) + "\n\n").encode()
+
+
+def _http_chunk(data):
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+class TwoWriteUpstream:
+    """Answers one streamed Chat request in two writes: the head and the events of
+    <first> (each event its own HTTP/1.1 chunk) at once, then, when told, the rest."""
+
+    def __init__(self, first, rest):
+        self.first, self.rest = first, rest
+        self.go = threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        c, _ = self.sock.accept()
+        with c:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += c.recv(65536)
+            head, _, body = buf.partition(b"\r\n\r\n")
+            n = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))
+            while len(body) < n:
+                body += c.recv(65536)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\n" +
+                      b"".join(_http_chunk(e) for e in self.first))
+            self.go.wait(30)
+            c.sendall(b"".join(_http_chunk(e) for e in self.rest) + b"0\r\n\r\n")
+            c.recv(1)  # until gwd closes or keeps it idle
+
+    def close(self):
+        self.go.set()
+        self.sock.close()
+
+
+def _read_http_chunk(f):
+    """One HTTP/1.1 chunk's data from the file <f> (the terminal chunk gives b"")."""
+    size = int(f.readline().split(b";")[0], 16)
+    data = f.read(size)
+    assert f.read(2) == b"\r\n"
+    return data
+
+
+def test_a_read_holding_several_upstream_events_reaches_the_client_in_one_write(tmp_path,
+                                                                              gwd):
+    """The events of one upstream read are relayed in one write, not one per event: over
+    HTTP/1.1 the client's first chunk holds every event of the upstream's first write
+    (gwd's own chunk framing shows the writes), and the rest follows when it comes."""
+    contents = ["one ", "two ", "three ", "four "]
+    first = [_sse_chunk({"role": "assistant", "content": ""})]
+    first += [_sse_chunk({"content": c}) for c in contents]
+    rest = [_sse_chunk({}, "stop"), b"data: [DONE]\n\n"]
+    up = TwoWriteUpstream(first, rest)
+    try:
+        g = gwd(config(tmp_path, [provider("up", base_url=up.url)]))
+        body = chat_body(stream=True)
+        s = socket.create_connection(("127.0.0.1", g.port), timeout=10)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\n"
+                  b"Authorization: Bearer " + ALICE_KEY.encode() + b"\r\n"
+                  b"Content-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        f = s.makefile("rb")
+        status = f.readline()
+        assert status.startswith(b"HTTP/1.1 200"), status
+        head = {}
+        while (line := f.readline()) != b"\r\n":
+            k, _, v = line.decode().partition(":")
+            head[k.strip().lower()] = v.strip()
+        assert head.get("transfer-encoding") == "chunked", head
+
+        first_write = _read_http_chunk(f)
+
+        assert [content_of(e) for e in sse_events(first_write)] == [""] + contents, first_write
+        up.go.set()
+        later = b""
+        while data := _read_http_chunk(f):
+            later += data
+        evs = sse_events(later)
+        assert evs[-1] == "[DONE]", later
+        assert json.loads(evs[0])["choices"][0]["finish_reason"] == "stop", later
+        s.close()
+    finally:
+        up.close()

@@ -283,10 +283,12 @@ struct t_cli {
     struct net_upx *x;
     int status;
     unsigned n_head, n_body, n_end;
+    unsigned n_body_read;   /* on_body_read calls */
+    size_t body_at_read[4]; /* body.len at each of the first four */
     enum gw_code rc;
     struct t_buf body;
     char hdr_x[64]; /* the value of header X-Test */
-    bool cancel_in_body, pause_in_body, send_in_end;
+    bool cancel_in_body, pause_in_body, send_in_end, cancel_in_body_read;
     /* send_in_end: the next exchange, sent from inside on_end */
     struct net_uppool *pool;
     const struct net_up_req *next_req;
@@ -321,6 +323,18 @@ on_t_body(void *arg, const char *data, size_t len)
     }
 }
 
+static void
+on_t_body_read(void *arg)
+{
+    struct t_cli *c = arg;
+
+    if (c->n_body_read < 4)
+        c->body_at_read[c->n_body_read] = c->body.len;
+    c->n_body_read++;
+    if (c->cancel_in_body_read)
+        net_upx_cancel(c->x);
+}
+
 static const struct net_up_cbs t_cbs;
 
 static void
@@ -336,7 +350,12 @@ on_t_end(void *arg, enum gw_code rc)
     }
 }
 
-static const struct net_up_cbs t_cbs = {on_t_head, on_t_body, on_t_end};
+static const struct net_up_cbs t_cbs = {
+    .on_head = on_t_head,
+    .on_body = on_t_body,
+    .on_end = on_t_end,
+    .on_body_read = on_t_body_read,
+};
 
 static void
 t_cli_fini(struct t_cli *c)
@@ -507,6 +526,54 @@ test_upstream_chunked_answer_delivered_incrementally(void **state)
     assert_int_equal(c.body.len, 11);
     assert_memory_equal(c.body.data, "hello world", 11);
     t_stats(fx, 1, 0, 1);
+    t_cli_fini(&c);
+}
+
+/* The chunks of one read are delivered one by one, then on_body_read once, so that the
+ * caller writes them to its client in one write; the next read gets its own. The
+ * answer's end brings no on_body_read (on_end is the caller's last word). */
+static void
+test_upstream_chunks_of_one_read_then_one_body_read(void **state)
+{
+    struct t_fx *fx = *state;
+    struct t_cli c = {0};
+
+    fx->srv.resp = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   "5\r\nhello\r\n6\r\n world\r\n1\r\n!\r\n";
+    t_send(fx, &c);
+    t_run_until(fx, &c.n_body_read, 1);
+    assert_int_equal(c.n_body, 3);
+    assert_int_equal(c.body_at_read[0], 12);
+    t_srv_write(fx->srv.conns, "2\r\n:)\r\n");
+    t_run_until(fx, &c.n_body_read, 2);
+    assert_int_equal(c.n_body, 4);
+    assert_int_equal(c.body_at_read[1], 14);
+    t_srv_write(fx->srv.conns, "1\r\n.\r\n0\r\n\r\n");
+    t_run_until(fx, &c.n_end, 1);
+    assert_int_equal(c.rc, GW_OK);
+    assert_int_equal(c.n_body, 5);
+    assert_int_equal(c.n_body_read, 2);
+    assert_int_equal(c.body.len, 15);
+    assert_memory_equal(c.body.data, "hello world!:).", 15);
+    t_stats(fx, 1, 0, 1);
+    t_cli_fini(&c);
+}
+
+/* Cancelled from on_body_read: no more callbacks, the connection is closed. */
+static void
+test_upstream_cancel_in_on_body_read_stops_and_closes(void **state)
+{
+    struct t_fx *fx = *state;
+    struct t_cli c = {0};
+
+    fx->srv.resp = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n";
+    c.cancel_in_body_read = true;
+    t_send(fx, &c);
+    t_run_until(fx, &fx->srv.eofs, 1);
+    assert_int_equal(c.n_body, 1);
+    assert_int_equal(c.n_body_read, 1);
+    assert_int_equal(c.n_end, 0);
+    t_stats(fx, 1, 0, 0);
     t_cli_fini(&c);
 }
 
@@ -1197,7 +1264,11 @@ on_t_body_pause_each(void *arg, const char *data, size_t len)
     net_upx_pause(c->x);
 }
 
-static const struct net_up_cbs t_cbs_pause_each = {on_t_head, on_t_body_pause_each, on_t_end};
+static const struct net_up_cbs t_cbs_pause_each = {
+    .on_head = on_t_head,
+    .on_body = on_t_body_pause_each,
+    .on_end = on_t_end,
+};
 
 /* A 1 MiB chunked body, paused after every piece and resumed from the loop: every byte
  * arrives once, in order, with the chunk framing removed. */
@@ -1328,6 +1399,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         T(test_upstream_content_length_answer),
         T(test_upstream_chunked_answer_delivered_incrementally),
+        T(test_upstream_chunks_of_one_read_then_one_body_read),
+        T(test_upstream_cancel_in_on_body_read_stops_and_closes),
         T(test_upstream_keepalive_reuses_connection),
         T(test_upstream_send_from_on_end_reuses_connection),
         T(test_upstream_refused_gives_connect),

@@ -41,7 +41,9 @@
  *   /rst    RST_STREAM before any head
  *   /rstmid 200, "hel", then RST_STREAM
  *   /big    a head of 300 headers (more than the client keeps)
- *   /long   200 and T_LONG bytes of body */
+ *   /long   200 and T_LONG bytes of body
+ *   /frames 200, "hello" in five DATA frames of a byte each, written at once; the stream
+ *           stays open */
 
 #define T_LONG (600 * 1024) /* beyond the client's 256 KB stream window */
 
@@ -122,6 +124,11 @@ t_read_body(nghttp2_session *s, int32_t sid, uint8_t *buf, size_t len, uint32_t 
     (void)ud;
     if (n == 0 && strcmp(st->path, "/rstmid") == 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* RST after the content */
+    if (strcmp(st->path, "/frames") == 0) {
+        if (n == 0)
+            return NGHTTP2_ERR_DEFERRED; /* open until the client resets it */
+        n = 1;
+    }
     if (n > len)
         n = len;
     if (strcmp(st->path, "/long") == 0)
@@ -129,7 +136,8 @@ t_read_body(nghttp2_session *s, int32_t sid, uint8_t *buf, size_t len, uint32_t 
     else
         memcpy(buf, "hello" + st->sent, n);
     st->sent += n;
-    if (st->sent == st->total && strcmp(st->path, "/rstmid") != 0)
+    if (st->sent == st->total && strcmp(st->path, "/rstmid") != 0 &&
+        strcmp(st->path, "/frames") != 0)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
 }
@@ -329,6 +337,8 @@ struct t_cli {
     struct net_upx *x;
     int status;
     unsigned n_head, n_body, n_end;
+    unsigned n_body_read; /* on_body_read calls */
+    size_t body_at_read;  /* body_len at the first */
     enum gw_code rc;
     size_t body_len;
     char body[16];
@@ -377,7 +387,21 @@ on_t_end(void *arg, enum gw_code rc)
     c->rc = rc;
 }
 
-static const struct net_up_cbs t_cbs = {on_t_head, on_t_body, on_t_end};
+static void
+on_t_body_read(void *arg)
+{
+    struct t_cli *c = arg;
+
+    if (c->n_body_read++ == 0)
+        c->body_at_read = c->body_len;
+}
+
+static const struct net_up_cbs t_cbs = {
+    .on_head = on_t_head,
+    .on_body = on_t_body,
+    .on_end = on_t_end,
+    .on_body_read = on_t_body_read,
+};
 
 /* ---- fixture ---- */
 
@@ -715,6 +739,25 @@ test_h2_cancel_in_body_resets_only_that_stream(void **state)
     assert_int_equal(fx->srv.accepts, 1);
 }
 
+/* The DATA frames of one read are delivered one by one, then on_body_read once for the
+ * stream, so that the caller writes them to its client in one write. */
+static void
+test_h2_frames_of_one_read_then_one_body_read(void **state)
+{
+    struct t_fx *fx = *state;
+    struct t_cli a = {0};
+
+    t_send(fx, &a, "/frames");
+    t_run_until(fx, &a.n_body_read, 1);
+    assert_int_equal(a.n_body, 5);
+    assert_int_equal(a.body_at_read, 5);
+    assert_memory_equal(a.body, "hello", 5);
+    assert_int_equal(a.n_end, 0);
+    net_upx_cancel(a.x);
+    t_run_until(fx, &fx->srv.closed_streams, 1);
+    assert_int_equal(a.n_body_read, 1);
+}
+
 static void
 test_h2_pool_free_with_live_streams(void **state)
 {
@@ -784,6 +827,7 @@ main(void)
         T(test_h2_pause_shuts_the_stream_window_and_resume_delivers_all),
         T(test_h2_stream_ending_while_paused_ends_after_resume),
         T(test_h2_cancel_in_body_resets_only_that_stream),
+        T(test_h2_frames_of_one_read_then_one_body_read),
         T(test_h2_pool_free_with_live_streams),
         T(test_h2_out_of_memory_at_each_allocation_ends_cleanly),
     };
