@@ -215,11 +215,17 @@ kl_roll_alive(const struct kl_roll *r, uint64_t sec)
     return sec + r->window_s > r->now_sec;
 }
 
-/* The logical index of the bucket of <sec>, or -1. */
+/* The logical index of the bucket of <sec>, or -1. The newest bucket first: nearly
+ * every admission and settlement is in the current second. */
 static long
 kl_roll_find(const struct kl_roll *r, uint64_t sec)
 {
     uint32_t lo = 0, hi = r->n;
+
+    if (hi == 0)
+        return -1;
+    if (kl_roll_at(r, hi - 1)->sec <= sec)
+        return kl_roll_at(r, hi - 1)->sec == sec ? (long)(hi - 1) : -1;
 
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
