@@ -271,8 +271,9 @@ RATE, RATE_N, RATE_CONNS = 200, 1000, 8
 SERIAL_WARMUP, RATE_WARMUP = 50, 5
 RATE_TARGETS = ("direct", "gwd", "gwd+adm", "nginx")
 
-# The two-worker targets' suffix, and their rounds.
-W2, W2_ROUNDS = "-2w", 3
+# The two-worker targets' suffix, and their rounds (five: with three, one slow round of
+# one target moved its median by several percent; about 25 s a round).
+W2, W2_ROUNDS = "-2w", 5
 
 # Cells whose provider speaks HTTP/2 to the upstream (gwbench answers h2c).
 H2_UP_CELLS = {"gwd-h2up"}
