@@ -2178,9 +2178,6 @@ h2_close(struct net_h2 *h)
     h2_close_rc(h, GW_E_UPSTREAM_DROPPED);
 }
 
-/* Feeds nghttp2 what the input holds (callbacks run, streams may end); a broken frame
- * marks the session dead. */
-
 /* The streams given DATA in the read just handled: each told once (on_body_read), so that
  * what the frames of one read gave goes to its client in one write. A stream that ended
  * meanwhile is no longer found by its id (its end wrote what it had). */
@@ -2204,6 +2201,8 @@ h2_tell_body_read(struct net_h2 *h)
     h->n_got_body = 0;
 }
 
+/* Feeds nghttp2 what the input holds (callbacks run, streams may end); a broken frame
+ * marks the session dead. Then tells the streams given DATA. */
 static void
 h2_recv_all(struct net_h2 *h)
 {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * tests/unit/net/test_upstream.c - the upstream HTTP client against an in-process
  * scripted server on 127.0.0.1 (evconnlistener + bufferevents on the same event_base):
- * bodies by length, chunked and close, keep-alive reuse and its race, every failure
- * code, pause/resume, cancel, TLS with a certificate made at test time.
+ * bodies by length, chunked and close, a read's chunks told once (on_body_read),
+ * keep-alive reuse and its race, every failure code, pause/resume, cancel, TLS with a
+ * certificate made at test time.
  * Owns:    its fixtures.
  * Threads: one (the test's event_base).
  * See:     net/upstream.c

@@ -5,7 +5,8 @@
  * for SETTINGS_MAX_CONCURRENT_STREAMS, a cancelled or failing first request, GOAWAY
  * (later streams refused, earlier ones finish, new requests on a new connection),
  * RST_STREAM before and after the head, a head too large, pause/resume through the
- * stream window, cancel, the pool freed under live streams, out of memory everywhere.
+ * stream window, cancel, a read's DATA frames told once (on_body_read), the pool freed
+ * under live streams, out of memory everywhere.
  * Owns:    its fixtures.
  * Threads: one (the test's event_base).
  * See:     net/upstream.c ("HTTP/2")
