@@ -377,6 +377,26 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
+def recv_request(c):
+    """Reads one HTTP/1.1 request with a Content-Length body (or none) from the socket
+    <c>, for the tests' raw upstreams; (head, body) as bytes, short if the peer closed."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(65536)
+        if not d:
+            break
+        buf += d
+    head, _, body = buf.partition(b"\r\n\r\n")
+    m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    n = int(m.group(1)) if m else 0
+    while len(body) < n:
+        d = c.recv(65536)
+        if not d:
+            break
+        body += d
+    return head, body
+
+
 # ---------------------------------------------------------------- processes
 
 class Proc:

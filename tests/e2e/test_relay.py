@@ -14,7 +14,7 @@ import pytest
 
 from gwtest import (ALICE_KEY, BOB_KEY, CONTROL_TOKEN, REQ_ID_RE, UP_KEY_A, UP_KEY_ENV, bearer,
                     ceil_div, chat_body, config, content_of, http_request, is_usage_chunk,
-                    provider, sse_events)
+                    provider, recv_request, sse_events)
 
 
 def _normalize(raw):
@@ -337,13 +337,7 @@ class TwoWriteUpstream:
     def _run(self):
         c, _ = self.sock.accept()
         with c:
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                buf += c.recv(65536)
-            head, _, body = buf.partition(b"\r\n\r\n")
-            n = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))
-            while len(body) < n:
-                body += c.recv(65536)
+            recv_request(c)
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                       b"Transfer-Encoding: chunked\r\n\r\n" +
                       b"".join(_http_chunk(e) for e in self.first))

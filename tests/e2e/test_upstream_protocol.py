@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from gwtest import (ALICE_KEY, UP_KEY_ENV, bearer, chat_body, config, content_of, http_request,
-                    provider, sse_events)
+                    provider, recv_request, sse_events)
 
 PROTOCOL = "gw.upstream.protocol"
 SSE_CAP = 8 << 20  # core/sse.c: the most one event may take
@@ -145,22 +145,7 @@ class RawUpstream:
             except OSError:
                 return
             with c:
-                buf = b""
-                while b"\r\n\r\n" not in buf:
-                    d = c.recv(65536)
-                    if not d:
-                        break
-                    buf += d
-                head, _, body = buf.partition(b"\r\n\r\n")
-                n = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        n = int(line.split(b":", 1)[1])
-                while len(body) < n:
-                    d = c.recv(65536)
-                    if not d:
-                        break
-                    body += d
+                recv_request(c)
                 self.requests += 1
                 try:
                     c.sendall(self.answer)
