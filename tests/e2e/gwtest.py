@@ -377,6 +377,41 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
+class LoopbackServer:
+    """A threaded TCP server on 127.0.0.1:0 (port, url): handle(conn) runs on a thread per
+    connection and owns it; close() stops accepting. For upstreams and fronts the tests
+    script byte by byte."""
+
+    def __init__(self):
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(c,), daemon=True).start()
+
+    def _handle(self, c):
+        try:
+            self.handle(c)
+        except OSError:
+            c.close()
+
+    def handle(self, c):
+        raise NotImplementedError
+
+    def close(self):
+        self.lsock.close()
+
+
 def recv_request(c):
     """Reads one HTTP/1.1 request with a Content-Length body (or none) from the socket
     <c>, for the tests' raw upstreams; (head, body) as bytes, short if the peer closed."""

@@ -19,7 +19,7 @@ import threading
 
 import pytest
 
-from gwtest import (base_env, binary, chat_body, config, overview_provider, provider,
+from gwtest import (LoopbackServer, base_env, binary, chat_body, config, overview_provider, provider,
                     write_config)
 
 PROXY_USER, PROXY_PASS = "alice", "pr0xy-s3cret"
@@ -76,37 +76,7 @@ def splice(a, b):
     threading.Thread(target=pump, args=(b, a), daemon=True).start()
 
 
-class Server:
-    """A threaded TCP server on 127.0.0.1:0; handle(conn) runs on a thread per
-    connection."""
-
-    def __init__(self):
-        self.lsock = socket.socket()
-        self.lsock.bind(("127.0.0.1", 0))
-        self.lsock.listen(64)
-        self.port = self.lsock.getsockname()[1]
-        self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.lsock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._handle, args=(c,), daemon=True).start()
-
-    def _handle(self, c):
-        try:
-            self.handle(c)
-        except OSError:
-            c.close()
-
-    def close(self):
-        self.lsock.close()
-
-
-class TlsFront(Server):
+class TlsFront(LoopbackServer):
     """TLS on the outside (the test CA's certificate <cert>), plain HTTP to <port>.
     Keeps the server name (SNI) each client sent."""
 
@@ -134,7 +104,7 @@ class TlsFront(Server):
         splice(t, socket.create_connection(("127.0.0.1", self.target)))
 
 
-class ConnectProxy(Server):
+class ConnectProxy(LoopbackServer):
     """An HTTP CONNECT proxy: counts tunnels, keeps every request head, and when <auth>
     ("user:pass") is set answers 407 to a request without the right Basic credential."""
 

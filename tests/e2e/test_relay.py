@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from gwtest import (ALICE_KEY, BOB_KEY, CONTROL_TOKEN, REQ_ID_RE, UP_KEY_A, UP_KEY_ENV, bearer,
-                    ceil_div, chat_body, config, content_of, http_request, is_usage_chunk,
-                    provider, recv_request, sse_events)
+from gwtest import (ALICE_KEY, BOB_KEY, CONTROL_TOKEN, REQ_ID_RE, UP_KEY_A, UP_KEY_ENV,
+                    LoopbackServer, bearer, ceil_div, chat_body, config, content_of,
+                    http_request, is_usage_chunk, provider, recv_request, sse_events)
 
 
 def _normalize(raw):
@@ -320,22 +320,16 @@ def _http_chunk(data):
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-class TwoWriteUpstream:
+class TwoWriteUpstream(LoopbackServer):
     """Answers one streamed Chat request in two writes: the head and the events of
     <first> (each event its own HTTP/1.1 chunk) at once, then, when told, the rest."""
 
     def __init__(self, first, rest):
         self.first, self.rest = first, rest
         self.go = threading.Event()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(1)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        super().__init__()
 
-    def _run(self):
-        c, _ = self.sock.accept()
+    def handle(self, c):
         with c:
             recv_request(c)
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -347,7 +341,7 @@ class TwoWriteUpstream:
 
     def close(self):
         self.go.set()
-        self.sock.close()
+        super().close()
 
 
 def _read_http_chunk(f):

@@ -7,12 +7,11 @@
 
 import json
 import socket
-import threading
 
 import pytest
 
-from gwtest import (ALICE_KEY, UP_KEY_ENV, bearer, chat_body, config, content_of, http_request,
-                    provider, recv_request, sse_events)
+from gwtest import (ALICE_KEY, UP_KEY_ENV, LoopbackServer, bearer, chat_body, config,
+                    content_of, http_request, provider, recv_request, sse_events)
 
 PROTOCOL = "gw.upstream.protocol"
 SSE_CAP = 8 << 20  # core/sse.c: the most one event may take
@@ -124,39 +123,24 @@ def test_garbage_after_content_ends_the_stream_with_a_protocol_error_chunk(tmp_p
 
 # ---------------------------------------------------------------- the 8 MiB cap
 
-class RawUpstream:
-    """A loopback server that answers every request with the same raw bytes and closes:
-    for answers gwbench's templates do not make (an event over the SSE cap)."""
+class RawUpstream(LoopbackServer):
+    """Answers every request with the same raw bytes and closes: for answers gwbench's
+    templates do not make (an event over the SSE cap)."""
 
     def __init__(self, answer):
         self.answer = answer
         self.requests = 0
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        super().__init__()
 
-    def _run(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            with c:
-                recv_request(c)
+    def handle(self, c):
+        with c:
+            recv_request(c)
+            with self.lock:
                 self.requests += 1
-                try:
-                    c.sendall(self.answer)
-                    c.shutdown(socket.SHUT_WR)
-                    while c.recv(65536):  # until gwd closes (it may cancel early)
-                        pass
-                except OSError:
-                    pass
-
-    def close(self):
-        self.sock.close()
+            c.sendall(self.answer)
+            c.shutdown(socket.SHUT_WR)
+            while c.recv(65536):  # until gwd closes (it may cancel early)
+                pass
 
 
 @pytest.fixture
