@@ -881,23 +881,20 @@ gw_keylimits_admit(struct gw_keylimits *k, uint64_t now_ms, const struct gw_peri
     return dec;
 }
 
-void
-gw_keylimits_settle(struct gw_keylimits *k, struct gw_limit_reservation *res, uint64_t now_ms,
-                    const struct gw_usage *u, int64_t cost_micros, bool reached_upstream)
+/* One settlement, <k> locked: gw_keylimits_settle's work. */
+static void
+kl_settle_locked(struct gw_keylimits *k, const struct gw_limit_reservation *res, uint64_t now_ms,
+                 const struct gw_usage *u, int64_t cost_micros, bool reached_upstream)
 {
     struct kl_total minus = {.tokens = res->tokens, .cost = res->cost_micros}, plus = {0};
     const struct kl_total held = {.requests = 1, .tokens = res->tokens, .cost = res->cost_micros};
 
-    if (!res->active)
-        return;
     if (reached_upstream) {
         plus = kl_usage_total(u, cost_micros);
         plus.requests = 0; /* the request itself stays counted */
     } else {
         minus.requests = 1;
     }
-
-    kl_lock(k);
     kl_advance(k, now_ms, NULL);
     for (unsigned i = 0; i < KL_ROLLS; i++) {
         struct kl_roll *r = &k->roll[i];
@@ -920,8 +917,42 @@ gw_keylimits_settle(struct gw_keylimits *k, struct gw_limit_reservation *res, ui
         kl_total_settle(&c->t, &minus, &plus);
     }
     kl_check_alerts(k, now_ms, false);
+}
+
+void
+gw_keylimits_settle(struct gw_keylimits *k, struct gw_limit_reservation *res, uint64_t now_ms,
+                    const struct gw_usage *u, int64_t cost_micros, bool reached_upstream)
+{
+    if (!res->active)
+        return;
+    kl_lock(k);
+    kl_settle_locked(k, res, now_ms, u, cost_micros, reached_upstream);
     kl_unlock(k);
     res->active = false;
+}
+
+void
+gw_keylimits_settle_all(struct gw_limit_settlement *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct gw_keylimits *k = v[i].k;
+
+        if (!k)
+            continue;
+        kl_lock(k);
+        for (size_t j = i; j < n; j++) {
+            struct gw_limit_settlement *x = &v[j];
+
+            if (x->k != k)
+                continue;
+            if (x->res.active)
+                kl_settle_locked(k, &x->res, x->now_ms, &x->usage, x->cost_micros,
+                                 x->reached_upstream);
+            x->res.active = false;
+            x->k = NULL;
+        }
+        kl_unlock(k);
+    }
 }
 
 /* ---- rebuild ---- */

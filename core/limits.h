@@ -207,6 +207,23 @@ enum gw_limit_decision gw_keylimits_check_calendar(struct gw_keylimits *k, uint6
 void gw_keylimits_settle(struct gw_keylimits *k, struct gw_limit_reservation *res, uint64_t now_ms,
                          const struct gw_usage *u, int64_t cost_micros, bool reached_upstream);
 
+/* A settlement kept to be applied later with others (gw_keylimits_settle_all):
+ * gw_keylimits_settle's arguments, copied. */
+struct gw_limit_settlement {
+    struct gw_keylimits *k;
+    struct gw_limit_reservation res;
+    uint64_t now_ms;
+    struct gw_usage usage;
+    int64_t cost_micros;
+    bool reached_upstream;
+};
+
+/* Applies <v>[0..n) as gw_keylimits_settle would one after the other, each key locked
+ * once for all of its settlements (a worker's loop turn ends several requests of one
+ * key: one lock and one trip of the key's lines between CPUs, not one per request).
+ * Each entry's k becomes NULL. Any thread. */
+void gw_keylimits_settle_all(struct gw_limit_settlement *v, size_t n);
+
 /* ---- rebuild from stored rows ---- */
 
 #define GW_KEYLIMITS_F_CALENDAR 1u /* add rows to the day / week / month totals */

@@ -44,6 +44,12 @@ struct q_lease_slot {
 
 struct q_unit {
     char fp[GW_QUOTA_FP_LEN + 1];
+    /* Set (under the lock) when the unit is as a success leaves it: seen, no hits, no
+     * ladder step, no 429 remembered, no failed probe; cleared under the lock by what
+     * changes one of those. Read without the lock (__atomic) by gw_quota_success, which
+     * then has nothing to write: the common answer writes no line of the set. Kept
+     * beside fp, a line the requests only read. */
+    bool quiet;
     struct q_minute min;
     uint64_t day, day_req, day_tok;
     struct gw_quota_learned learned[GW_QUOTA_WINS];
@@ -534,16 +540,13 @@ q_lease_close(struct q_unit *u, const struct gw_quota_lease *l)
     }
 }
 
-void
-gw_quota_settle(struct gw_quota_set *s, struct gw_quota_lease *lease, uint64_t now_ms,
+/* One settlement, <s> locked: gw_quota_settle's work. */
+static void
+q_settle_locked(struct gw_quota_set *s, const struct gw_quota_lease *lease, uint64_t now_ms,
                 uint64_t real_tokens, bool sent)
 {
-    struct q_unit *u;
+    struct q_unit *u = &s->u[lease->unit];
 
-    if (!lease->active || lease->unit >= s->n)
-        return;
-    u = &s->u[lease->unit];
-    gw_spin_lock(&s->lock);
     q_unit_advance(u, now_ms);
     q_lease_close(u, lease);
     if (!sent)
@@ -552,8 +555,41 @@ gw_quota_settle(struct gw_quota_set *s, struct gw_quota_lease *lease, uint64_t n
         q_count(u, lease->sec, lease->day, 0, real_tokens - lease->est_tokens);
     else
         q_uncount(u, lease->sec, lease->day, 0, lease->est_tokens - real_tokens);
+}
+
+void
+gw_quota_settle(struct gw_quota_set *s, struct gw_quota_lease *lease, uint64_t now_ms,
+                uint64_t real_tokens, bool sent)
+{
+    if (!lease->active || lease->unit >= s->n)
+        return;
+    gw_spin_lock(&s->lock);
+    q_settle_locked(s, lease, now_ms, real_tokens, sent);
     gw_spin_unlock(&s->lock);
     lease->active = false;
+}
+
+void
+gw_quota_settle_all(struct gw_quota_settlement *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct gw_quota_set *s = v[i].set;
+
+        if (!s)
+            continue;
+        gw_spin_lock(&s->lock);
+        for (size_t j = i; j < n; j++) {
+            struct gw_quota_settlement *x = &v[j];
+
+            if (x->set != s)
+                continue;
+            if (x->lease.active && x->lease.unit < s->n)
+                q_settle_locked(s, &x->lease, x->now_ms, x->real_tokens, x->sent);
+            x->lease.active = false;
+            x->set = NULL;
+        }
+        gw_spin_unlock(&s->lock);
+    }
 }
 
 void
@@ -618,6 +654,10 @@ gw_quota_success(struct gw_quota_set *s, size_t i, uint64_t now_ms)
     if (i >= s->n)
         return false;
     u = &s->u[i];
+    /* A success racing a failure is ordered before it: as if it had taken the lock
+     * first. */
+    if (__atomic_load_n(&u->quiet, __ATOMIC_ACQUIRE))
+        return false;
     gw_spin_lock(&s->lock);
     had = u->cool.hits != 0;
     u->seen = true;
@@ -626,6 +666,7 @@ gw_quota_success(struct gw_quota_set *s, size_t i, uint64_t now_ms)
     u->unknown_step = 0;
     u->last_429_ms = 0;
     u->probe_fails = 0;
+    __atomic_store_n(&u->quiet, true, __ATOMIC_RELEASE);
     gw_spin_unlock(&s->lock);
     return had;
 }
@@ -774,6 +815,7 @@ gw_quota_fail(struct gw_quota_set *s, size_t i, uint64_t now_ms, const struct gw
     else
         capped = false;
     u->cool.hits++;
+    __atomic_store_n(&u->quiet, false, __ATOMIC_RELEASE);
     /* Never shorten a cooldown in force. */
     if (!q_unit_cooling(u, now_ms) || now_ms + dur > u->cool.until_ms) {
         u->cool.source = src;
@@ -911,6 +953,7 @@ gw_quota_probe_done(struct gw_quota_set *s, size_t i, uint64_t now_ms, bool pass
 
         u->probe_next_ms = now_ms + q_probe_backoff_ms[k];
         u->probe_fails++;
+        __atomic_store_n(&u->quiet, false, __ATOMIC_RELEASE);
     }
     gw_spin_unlock(&s->lock);
 }

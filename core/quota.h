@@ -249,6 +249,19 @@ int gw_quota_peek(struct gw_quota_set *s, uint64_t now_ms, uint64_t est_tokens,
 void gw_quota_settle(struct gw_quota_set *s, struct gw_quota_lease *lease, uint64_t now_ms,
                      uint64_t real_tokens, bool sent);
 
+/* A settlement kept to be applied later with others (gw_quota_settle_all):
+ * gw_quota_settle's arguments, the lease copied. */
+struct gw_quota_settlement {
+    struct gw_quota_set *set;
+    struct gw_quota_lease lease;
+    uint64_t now_ms, real_tokens;
+    bool sent;
+};
+
+/* Applies <v>[0..n) as gw_quota_settle would one after the other, each set locked once
+ * for all of its settlements. Each entry's set becomes NULL. Any thread. */
+void gw_quota_settle_all(struct gw_quota_settlement *v, size_t n);
+
 /* Tells the sweep that the request holding <lease> is alive (a long stream): call at
  * least once per GW_QUOTA_LEASE_TTL_MS while it runs. */
 void gw_quota_lease_keep(struct gw_quota_set *s, struct gw_quota_lease *lease, uint64_t now_ms);

@@ -434,6 +434,82 @@ test_limits_give_back_when_no_upstream_was_reached(void **state)
     assert_int_equal(t_used(f->k, T0 + 41 * SEC, &cal, 2), 0);
 }
 
+/* Settlements applied together (a worker's loop turn) leave two keys as settling them
+ * one by one leaves a copy of each: the same totals in every entry, the same alerts;
+ * each key's settlements in one pass, an inactive one skipped, each entry used up. */
+static void
+test_limits_settle_all_equals_settling_one_by_one(void **state)
+{
+    struct gw_keylimits_reg *reg = t_reg_new();
+    struct gw_keylimits *one[2] = {t_key(reg, "a1"), t_key(reg, "b1")};
+    struct gw_keylimits *all[2] = {t_key(reg, "a2"), t_key(reg, "b2")};
+    struct gw_conf_limit l[4] = {t_lim(GW_LIMIT_DAY, GW_LIMIT_TOKENS, 10000, false),
+                                 t_lim(GW_LIMIT_MINUTE, GW_LIMIT_TOKENS, 10000, false),
+                                 t_lim(GW_LIMIT_HOUR, GW_LIMIT_REQUESTS, 10, false),
+                                 t_lim(GW_LIMIT_DAY, GW_LIMIT_COST, 1000000, false)};
+    struct gw_period cal = t_cal(0);
+    struct gw_limit_settlement v[7];
+    struct gw_limit_reservation r1[7];
+    struct gw_limit_view va[GW_KEYLIMITS_MAX_ENTRIES], vb[GW_KEYLIMITS_MAX_ENTRIES];
+    struct gw_limit_alert aa[8], ab[8];
+    const unsigned key_of[7] = {0, 1, 0, 0, 1, 1, 0};
+    size_t i, k, na, nb;
+
+    (void)state;
+    for (k = 0; k < 2; k++) {
+        assert_int_equal(gw_keylimits_configure(one[k], l, 4), GW_OK);
+        assert_int_equal(gw_keylimits_configure(all[k], l, 4), GW_OK);
+    }
+    memset(v, 0, sizeof(v));
+    for (i = 0; i < 7; i++) {
+        struct gw_keylimits *a = one[key_of[i]], *b = all[key_of[i]];
+        uint64_t now = T0 + i * SEC;
+
+        assert_int_equal(gw_keylimits_admit(a, now, &cal, 1000 + i, 5000, &r1[i], NULL),
+                         GW_LIMIT_OK);
+        assert_int_equal(gw_keylimits_admit(b, now, &cal, 1000 + i, 5000, &v[i].res, NULL),
+                         GW_LIMIT_OK);
+        v[i].k = b;
+        v[i].now_ms = T0 + 20 * SEC + i;
+        v[i].usage = t_usage(100 * i, 10, 0, 0);
+        v[i].cost_micros = 7000 + (int64_t)i;
+        v[i].reached_upstream = i != 3; /* one given back */
+    }
+    r1[5].active = v[5].res.active = false; /* settled before: nothing to do */
+    for (i = 0; i < 7; i++)
+        gw_keylimits_settle(one[key_of[i]], &r1[i], v[i].now_ms, &v[i].usage, v[i].cost_micros,
+                            v[i].reached_upstream);
+    gw_keylimits_settle_all(v, 7);
+    for (i = 0; i < 7; i++) {
+        assert_null(v[i].k);
+        assert_false(v[i].res.active);
+    }
+    gw_keylimits_settle_all(v, 7); /* used up: nothing happens */
+    for (k = 0; k < 2; k++) {
+        na = gw_keylimits_view(one[k], T0 + 30 * SEC, &cal, va, GW_KEYLIMITS_MAX_ENTRIES);
+        nb = gw_keylimits_view(all[k], T0 + 30 * SEC, &cal, vb, GW_KEYLIMITS_MAX_ENTRIES);
+        assert_int_equal(na, 4);
+        assert_int_equal(nb, na);
+        for (i = 0; i < na; i++) {
+            assert_int_equal(vb[i].used, va[i].used);
+            assert_int_equal(vb[i].resets_at_ms, va[i].resets_at_ms);
+        }
+        na = gw_keylimits_take_alerts(one[k], aa, 8);
+        nb = gw_keylimits_take_alerts(all[k], ab, 8);
+        assert_int_equal(nb, na);
+        for (i = 0; i < na; i++) {
+            assert_int_equal(ab[i].percent, aa[i].percent);
+            assert_int_equal(ab[i].per, aa[i].per);
+            assert_int_equal(ab[i].used, aa[i].used);
+        }
+    }
+    /* what was settled: key a's tokens (0 + 200 + 600 used, 3's given back) */
+    na = gw_keylimits_view(all[0], T0 + 30 * SEC, &cal, va, GW_KEYLIMITS_MAX_ENTRIES);
+    assert_int_equal(va[0].used, 0 + 10 + 200 + 10 + 600 + 10);
+    assert_int_equal(va[2].used, 3); /* requests: 0, 2, 6 (3 given back) */
+    gw_keylimits_reg_free(reg);
+}
+
 /* Settled after its second left the window: the rolling window is not touched (the
  * usage is not counted in a later second), the day is. */
 static void
@@ -1278,6 +1354,7 @@ main(void)
             test_limits_rolling_wait_is_the_latest_of_the_failing_entries, t_setup, t_teardown),
         cmocka_unit_test_setup_teardown(
             test_limits_settlement_replaces_the_estimate_with_recorded_usage, t_setup, t_teardown),
+        cmocka_unit_test(test_limits_settle_all_equals_settling_one_by_one),
         cmocka_unit_test_setup_teardown(test_limits_give_back_when_no_upstream_was_reached, t_setup,
                                         t_teardown),
         cmocka_unit_test_setup_teardown(

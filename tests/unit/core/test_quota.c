@@ -162,6 +162,61 @@ test_quota_settle_not_sent_gives_the_request_back(void **state)
     gw_quota_set_free(s);
 }
 
+/* Settlements applied together (a worker's loop turn) leave two sets as settling them
+ * one by one leaves a copy of each; each entry is used up, an inactive lease skipped. */
+static void
+test_quota_settle_all_equals_settling_one_by_one(void **state)
+{
+    struct gw_quota_set *one[2] = {t_set(2, 100, 100000, 1000, 1000000),
+                                   t_set(2, 100, 100000, 1000, 1000000)};
+    struct gw_quota_set *all[2] = {t_set(2, 100, 100000, 1000, 1000000),
+                                   t_set(2, 100, 100000, 1000, 1000000)};
+    const unsigned set_of[6] = {0, 1, 1, 0, 0, 1};
+    struct gw_quota_settlement v[6];
+    struct gw_quota_lease l1[6];
+    struct gw_quota_unit_view va, vb;
+
+    (void)state;
+    memset(v, 0, sizeof(v));
+    for (size_t i = 0; i < 6; i++) {
+        uint64_t now = NOW + i * 1000;
+
+        assert_true(t_choose(one[set_of[i]], now, 500 + i, &l1[i]) >= 0);
+        assert_true(t_choose(all[set_of[i]], now, 500 + i, &v[i].lease) >= 0);
+        assert_int_equal(v[i].lease.unit, l1[i].unit);
+        v[i].set = all[set_of[i]];
+        v[i].now_ms = NOW + 10000 + i;
+        v[i].real_tokens = 100 * i;
+        v[i].sent = i != 2; /* one given back */
+    }
+    l1[4].active = v[4].lease.active = false; /* settled before: nothing to do */
+    for (size_t i = 0; i < 6; i++)
+        gw_quota_settle(one[set_of[i]], &l1[i], v[i].now_ms, v[i].real_tokens, v[i].sent);
+    gw_quota_settle_all(v, 6);
+    for (size_t i = 0; i < 6; i++) {
+        assert_null(v[i].set);
+        assert_false(v[i].lease.active);
+    }
+    gw_quota_settle_all(v, 6); /* used up: nothing happens */
+    for (size_t k = 0; k < 2; k++) {
+        for (size_t u = 0; u < 2; u++) {
+            gw_quota_view(one[k], u, NOW + 20000, &va);
+            gw_quota_view(all[k], u, NOW + 20000, &vb);
+            for (int w = 0; w < GW_QUOTA_WINS; w++)
+                assert_int_equal(vb.win[w].used, va.win[w].used);
+            assert_int_equal(vb.open_leases, va.open_leases);
+        }
+        gw_quota_set_free(one[k]);
+    }
+    /* what was settled: set 1 had leases 1, 2 (given back) and 5 */
+    gw_quota_view(all[1], 0, NOW + 20000, &va);
+    gw_quota_view(all[1], 1, NOW + 20000, &vb);
+    assert_int_equal(va.win[GW_QUOTA_RPM].used + vb.win[GW_QUOTA_RPM].used, 2);
+    assert_int_equal(va.win[GW_QUOTA_TPM].used + vb.win[GW_QUOTA_TPM].used, 100 + 500);
+    gw_quota_set_free(all[0]);
+    gw_quota_set_free(all[1]);
+}
+
 static void
 test_quota_sweep_drops_unsettled_leases_after_two_minutes(void **state)
 {
@@ -360,6 +415,38 @@ test_quota_day_exhaustion_climbs_the_ladder_and_a_success_clears_it(void **state
     c = t_fail(s, t + 1440 * MIN, 429, &f);  /* past the 24 h cooldown in force */
     assert_int_equal(c.until_ms - c.since_ms, 2 * MIN);
     assert_int_equal(c.hits, 1);
+    gw_quota_set_free(s);
+}
+
+/* A success after a success has nothing to clear (it takes no lock: the unit is known to
+ * be as a success leaves it); a failure in between is cleared by the next success: it
+ * tells that the unit had cooled, and the ladder starts again from its first step. */
+static void
+test_quota_success_after_success_changes_nothing_and_after_a_failure_clears_it(void **state)
+{
+    struct gw_quota_facts f = {.day_exhausted = true};
+    struct gw_quota_set *s = t_set(1, 0, 0, 0, 0);
+    struct gw_quota_unit_view v;
+    struct gw_quota_cooldown c;
+
+    (void)state;
+    gw_quota_view(s, 0, NOW, &v);
+    assert_false(v.seen);
+    assert_false(gw_quota_success(s, 0, NOW)); /* never cooled */
+    gw_quota_view(s, 0, NOW, &v);
+    assert_true(v.seen);
+    assert_false(gw_quota_success(s, 0, NOW + 1));
+    for (int round = 0; round < 2; round++) {
+        uint64_t t = NOW + (uint64_t)round * 2000 * MIN;
+
+        c = t_fail(s, t, 429, &f);
+        assert_int_equal(c.until_ms - c.since_ms, 2 * MIN);
+        c = t_fail(s, t + 1000, 429, &f);
+        assert_int_equal(c.hits, 2);
+        assert_int_equal(c.until_ms - c.since_ms, 10 * MIN);
+        assert_true(gw_quota_success(s, 0, t + 2000));  /* cleared: the ladder again */
+        assert_false(gw_quota_success(s, 0, t + 3000)); /* nothing left to clear */
+    }
     gw_quota_set_free(s);
 }
 
@@ -929,6 +1016,7 @@ main(void)
         cmocka_unit_test(test_quota_settle_after_the_minute_touches_only_the_day),
         cmocka_unit_test(test_quota_settle_across_midnight_leaves_the_new_day_alone),
         cmocka_unit_test(test_quota_settle_not_sent_gives_the_request_back),
+        cmocka_unit_test(test_quota_settle_all_equals_settling_one_by_one),
         cmocka_unit_test(test_quota_sweep_drops_unsettled_leases_after_two_minutes),
         cmocka_unit_test(test_quota_choose_takes_the_most_headroom),
         cmocka_unit_test(test_quota_never_seen_counts_half_used_on_known_limits_only),
@@ -938,6 +1026,8 @@ main(void)
         cmocka_unit_test(test_quota_verdicts_read_as_one_line),
         cmocka_unit_test(test_quota_transient_429_with_healthy_day_is_90s_without_escalation),
         cmocka_unit_test(test_quota_day_exhaustion_climbs_the_ladder_and_a_success_clears_it),
+        cmocka_unit_test(
+            test_quota_success_after_success_changes_nothing_and_after_a_failure_clears_it),
         cmocka_unit_test(test_quota_a_day_window_stated_empty_is_day_exhaustion),
         cmocka_unit_test(test_quota_day_ladder_counts_within_a_rolling_day),
         cmocka_unit_test(test_quota_own_day_counters_at_the_limit_mean_day_exhaustion),
