@@ -35,6 +35,7 @@
 #define NET_MAX_PENDING_INPUT (1024 * 1024) /* pipelined bytes held while busy */
 #define NET_LINGER_SECS 2
 #define NET_LINGER_MIN_BYTES (1024 * 1024) /* a lingering close discards at least this */
+#define NET_CORK_KEEP 1024 /* a connection's cork keeps this much memory between answers */
 
 /* Server-wide state shared by the workers (net-priv.h): the request bodies buffered at
  * once, and the client connections open at once with their limit. */
@@ -128,6 +129,8 @@ static void
 conn_free(struct net_conn *c)
 {
     GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    if (c->corked && c->bev)
+        net_conn_uncork(c); /* what waited for the settlements, as it would have gone */
     if (c->h2)
         net_h2_free(c->h2); /* cancels its streams */
     c->h2 = NULL;
@@ -152,6 +155,7 @@ conn_free(struct net_conn *c)
     gw_conf_release(c->conf);
     net_h1req_fini(&c->rq);
     gw_buf_fini(&c->out_head);
+    gw_buf_fini(&c->cork);
     explicit_bzero(c->key_seen, sizeof(c->key_seen));
     c->magic_ = 0;
     gw_free(c);
@@ -183,6 +187,7 @@ linger_discard(struct net_conn *c)
 static void
 conn_linger(struct net_conn *c)
 {
+    net_conn_uncork(c); /* before the half-close */
     c->flags |= NET_CONN_F_LINGER;
     c->linger_left =
         c->rq.lim.max_body > NET_LINGER_MIN_BYTES ? c->rq.lim.max_body : NET_LINGER_MIN_BYTES;
@@ -199,6 +204,7 @@ conn_linger(struct net_conn *c)
 static void
 conn_close_after_flush(struct net_conn *c)
 {
+    net_conn_uncork(c); /* the last answer's bytes, with the rest queued */
     c->flags |= NET_CONN_F_CLOSING;
     net_deadline_stop(&c->dl);
     net_sockread_disable(&c->rd);
@@ -745,19 +751,21 @@ net_conn_sink(struct net_conn *c, struct net_sink *out)
 
 /* ---- the pipeline's side ---- */
 
-void
-net_conn_writev(struct net_conn *c, const struct iovec *iov, int n)
+/* Writes <iov> now: straight to the socket when nothing is queued, the rest through the
+ * bufferevent. */
+static void
+write_now(struct net_conn *c, const struct iovec *iov, int n)
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
     ssize_t sent = 0;
     int i;
 
-    GW_CHECK_OBJ(c, NET_CONN_MAGIC);
     /* Fast path: with nothing queued, write straight to the socket. The bufferevent
      * would instead arm EV_WRITE and write on the next loop turn, which costs two
      * epoll_ctl calls and a wake-up per answer. What the socket does not take is
      * queued and flushed by the bufferevent as usual. A TLS connection's bytes must
      * go through its SSL: the same flag test sends them to the bufferevent. */
+    GW_ASSERT(!net_settle_pending(c->w)); /* no byte leaves before the settlements */
     if (evbuffer_get_length(out) == 0 && !(c->flags & (NET_CONN_F_CLOSING | NET_CONN_F_TLS))) {
         struct msghdr mh;
 
@@ -774,6 +782,71 @@ net_conn_writev(struct net_conn *c, const struct iovec *iov, int n)
         sent -= (ssize_t)skip;
         if (iov[i].iov_len > skip)
             bufferevent_write(c->bev, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+    }
+}
+
+/* Keeps <iov> in <c>'s cork until the worker's settlements are applied (net/settle.c);
+ * false when out of memory. */
+static bool
+cork_add(struct net_conn *c, const struct iovec *iov, int n)
+{
+    struct net_settles *st = &c->w->settles;
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (gw_buf_append(&c->cork, iov[i].iov_base, iov[i].iov_len) != GW_OK)
+            return false;
+    if (!c->corked) {
+        c->corked = true;
+        c->cork_prev = NULL;
+        c->cork_next = st->corked;
+        if (st->corked)
+            st->corked->cork_prev = c;
+        st->corked = c;
+    }
+    return true;
+}
+
+void
+net_conn_writev(struct net_conn *c, const struct iovec *iov, int n)
+{
+    GW_CHECK_OBJ(c, NET_CONN_MAGIC);
+    /* While the worker holds settlements, the bytes wait for them (libevent 2.1 hands a
+     * TLS connection's bytes to SSL_write at once, as the fast path below sends a plain
+     * one's); once corked, everything waits, in order. A closing connection gets the
+     * settlements applied first instead. */
+    if (c->corked || net_settle_pending(c->w)) {
+        size_t len = c->cork.len;
+
+        if (!(c->flags & NET_CONN_F_CLOSING) && cork_add(c, iov, n))
+            return;
+        c->cork.len = len; /* out of memory: what was kept, then this, now */
+        net_conn_uncork(c);
+    }
+    write_now(c, iov, n);
+}
+
+void
+net_conn_uncork(struct net_conn *c)
+{
+    struct net_settles *st = &c->w->settles;
+
+    net_settle_apply(c->w);
+    if (!c->corked)
+        return;
+    if (c->cork_prev)
+        c->cork_prev->cork_next = c->cork_next;
+    else
+        st->corked = c->cork_next;
+    if (c->cork_next)
+        c->cork_next->cork_prev = c->cork_prev;
+    c->cork_prev = c->cork_next = NULL;
+    c->corked = false;
+    if (c->cork.len) {
+        struct iovec v = {c->cork.data, c->cork.len};
+
+        write_now(c, &v, 1);
+        gw_buf_recycle(&c->cork, NET_CORK_KEEP);
     }
 }
 

@@ -808,6 +808,9 @@ flush(struct net_h2 *h)
     struct evbuffer *out = bufferevent_get_output(h->c->bev);
     struct net_h2s *hs, *next;
 
+    /* A TLS connection's frames reach SSL_write as they are added: the requests this
+     * turn ended are settled first (net/settle.c). */
+    net_settle_apply(h->c->w);
     while (evbuffer_get_length(out) < NET_OUT_HIGH) {
         const uint8_t *p;
         ssize_t n = nghttp2_session_mem_send(h->sess, &p);

@@ -32,6 +32,8 @@
 
 #include "core/budget.h"
 #include "core/conf.h"
+#include "core/limits.h"
+#include "core/quota.h"
 #include "core/row-t.h" /* GW_NAME_MAX */
 #include "core/snap.h"
 #include "core/str.h"
@@ -49,6 +51,24 @@
 
 struct store;
 struct gw_sticky;
+
+#define NET_SETTLE_MAX 64 /* settlements a worker keeps for its turn's end; more apply all */
+
+/* The settlements of the requests a worker ended in this loop turn (net/settle.c):
+ * applied together at its end, one lock per key and per quota set. Until then every
+ * byte for a client waits (net_conn's cork), so that a client that has read its answer
+ * finds the limits settled. */
+struct net_settles {
+    struct gw_limit_settlement lim[NET_SETTLE_MAX];
+    struct {
+        uint64_t conn;
+        char req[GW_ROW_ID_LEN + 1];
+    } who[NET_SETTLE_MAX]; /* lim[i]'s request: its alerts' context */
+    unsigned n_lim;
+    struct gw_quota_settlement quota[NET_SETTLE_MAX];
+    unsigned n_quota;
+    struct net_conn *corked; /* connections whose bytes wait (net_conn.cork) */
+};
 struct net_stream;
 struct net_probe;
 
@@ -91,6 +111,7 @@ struct net_worker {
      * buffers' memory: no allocation of the 5.6 KB stream per request after warm-up. */
     struct net_stream *stream_cache;
     unsigned n_stream_cache;
+    struct net_settles settles;
 };
 
 enum net_conn_state {
@@ -139,7 +160,40 @@ struct net_conn {
     struct net_h2s *h2s;     /* this is the request of an HTTP/2 stream (not a connection) */
     struct net_ws *ws;       /* this connection speaks WebSocket (net/ws.c) */
     struct net_ws_turn *wst; /* this is the request of a WebSocket turn (not a connection) */
+    /* Bytes written while the worker held settlements (net/settle.c): sent at the turn's
+     * end, after them; in w->settles.corked while it holds any. */
+    struct gw_buf cork;
+    struct net_conn *cork_prev, *cork_next;
+    bool corked;
 };
+
+/* ---- settle.c: settlements applied once per loop turn ---- */
+
+/* Keeps key-limit reservation <res> of key <k> to be settled at the turn's end (as
+ * gw_keylimits_settle, with its alerts); <res> becomes inactive now. <conn_id>/<req_id>:
+ * the request's, for the alerts. */
+void net_settle_limits(struct net_worker *w, struct gw_keylimits *k,
+                       struct gw_limit_reservation *res, const struct gw_usage *u,
+                       int64_t cost_micros, bool reached_upstream, uint64_t conn_id,
+                       const char *req_id);
+/* The same for a quota lease (gw_quota_settle); <lease> becomes inactive now. */
+void net_settle_quota(struct net_worker *w, struct gw_quota_set *set, struct gw_quota_lease *lease,
+                      uint64_t real_tokens, bool sent);
+/* True while <w> holds settlements not yet applied. */
+static inline bool
+net_settle_pending(const struct net_worker *w)
+{
+    return w->settles.n_lim || w->settles.n_quota;
+}
+/* Applies what <w> holds (the bytes stay corked): before anything another request may
+ * see is done, a slot given to a waiter, frames sent on HTTP/2. */
+void net_settle_apply(struct net_worker *w);
+/* The loop turn's end: applies what <w> holds, then sends every corked connection's
+ * bytes. */
+void net_settle_turn_end(struct net_worker *w);
+/* Sends <c>'s corked bytes now, the worker's settlements applied first (before a close,
+ * a half-close or a free: nothing may stay behind). */
+void net_conn_uncork(struct net_conn *c);
 
 /* ---- pipeline.c ---- */
 

@@ -238,7 +238,11 @@ void net_stream_free(struct net_stream *s);
 /* The client's body moves from <c> to <s> (with its share of net_body_budget), and <c>
  * gets the stream's empty body buffer, whose memory a freed stream may have kept. */
 void net_stream_take_body(struct net_stream *s, struct net_conn *c);
+/* Emits the key_limit_alert events <s>'s key holds (the event stream and the log). */
 void net_stream_emit_alerts(struct net_stream *s);
+/* The same for key <k>, in context <ctx> (net/settle.c). */
+struct gw_log_ctx;
+void net_key_alerts_emit(struct gw_keylimits *k, const struct gw_log_ctx *ctx);
 void net_stream_settle(struct net_stream *s, int status, enum gw_code code,
                        enum gw_outcome outcome);
 void net_stream_finish(struct net_stream *s, int status, enum gw_code code,

@@ -385,14 +385,13 @@ amount_json(uint64_t v, bool cost, char *out, size_t n)
 }
 
 void
-net_stream_emit_alerts(struct net_stream *s)
+net_key_alerts_emit(struct gw_keylimits *k, const struct gw_log_ctx *ctx)
 {
     struct gw_limit_alert a[4];
     size_t n, i;
 
-    n = gw_keylimits_take_alerts(s->client->usage, a, sizeof(a) / sizeof(a[0]));
+    n = gw_keylimits_take_alerts(k, a, sizeof(a) / sizeof(a[0]));
     for (i = 0; i < n; i++) {
-        struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
         bool cost = a[i].measure == GW_LIMIT_COST;
         char resets[40], json[1024], used[32], max[32];
         time_t t = (time_t)(a[i].resets_at_ms / 1000);
@@ -408,17 +407,27 @@ net_stream_emit_alerts(struct net_stream *s)
                  "\"resets_at\":\"%s\"}",
                  a[i].client, gw_limit_per_str(a[i].per), gw_limit_measure_str(a[i].measure),
                  a[i].percent, used, max, resets);
-        gw_event_push_about(GW_EV_KEY_LIMIT_ALERT, a[i].client, s->id, json);
-        GW_LOG(GW_LOG_INFO, &ctx, "key_limit_alert", "%s", json);
+        gw_event_push_about(GW_EV_KEY_LIMIT_ALERT, a[i].client, ctx->req, json);
+        GW_LOG(GW_LOG_INFO, ctx, "key_limit_alert", "%s", json);
     }
 }
 
+void
+net_stream_emit_alerts(struct net_stream *s)
+{
+    struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
+
+    net_key_alerts_emit(s->client->usage, &ctx);
+}
+
 /* Closes the row (its totals filled; net_stream_finish hands it to the store) and gives
- * back what the request held: its key-limit reservation is settled, its slot and permit
- * released. <status>/<code>/<outcome> describe what the client got. Called before the
- * last bytes of the answer are written, so that a client sending its next request as
- * soon as it has read this answer finds the limits already settled (a refused request's
- * reservation given back). net_stream_finish calls it when the caller did not. */
+ * back what the request held: its key-limit reservation and its credential's lease are
+ * settled, its slot and permit released. <status>/<code>/<outcome> describe what the
+ * client got. Called before the last bytes of the answer are written, so that a client
+ * sending its next request as soon as it has read this answer finds the limits already
+ * settled (a refused request's reservation given back): the settlements go to the
+ * worker, which applies them at the loop turn's end before those bytes leave
+ * (net/settle.c). net_stream_finish calls it when the caller did not. */
 void
 net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_outcome outcome)
 {
@@ -488,18 +497,21 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
             if (rate > 0)
                 r->tokens_per_sec = rate;
         }
-        if (s->qlease.active) {
+        /* Both settled at the loop turn's end with the turn's others (net/settle.c),
+         * before this answer's bytes leave. */
+        if (s->qset && s->qlease.active) {
             /* The hop's credential counts what the request really used, however long it
              * streamed (hops given up at slow start settled their own). */
             uint64_t t = gw_quota_usage_tokens(&r->usage);
 
-            net_hop_quota_settle(s, t > s->given_up_input ? t - s->given_up_input : 0, true);
+            net_settle_quota(s->w, s->qset, &s->qlease,
+                             t > s->given_up_input ? t - s->given_up_input : 0, true);
         }
         if (s->quota.active && s->client && s->client->usage)
-            gw_keylimits_settle(s->client->usage, &s->quota, net_now_ms(), &r->usage,
-                                r->cost_micros, gw_keylimits_row_counts(r));
-        if (s->client && s->client->usage && gw_keylimits_has_alerts(s->client->usage))
-            net_stream_emit_alerts(s);
+            net_settle_limits(s->w, s->client->usage, &s->quota, &r->usage, r->cost_micros,
+                              gw_keylimits_row_counts(r), s->conn ? s->conn->id : 0, s->id);
+        else if (s->client && s->client->usage && gw_keylimits_has_alerts(s->client->usage))
+            net_stream_emit_alerts(s); /* a refusal's: the limit stopped it */
         net_metrics_count(s->w->id, r);
         {
             struct gw_log_ctx ctx = {(int)s->w->id, s->conn ? s->conn->id : 0, s->id};
@@ -516,7 +528,8 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
         net_report_unrecorded(&ctx, s->client ? s->client->name : NULL, status, code, outcome,
                               net_ms_since(s->t0_us, now));
     }
-    net_hop_quota_settle(s, 0, true); /* no row: a lease still held counts as sent */
+    if (s->qset && s->qlease.active) /* no row: a lease still held counts as sent */
+        net_settle_quota(s->w, s->qset, &s->qlease, 0, true);
     net_slot_give_back(s, &s->hop_slot);
     net_slot_give_back(s, &s->key_slot);
 }

@@ -196,6 +196,10 @@ net_slots_granted(void *ctx, struct gw_slots_wait *g, unsigned index)
     if (!ws || g->worker >= ws->n)
         return; /* no worker can be waiting (startup): nothing to deliver */
     w = &ws->v[g->worker];
+    /* The waiter sees the limits as the request that gave the slot back left them:
+     * the releasing worker's settlements first (net/settle.c). */
+    if (tl_worker)
+        net_settle_apply(tl_worker);
     /* Treiber push: release on success so the owner sees the stream's state. */
     head = __atomic_load_n(&w->grants, __ATOMIC_RELAXED);
     do
@@ -262,12 +266,18 @@ worker_main(void *arg)
         pthread_setname_np(pthread_self(), name);
     }
     /* event_base_dispatch, one turn at a time: each turn reads the clock afresh
-     * (net_clock_turn). A turn returns 0, also when a callback broke the loop; 1 when no
-     * event is left, -1 on an error. */
-    do
+     * (net_clock_turn) and ends with the settlements of the requests it ended, then the
+     * bytes that waited for them (net/settle.c). A turn returns 0, also when a callback
+     * broke the loop; 1 when no event is left, -1 on an error. */
+    for (;;) {
+        int rc;
+
         net_clock_turn();
-    while (event_base_loop(w->base, EVLOOP_ONCE) == 0 && !event_base_got_break(w->base) &&
-           !event_base_got_exit(w->base));
+        rc = event_base_loop(w->base, EVLOOP_ONCE);
+        net_settle_turn_end(w);
+        if (rc != 0 || event_base_got_break(w->base) || event_base_got_exit(w->base))
+            break;
+    }
     for (i = 0; i < w->n_fds; i++) {
         if (w->listeners[i])
             evconnlistener_free(w->listeners[i]);
@@ -279,6 +289,7 @@ worker_main(void *arg)
     w->pool = NULL;
     net_probe_free(w->probe); /* after the pool: a probe in flight gets no callback */
     w->probe = NULL;
+    net_settle_apply(w); /* what the streams settled as their connections and upstreams went */
     dl_sigv4_cache_wipe(&w->aws_keys); /* copies of secrets */
     gw_thread_unregister(&w->gt);
     return NULL;

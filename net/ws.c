@@ -568,6 +568,7 @@ ws_linger(struct net_ws *ws)
     if (ws->lingering)
         return;
     ws->lingering = true;
+    net_conn_uncork(c);          /* before the half-close */
     net_sockread_enable(&c->rd); /* paused input (read_paused) is discarded now */
     if (c->flags & NET_CONN_F_TLS)
         net_tls_close_notify(c->bev);
@@ -588,6 +589,7 @@ ws_close_soon(struct net_ws *ws)
     ws->linger_left = ws->c->rq.lim.max_body + NET_WS_LINGER_BYTES;
     turn_cancel(ws);
     bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+    net_conn_uncork(ws->c); /* what waits in the cork, queued or sent */
     if (net_conn_output_len(ws->c))
         ws_timer_arm(ws, ws->c->idle_timeout_secs);
     else
