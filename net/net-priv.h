@@ -69,6 +69,7 @@ struct net_settles {
     unsigned n_quota;
     struct net_conn *corked; /* connections whose bytes wait (net_conn.cork) */
 };
+
 struct net_stream;
 struct net_probe;
 
