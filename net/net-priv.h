@@ -68,6 +68,11 @@ struct net_settles {
     struct gw_quota_settlement quota[NET_SETTLE_MAX];
     unsigned n_quota;
     struct net_conn *corked; /* connections whose bytes wait (net_conn.cork) */
+    /* The rows of the turn's finished requests, handed to the store after the bytes (so
+     * that their encoding is not on the answers' path), and their memory, kept for the
+     * next streams (net_settle_spare_row). */
+    struct gw_row *rows[NET_SETTLE_MAX], *spare[NET_SETTLE_MAX];
+    unsigned n_rows, n_spare;
 };
 
 struct net_stream;
@@ -189,8 +194,14 @@ net_settle_pending(const struct net_worker *w)
 /* Applies what <w> holds (the bytes stay corked): before anything another request may
  * see is done, a slot given to a waiter, frames sent on HTTP/2. */
 void net_settle_apply(struct net_worker *w);
-/* The loop turn's end: applies what <w> holds, then sends every corked connection's
- * bytes. */
+/* Keeps finished request's row <row> (the stream's memory, now the worker's) to be
+ * handed to the store at the turn's end; false when <w> holds no settlement (nothing
+ * waits: hand it now) or already as many rows as it keeps. */
+bool net_settle_row(struct net_worker *w, struct gw_row *row);
+/* A row's memory the worker kept after handing its row to the store, or NULL. */
+struct gw_row *net_settle_spare_row(struct net_worker *w);
+/* The loop turn's end: applies what <w> holds, sends every corked connection's bytes,
+ * then hands the kept rows to the store. Also at the worker's end. */
 void net_settle_turn_end(struct net_worker *w);
 /* Sends <c>'s corked bytes now, the worker's settlements applied first (before a close,
  * a half-close or a free: nothing may stay behind). */

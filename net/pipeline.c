@@ -538,18 +538,22 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
  * store (a copy: the row stays the stream's), frees the stream and lets the connection
  * go on. Every stream ends here (a zombie's memory is freed later, net_stream_free). The
  * row goes after the answer was handed to the connection, so that its encoding and the
- * queue are not on the answer's path (but for the answer's bytes that wait in the cork
- * for the turn's settlements, net/settle.c); nothing the client sees next depends on it
- * (the limits were settled before, in net_stream_settle; a row is the store's once its
- * batch commits). */
+ * queue are not on the answer's path (when the answer's bytes wait in the cork for the
+ * turn's settlements, the worker hands the row over after them, net/settle.c); nothing
+ * the client sees next depends on it (the limits were settled before, in
+ * net_stream_settle; a row is the store's once its batch commits). */
 void
 net_stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outcome outcome)
 {
     struct net_conn *c = s->conn;
 
     net_stream_settle(s, status, code, outcome);
-    if (s->row_closed && s->w->store)
-        store_row_submit(s->w->store, s->row_closed);
+    if (s->row_closed && s->w->store) {
+        if (s->row_closed == s->row_mem && net_settle_row(s->w, s->row_closed))
+            s->row_mem = NULL; /* the worker's, to the store after the answer's bytes */
+        else
+            store_row_submit(s->w->store, s->row_closed);
+    }
     s->row_closed = NULL;
     if (c) {
         c->stream = NULL;
@@ -792,6 +796,8 @@ net_pipeline_start(struct net_conn *c)
     if (s) {
         /* The attempts are cleared one by one as they are added (attempt_add): zeroing
          * the whole 3.7 KB row on every request showed in profiles. */
+        if (!s->row_mem)
+            s->row_mem = net_settle_spare_row(w);
         if (!s->row_mem)
             s->row_mem = gw_malloc(sizeof(*s->row_mem));
         s->row = s->row_mem;

@@ -26,9 +26,11 @@
 
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/log.h"
 #include "net/logger.h"
 #include "net/pipeline-priv.h"
+#include "store/store.h"
 
 void
 net_settle_limits(struct net_worker *w, struct gw_keylimits *k, struct gw_limit_reservation *res,
@@ -116,14 +118,44 @@ net_settle_apply(struct net_worker *w)
     }
 }
 
+bool
+net_settle_row(struct net_worker *w, struct gw_row *row)
+{
+    struct net_settles *st = &w->settles;
+
+    if (!net_settle_pending(w) || st->n_rows == NET_SETTLE_MAX)
+        return false;
+    st->rows[st->n_rows++] = row;
+    return true;
+}
+
+struct gw_row *
+net_settle_spare_row(struct net_worker *w)
+{
+    struct net_settles *st = &w->settles;
+
+    return st->n_spare ? st->spare[--st->n_spare] : NULL;
+}
+
 void
 net_settle_turn_end(struct net_worker *w)
 {
+    struct net_settles *st = &w->settles;
     struct net_conn *c;
+    unsigned i;
 
     net_settle_apply(w);
     /* Each connection leaves the list before its bytes are written: a write that fails
      * may close it. */
-    while ((c = w->settles.corked) != NULL)
+    while ((c = st->corked) != NULL)
         net_conn_uncork(c);
+    for (i = 0; i < st->n_rows; i++) {
+        if (w->store)
+            store_row_submit(w->store, st->rows[i]); /* a copy */
+        if (st->n_spare < NET_SETTLE_MAX)
+            st->spare[st->n_spare++] = st->rows[i];
+        else
+            gw_free(st->rows[i]);
+    }
+    st->n_rows = 0;
 }

@@ -255,6 +255,7 @@ static void *
 worker_main(void *arg)
 {
     struct net_worker *w = arg;
+    struct gw_row *row;
     size_t i;
 
     tl_worker = w;
@@ -289,7 +290,10 @@ worker_main(void *arg)
     w->pool = NULL;
     net_probe_free(w->probe); /* after the pool: a probe in flight gets no callback */
     w->probe = NULL;
-    net_settle_apply(w); /* what the streams settled as their connections and upstreams went */
+    net_settle_turn_end(w); /* what the streams settled as their connections and upstreams
+                             * went, and their rows */
+    while ((row = net_settle_spare_row(w)) != NULL)
+        gw_free(row);
     dl_sigv4_cache_wipe(&w->aws_keys); /* copies of secrets */
     gw_thread_unregister(&w->gt);
     return NULL;
