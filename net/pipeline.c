@@ -535,13 +535,14 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
 }
 
 /* After the answer: settles the stream if the caller did not, hands its row to the
- * store (a copy: the row stays the stream's), frees the stream and lets the connection
- * go on. Every stream ends here (a zombie's memory is freed later, net_stream_free). The
- * row goes after the answer was handed to the connection, so that its encoding and the
- * queue are not on the answer's path (when the answer's bytes wait in the cork for the
- * turn's settlements, the worker hands the row over after them, net/settle.c); nothing
- * the client sees next depends on it (the limits were settled before, in
- * net_stream_settle; a row is the store's once its batch commits). */
+ * store (a copy: the row's memory stays the stream's, or goes to the worker, below),
+ * frees the stream and lets the connection go on. Every stream ends here (a zombie's
+ * memory is freed later, net_stream_free). The row goes after the answer was handed to
+ * the connection, so that its encoding and the queue are not on the answer's path (when
+ * the answer's bytes wait in the cork for the turn's settlements, the worker hands the
+ * row over after them, net/settle.c); nothing the client sees next depends on it (the
+ * limits were settled before, in net_stream_settle; a row is the store's once its batch
+ * commits). */
 void
 net_stream_finish(struct net_stream *s, int status, enum gw_code code, enum gw_outcome outcome)
 {
