@@ -176,8 +176,8 @@ struct net_conn {
 /* ---- settle.c: settlements applied once per loop turn ---- */
 
 /* Keeps key-limit reservation <res> of key <k> to be settled at the turn's end (as
- * gw_keylimits_settle, with its alerts); <res> becomes inactive now. <conn_id>/<req_id>:
- * the request's, for the alerts. */
+ * gw_keylimits_settle with usage <u>, the row's, and its alerts); <res> becomes inactive
+ * now. <conn_id>/<req_id>: the request's, for the alerts. */
 void net_settle_limits(struct net_worker *w, struct gw_keylimits *k,
                        struct gw_limit_reservation *res, const struct gw_usage *u,
                        int64_t cost_micros, bool reached_upstream, uint64_t conn_id,

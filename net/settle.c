@@ -48,10 +48,7 @@ net_settle_limits(struct net_worker *w, struct gw_keylimits *k, struct gw_limit_
     x->k = k;
     x->res = *res;
     x->now_ms = net_now_ms();
-    if (u)
-        x->usage = *u;
-    else
-        memset(&x->usage, 0, sizeof(x->usage));
+    x->usage = *u;
     x->cost_micros = cost_micros;
     x->reached_upstream = reached_upstream;
     {
