@@ -4,7 +4,8 @@
 # last ones are waited for, 429 gw.busy_all when the wait runs out), a full load-balance
 # member sitting the round out, clients[].max_concurrent (held until a streamed answer
 # ends, 429 gw.key_busy), a client giving up while it waits, SIGHUP raising or removing a
-# limit, and the limits in /control/v1/overview.
+# limit, the limits in /control/v1/overview, and a waiter handed the key's slot admitted
+# against the usage the request that gave it back settled.
 # A slot is held by a paced stream: HOLD (~20 s, closed by the test: "the client is gone")
 # or SLOW (~2 s, read to its end). A test that needs a request queued before it acts waits
 # for the overview's `waiting` counter; nothing sleeps and no duration is asserted.
@@ -12,13 +13,14 @@
 import http.client
 import signal
 import socket
+import threading
 import time
 
 import pytest
 
-from gwtest import (ALICE_KEY, BOB_KEY, REQ_ID_RE, WAIT_TIMEOUT, Resp, bearer, chat_body,
-                    chat_messages_body, config, content_of, dry_run, overview, provider,
-                    sha256_hex, sse_events, wait_until, write_config)
+from gwtest import (ALICE_KEY, BOB_KEY, REQ_ID_RE, WAIT_TIMEOUT, LoopbackServer, Resp, bearer,
+                    chat_body, chat_messages_body, config, content_of, dry_run, overview,
+                    provider, recv_request, sha256_hex, sse_events, wait_until, write_config)
 
 HOLD = {"x-bench-chunks": "100", "x-bench-interval-ms": "200"}  # ~20 s, closed by the test
 SLOW = {"x-bench-chunks": "10", "x-bench-interval-ms": "200"}   # ~2 s, read to its end
@@ -422,6 +424,69 @@ def test_key_limit_1_second_stream_waits_until_the_first_ends(tmp_path, bench, g
     assert row["queued_ms"] > 0, row  # it waited for the key's permit
     assert up.stats()["requests"] == 2
     assert up.stats()["streams_started"] == 2
+
+
+class HeldUpstream(LoopbackServer):
+    """A Chat upstream whose first request is answered only when told (.go); every answer
+    says it used one input and one output token, whatever the request's size."""
+
+    ANSWER = (b'{"id":"c","object":"chat.completion","created":1,"model":"gpt-test",'
+              b'"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},'
+              b'"finish_reason":"stop"}],'
+              b'"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}')
+
+    def __init__(self):
+        self.got_first, self.go = threading.Event(), threading.Event()
+        self.n = 0
+        super().__init__()
+
+    def handle(self, c):
+        with c:
+            while True:
+                head, _ = recv_request(c)
+                if not head:
+                    return
+                with self.lock:
+                    self.n += 1
+                    first = self.n == 1
+                if first:
+                    self.got_first.set()
+                    self.go.wait(WAIT_TIMEOUT)
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n" % len(self.ANSWER) + self.ANSWER)
+
+    def close(self):
+        self.go.set()
+        super().close()
+
+
+def test_a_waiter_handed_the_key_slot_sees_the_finished_requests_usage(tmp_path, gwd,
+                                                                        streams):
+    # The request that gives the key's slot back has its usage settled before the waiter
+    # is admitted (net_slots_granted applies the worker's held settlements first,
+    # net/settle.c): the first request reserved ~1000 tokens of the key's 1500 a minute
+    # and used 2, so the second (~1000 more) fits; against the reservation it would not,
+    # and the rolling window's ~60 s is past its slot wait: 429 at once.
+    up = HeldUpstream()
+    try:
+        lim = dict(alice(1), limits=[{"per": "minute", "tokens": 1500}])
+        g = gwd(config(tmp_path, [provider("up", base_url=up.url)], clients=[lim],
+                       failover={"slot_wait_secs": 30}))
+        first = streams(Pending(g, chat_body(text="x" * 4000)))
+        assert up.got_first.wait(WAIT_TIMEOUT)
+        second = streams(Pending(g, chat_body(text="y" * 4000)))
+        wait_waiting(g, "keys", "alice", 1)
+
+        up.go.set()
+        r1, r2 = first.response(), second.response()
+
+        assert r1.status == 200, r1
+        assert r2.status == 200, r2
+        used = {(x["per"], x["measure"]): x["used"]
+                for x in ov_entry(g, "keys", "alice")["limits"]}
+        assert used[("minute", "tokens")] == 4  # the two answers' usage, nothing reserved
+    finally:
+        up.close()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
