@@ -272,8 +272,12 @@ SERIAL_WARMUP, RATE_WARMUP = 50, 5
 RATE_TARGETS = ("direct", "gwd", "gwd+adm", "nginx")
 
 # The two-worker targets' suffix, and their rounds (five: with three, one slow round of
-# one target moved its median by several percent; about 25 s a round).
-W2, W2_ROUNDS = "-2w", 5
+# one target moved its median by several percent; about 25 s a round). Their 64-connection
+# runs come after those rounds, back to back in W2_TPUT_ROUNDS alternated rounds of their
+# own (a few seconds a round): when each sat in its target's latency round, 7 s of paced
+# load apart from the next target's, the machine's phases put gwd+adm against gwd
+# anywhere from 0.85x to 1.29x round by round (session 23).
+W2, W2_ROUNDS, W2_TPUT_ROUNDS = "-2w", 5, 10
 
 # Cells whose provider speaks HTTP/2 to the upstream (gwbench answers h2c).
 H2_UP_CELLS = {"gwd-h2up"}
@@ -986,6 +990,12 @@ def main():
                 print(f"bench: two workers, round {r + 1} {name}", file=sys.stderr)
                 serial(name, port, proc, n_serial)
                 paced(name, port, proc)
+        # the 64-connection runs, each right beside the other targets' of its round (the
+        # order reversed every other round), so that a ratio compares one phase
+        for r in range(1 if a.quick else W2_TPUT_ROUNDS):
+            for name, port, proc in (w2 if r % 2 == 0 else w2[::-1]):
+                print(f"bench: two workers, 64 connections, round {r + 1} {name}",
+                      file=sys.stderr)
                 s, cpu, _ = run(name, port, proc, ["--connections", "64", "--threads", "2",
                                                    "--requests", str(n_tput)])
                 add(name, "rps", s["rps"])
@@ -1194,6 +1204,9 @@ def main():
             w2_table.append([label] + [fmt.format(v) if v is not None else "-"
                                        for v in (g, ad, ng)]
                             + [compare(g, ng, cmp), compare(ad, g, cmp)])
+        w2_table.append(["2 workers: proxy CPU per request, median of the rounds' ratios",
+                         "-", "-", "-", run_ratio("gwd" + W2, "nginx" + W2, "cpu_req"),
+                         run_ratio("gwd+adm" + W2, "gwd" + W2, "cpu_req")])
 
     spread = [f"{n} {min(res[n]['serial_p50']):.0f}..{max(res[n]['serial_p50']):.0f}"
               for n in names if res[n].get("serial_p50")]
@@ -1250,8 +1263,11 @@ def main():
     w2_head = (f"two workers: gwd with `workers: 2` (gwd+adm: the admission config above), "
                f"nginx with a master and two worker processes (CPU: all three); "
                f"{1 if a.quick else W2_ROUNDS} alternated rounds of the 1-connection "
-               f"({n_serial} requests) and 64-connection ({n_tput} requests) runs, after the "
-               f"one-worker rounds; added latency against direct's figures above")
+               f"({n_serial} requests) and {RATE} req/s runs, after the one-worker rounds, "
+               f"then {1 if a.quick else W2_TPUT_ROUNDS} alternated rounds of the "
+               f"64-connection runs ({n_tput} requests) back to back; medians, and the "
+               f"median of the rounds' own ratios; added latency against direct's figures "
+               f"above")
     pin_head = (f"pinned: every thread of the proxy on the last CPU, the load and the "
                 f"upstream on the first (the same for gwd, gwd+adm and nginx, one worker "
                 f"each), after the rounds: {4 if a.quick else PINNED_SLICES} alternated "
