@@ -182,7 +182,8 @@ void net_settle_limits(struct net_worker *w, struct gw_keylimits *k,
                        struct gw_limit_reservation *res, const struct gw_usage *u,
                        int64_t cost_micros, bool reached_upstream, uint64_t conn_id,
                        const char *req_id);
-/* The same for a quota lease (gw_quota_settle); <lease> becomes inactive now. */
+/* The same for a quota lease of <set> (gw_quota_settle; nothing when <set> is NULL or
+ * <lease> inactive); <lease> becomes inactive now. */
 void net_settle_quota(struct net_worker *w, struct gw_quota_set *set, struct gw_quota_lease *lease,
                       uint64_t real_tokens, bool sent);
 /* True while <w> holds settlements not yet applied. */

@@ -528,8 +528,7 @@ net_stream_settle(struct net_stream *s, int status, enum gw_code code, enum gw_o
         net_report_unrecorded(&ctx, s->client ? s->client->name : NULL, status, code, outcome,
                               net_ms_since(s->t0_us, now));
     }
-    if (s->qset && s->qlease.active) /* no row: a lease still held counts as sent */
-        net_settle_quota(s->w, s->qset, &s->qlease, 0, true);
+    net_settle_quota(s->w, s->qset, &s->qlease, 0, true); /* no row: a lease held counts as sent */
     net_slot_give_back(s, &s->hop_slot);
     net_slot_give_back(s, &s->key_slot);
 }

@@ -69,7 +69,7 @@ net_settle_quota(struct net_worker *w, struct gw_quota_set *set, struct gw_quota
     struct net_settles *st = &w->settles;
     struct gw_quota_settlement *x;
 
-    if (!lease->active)
+    if (!set || !lease->active)
         return;
     if (st->n_quota == NET_SETTLE_MAX)
         net_settle_apply(w);
